@@ -1,0 +1,392 @@
+// Package world is the simulated mail world: the project's stand-in for the
+// internet, used by every test, by `make demo`, by the benchmarks, and by
+// users on their own through the mailworld command (most laptops and clouds
+// block outbound port 25).
+//
+// A world is a list of mail hosts and a list of domains, read from a JSON
+// file (see Load) or made by the generator (see Generate). Starting a world
+// (see Start) brings up:
+//
+//  1. one authoritative DNS server (miekg/dns, UDP and TCP) that serves every
+//     domain as a zone of its own, the zones of the hosts' names, and the
+//     reverse zone 127.in-addr.arpa for the hosts' addresses (dns.go);
+//  2. one SMTP server per host, listening on the host's loopback address
+//     (any 127.x.y.z) at the world's SMTP port, behaving as the host and the
+//     recipient's domain and mailbox say (smtp.go);
+//  3. a session log that records, for every SMTP session, the client address
+//     it came from and what it asked, so tests can see egress rotation and
+//     per-address limits (log.go).
+//
+// The generator also writes the verdict that a correct verifier should reach
+// for every address it made (see Expectation), so benchmarks score accuracy
+// as well as speed.
+package world
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+)
+
+// Duration is a time.Duration that reads and writes itself in JSON as a Go
+// duration string ("100ms", "1m30s").
+type Duration time.Duration
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a duration string, or a number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err2 := json.Unmarshal(b, &n); err2 != nil {
+			return fmt.Errorf("world: duration must be a string like \"100ms\": %w", err)
+		}
+		*d = Duration(n)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("world: bad duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// HostMode is how a host treats a new TCP connection.
+type HostMode string
+
+// Host modes.
+const (
+	HostNormal HostMode = ""       // banner, then a normal session
+	HostTarpit HostMode = "tarpit" // accepts TCP, never sends the banner
+	HostRefuse HostMode = "refuse" // nothing listens: connections are refused
+	HostBusy   HostMode = "busy"   // answers every connection with 421 4.7.0 and closes
+)
+
+// Host is one mail server of the world, identified by its loopback address.
+// Several names may point at one address only by listing them as Aliases.
+type Host struct {
+	// Name is the host's DNS name, without the trailing dot ("mx1.alpha.test").
+	// Its A record points at IP.
+	Name string `json:"name"`
+	// IP is the host's IPv4 loopback address (127.x.y.z, not 127.0.0.1, which
+	// is left to the prober and the tests).
+	IP string `json:"ip"`
+	// IPv6, when set, is published as an AAAA record (nothing listens on it).
+	IPv6 string `json:"ipv6,omitempty"`
+	// Aliases are further names whose A record points at IP.
+	Aliases []string `json:"aliases,omitempty"`
+	// Mode is how the host treats a new connection.
+	Mode HostMode `json:"mode,omitempty"`
+	// Banner is the hostname in the 220 greeting; default Name.
+	Banner string `json:"banner,omitempty"`
+	// EHLOName is the hostname in the 250 reply to EHLO/HELO; default Name.
+	EHLOName string `json:"ehlo_name,omitempty"`
+	// PTR is the name the reverse zone gives IP; default Name; "-" for none.
+	PTR string `json:"ptr,omitempty"`
+	// TLS, when "1.2" or "1.3", makes the host offer STARTTLS with that
+	// version as the highest it accepts; empty for no STARTTLS.
+	TLS string `json:"tls,omitempty"`
+	// SMTPUTF8 makes the host advertise SMTPUTF8 (RFC 6531) and accept UTF-8
+	// addresses; without it a UTF-8 address gets 553 5.6.7.
+	SMTPUTF8 bool `json:"smtputf8,omitempty"`
+	// MaxRcpts caps the RCPTs accepted in one session (the others get
+	// 452 4.5.3); 0 for no cap.
+	MaxRcpts int `json:"max_rcpts,omitempty"`
+	// MaxConnsPerClient caps the concurrent sessions from one client address
+	// (the others get 421 4.7.0 and are closed); 0 for no cap.
+	MaxConnsPerClient int `json:"max_conns_per_client,omitempty"`
+	// Latency is waited before every reply, the banner included (a slow host).
+	Latency Duration `json:"latency,omitempty"`
+	// Jitter adds a uniformly drawn 0..Jitter to every Latency wait.
+	Jitter Duration `json:"jitter,omitempty"`
+	// CommandLatency overrides Latency for the replies to some commands,
+	// keyed by upper-case verb ("BANNER", "EHLO", "STARTTLS", "MAIL", "RCPT",
+	// "RSET", "QUIT", ...).
+	CommandLatency map[string]Duration `json:"command_latency,omitempty"`
+}
+
+// Policy is how a domain's mail server answers RCPT TO for the domain.
+type Policy string
+
+// Domain policies.
+const (
+	// PolicyAccept accepts known mailboxes and answers 550 5.1.1 for others.
+	PolicyAccept Policy = "accept"
+	// PolicyCatchAll accepts every local part.
+	PolicyCatchAll Policy = "catchall"
+	// PolicyGreylist answers 450 4.2.0 to the first RCPT of every (client
+	// address, recipient) pair, then behaves as PolicyAccept once
+	// GreylistDelay has passed since that first attempt.
+	PolicyGreylist Policy = "greylist"
+	// PolicyReject answers 550 5.7.1 to every RCPT: the prober is blocked by
+	// policy, which says nothing about the mailbox.
+	PolicyReject Policy = "reject"
+)
+
+// MailboxState is the state of one known mailbox.
+type MailboxState string
+
+// Mailbox states.
+const (
+	MailboxOK       MailboxState = "ok"       // 250 2.1.5
+	MailboxFull     MailboxState = "full"     // 552 5.2.2
+	MailboxDisabled MailboxState = "disabled" // 550 5.2.1
+	MailboxGreylist MailboxState = "greylist" // as PolicyGreylist, for this mailbox only
+)
+
+// MX is one MX record of a domain.
+type MX struct {
+	Pref uint16 `json:"pref"`
+	// Host is the exchange's name; "." makes the record a null MX (RFC 7505).
+	Host string `json:"host"`
+}
+
+// Record is a free-form resource record of a domain's zone, in zone-file
+// form: TXT, TLSA, CAA, CNAME, PTR and anything else miekg/dns can parse.
+type Record struct {
+	// Name is the owner, relative to the domain ("_dmarc", "_25._tcp.mx"),
+	// "@" or "" for the apex, or absolute with a trailing dot.
+	Name string `json:"name,omitempty"`
+	Type string `json:"type"`
+	// TTL in seconds; 0 takes the domain's TTL.
+	TTL uint32 `json:"ttl,omitempty"`
+	// Data is the RDATA in zone-file syntax, e.g. "\"v=spf1 -all\"" for TXT
+	// or "0 issue \"ca.test\"" for CAA.
+	Data string `json:"data"`
+}
+
+// DNSFault is how the DNS server misbehaves for a zone.
+type DNSFault string
+
+// DNS faults.
+const (
+	DNSFaultNone     DNSFault = ""
+	DNSFaultServFail DNSFault = "servfail" // every query in the zone gets SERVFAIL
+	DNSFaultDrop     DNSFault = "drop"     // every query in the zone goes unanswered
+)
+
+// Domain is one mail domain of the world, served as a DNS zone of its own.
+type Domain struct {
+	// Name is the domain, lower-case, without the trailing dot. A name in
+	// Unicode is published in its A-label (punycode) form.
+	Name string `json:"name"`
+	// MX records; empty for none (the domain may still have A records, which
+	// make an implicit MX, RFC 5321 §5.1).
+	MX []MX `json:"mx,omitempty"`
+	// A and AAAA records at the apex.
+	A    []string `json:"a,omitempty"`
+	AAAA []string `json:"aaaa,omitempty"`
+	// NXDomain makes the domain not exist: its zone answers NXDOMAIN for the
+	// apex and everything below. Used for expected domain_not_found addresses.
+	NXDomain bool `json:"nxdomain,omitempty"`
+	// Policy is how the domain's mail hosts answer RCPT; default accept.
+	Policy Policy `json:"policy,omitempty"`
+	// Mailboxes maps a known local part (lower-case) to its state.
+	Mailboxes map[string]MailboxState `json:"mailboxes,omitempty"`
+	// GreylistDelay is how long a greylisted (client, recipient) pair waits
+	// before it is accepted; default 1m.
+	GreylistDelay Duration `json:"greylist_delay,omitempty"`
+	// Records are further records of the zone (TXT for SPF and DMARC, TLSA,
+	// CAA, CNAME ...).
+	Records []Record `json:"records,omitempty"`
+	// TTL of the zone's records and the SOA minimum (negative TTL), seconds;
+	// default 300.
+	TTL uint32 `json:"ttl,omitempty"`
+	// DNSDelay is waited before answering any query of the zone.
+	DNSDelay Duration `json:"dns_delay,omitempty"`
+	// DNSFault makes the zone's queries fail.
+	DNSFault DNSFault `json:"dns_fault,omitempty"`
+	// Signed makes answers from the zone carry the AD bit, as a validating
+	// resolver would set it for a DNSSEC-signed zone.
+	Signed bool `json:"signed,omitempty"`
+}
+
+// World is a whole simulated world.
+type World struct {
+	// SMTPPort is the port every host listens on; default 2525.
+	SMTPPort int       `json:"smtp_port,omitempty"`
+	Hosts    []*Host   `json:"hosts"`
+	Domains  []*Domain `json:"domains"`
+}
+
+// DefaultSMTPPort is the SMTP port of a world that names none.
+const DefaultSMTPPort = 2525
+
+// Defaults fills the unset fields of w with their defaults.
+func (w *World) Defaults() {
+	if w.SMTPPort == 0 {
+		w.SMTPPort = DefaultSMTPPort
+	}
+	for _, d := range w.Domains {
+		d.Name = strings.ToLower(strings.TrimSuffix(d.Name, "."))
+		if d.Policy == "" {
+			d.Policy = PolicyAccept
+		}
+		if d.TTL == 0 {
+			d.TTL = 300
+		}
+		if d.GreylistDelay == 0 {
+			d.GreylistDelay = Duration(time.Minute)
+		}
+	}
+	for _, h := range w.Hosts {
+		h.Name = strings.ToLower(strings.TrimSuffix(h.Name, "."))
+		if h.Banner == "" {
+			h.Banner = h.Name
+		}
+		if h.EHLOName == "" {
+			h.EHLOName = h.Name
+		}
+		if h.PTR == "" {
+			h.PTR = h.Name
+		}
+	}
+}
+
+// Validate reports every problem of w at once.
+func (w *World) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if w.SMTPPort < 0 || w.SMTPPort > 65535 {
+		add("smtp_port %d out of range", w.SMTPPort)
+	}
+	ips := map[string]string{}
+	for i, h := range w.Hosts {
+		if h.Name == "" {
+			add("hosts[%d]: name is empty", i)
+		}
+		a, err := netip.ParseAddr(h.IP)
+		switch {
+		case err != nil:
+			add("hosts[%d] %s: bad ip %q", i, h.Name, h.IP)
+		case !a.Is4() || !a.IsLoopback():
+			add("hosts[%d] %s: ip %s is not an IPv4 loopback address", i, h.Name, h.IP)
+		case a == netip.AddrFrom4([4]byte{127, 0, 0, 1}):
+			add("hosts[%d] %s: ip 127.0.0.1 is reserved for the prober", i, h.Name)
+		}
+		if prev, ok := ips[h.IP]; ok {
+			add("hosts[%d] %s: ip %s already used by %s", i, h.Name, h.IP, prev)
+		}
+		ips[h.IP] = h.Name
+		switch h.Mode {
+		case HostNormal, HostTarpit, HostRefuse, HostBusy:
+		default:
+			add("hosts[%d] %s: unknown mode %q", i, h.Name, h.Mode)
+		}
+		switch h.TLS {
+		case "", "1.2", "1.3":
+		default:
+			add("hosts[%d] %s: tls must be \"\", \"1.2\" or \"1.3\", not %q", i, h.Name, h.TLS)
+		}
+	}
+	names := map[string]bool{}
+	for i, d := range w.Domains {
+		if d.Name == "" {
+			add("domains[%d]: name is empty", i)
+		}
+		if names[d.Name] {
+			add("domains[%d]: %s listed twice", i, d.Name)
+		}
+		names[d.Name] = true
+		switch d.Policy {
+		case PolicyAccept, PolicyCatchAll, PolicyGreylist, PolicyReject:
+		default:
+			add("domains[%d] %s: unknown policy %q", i, d.Name, d.Policy)
+		}
+		for lp, st := range d.Mailboxes {
+			switch st {
+			case MailboxOK, MailboxFull, MailboxDisabled, MailboxGreylist:
+			default:
+				add("domains[%d] %s: mailbox %q has unknown state %q", i, d.Name, lp, st)
+			}
+		}
+		switch d.DNSFault {
+		case DNSFaultNone, DNSFaultServFail, DNSFaultDrop:
+		default:
+			add("domains[%d] %s: unknown dns_fault %q", i, d.Name, d.DNSFault)
+		}
+		for _, a := range d.A {
+			if _, err := netip.ParseAddr(a); err != nil {
+				add("domains[%d] %s: bad A %q", i, d.Name, a)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// HostByIP returns the host listening on ip, or nil.
+func (w *World) HostByIP(ip string) *Host {
+	for _, h := range w.Hosts {
+		if h.IP == ip {
+			return h
+		}
+	}
+	return nil
+}
+
+// Domain returns the domain named name, or nil.
+func (w *World) Domain(name string) *Domain {
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	for _, d := range w.Domains {
+		if d.Name == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// Load reads a world from a JSON file, fills defaults and validates it.
+func Load(path string) (*World, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("world: %w", err)
+	}
+	return Parse(b)
+}
+
+// Parse reads a world from JSON, fills defaults and validates it. Unknown
+// fields are errors.
+func Parse(b []byte) (*World, error) {
+	var w World
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return nil, fmt.Errorf("world: cannot parse world: %w", err)
+	}
+	w.Defaults()
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// Save writes w as indented JSON.
+func (w *World) Save(path string) error {
+	b, err := json.MarshalIndent(w, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Expectation is the verdict a correct verifier reaches for one address of
+// the world, with the reason of spec §2.5 and the flags it should set.
+type Expectation struct {
+	Email    string `json:"email"`
+	Status   string `json:"status"` // spec §2.3 verdict
+	Reason   string `json:"reason"` // spec §2.3 checks.reason
+	CatchAll bool   `json:"catch_all,omitempty"`
+	Role     bool   `json:"role,omitempty"`
+}
