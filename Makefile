@@ -11,8 +11,28 @@ export CGO_ENABLED ?= 1
 
 all: build
 
+# build puts verifyd, verifyctl and mailworld into ./bin.
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/... ./bench/cmd/...
+
+# run starts verifyd in the foreground on the embedded defaults (data in
+# ./data, API on 127.0.0.1:8080), or on ./verifyd.toml when it exists.
+run: build
+	@if [ -f verifyd.toml ]; then exec $(BIN)/verifyd -config verifyd.toml; \
+	else exec $(BIN)/verifyd; fi
+
+# demo starts the simulated mail world and a verifyd configured for it.
+demo: build
+	./bench/demo.sh
+
+# bench runs the Go benchmarks of every package, a few rounds each.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 -benchtime 1s ./...
+
+# lists refreshes the engine's list data from the npm registry.
+lists:
+	./probe/lists/update.sh
 
 $(STATICCHECK):
 	mkdir -p $(BIN)

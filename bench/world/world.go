@@ -29,6 +29,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -219,6 +220,45 @@ type World struct {
 	SMTPPort int       `json:"smtp_port,omitempty"`
 	Hosts    []*Host   `json:"hosts"`
 	Domains  []*Domain `json:"domains"`
+
+	idx atomic.Pointer[index] // built on first use; see Reindex
+}
+
+// index finds domains and hosts in O(1).
+type index struct {
+	domains map[string]*Domain
+	byIP    map[string]*Host
+	byName  map[string]*Host
+}
+
+// Reindex rebuilds the lookup index behind Domain, HostByIP and HostByName.
+// Call it after changing Hosts or Domains of a world already in use; Load,
+// Parse and Generate return indexed worlds.
+func (w *World) Reindex() {
+	ix := &index{
+		domains: make(map[string]*Domain, len(w.Domains)),
+		byIP:    make(map[string]*Host, len(w.Hosts)),
+		byName:  make(map[string]*Host, len(w.Hosts)),
+	}
+	for _, d := range w.Domains {
+		ix.domains[strings.ToLower(strings.TrimSuffix(d.Name, "."))] = d
+	}
+	for _, h := range w.Hosts {
+		ix.byIP[h.IP] = h
+		ix.byName[strings.ToLower(strings.TrimSuffix(h.Name, "."))] = h
+		for _, a := range h.Aliases {
+			ix.byName[strings.ToLower(strings.TrimSuffix(a, "."))] = h
+		}
+	}
+	w.idx.Store(ix)
+}
+
+func (w *World) index() *index {
+	if ix := w.idx.Load(); ix != nil {
+		return ix
+	}
+	w.Reindex()
+	return w.idx.Load()
 }
 
 // DefaultSMTPPort is the SMTP port of a world that names none.
@@ -327,24 +367,16 @@ func (w *World) Validate() error {
 }
 
 // HostByIP returns the host listening on ip, or nil.
-func (w *World) HostByIP(ip string) *Host {
-	for _, h := range w.Hosts {
-		if h.IP == ip {
-			return h
-		}
-	}
-	return nil
+func (w *World) HostByIP(ip string) *Host { return w.index().byIP[ip] }
+
+// HostByName returns the host named name (or with name as an alias), or nil.
+func (w *World) HostByName(name string) *Host {
+	return w.index().byName[strings.ToLower(strings.TrimSuffix(name, "."))]
 }
 
 // Domain returns the domain named name, or nil.
 func (w *World) Domain(name string) *Domain {
-	name = strings.ToLower(strings.TrimSuffix(name, "."))
-	for _, d := range w.Domains {
-		if d.Name == name {
-			return d
-		}
-	}
-	return nil
+	return w.index().domains[strings.ToLower(strings.TrimSuffix(name, "."))]
 }
 
 // Load reads a world from a JSON file, fills defaults and validates it.
@@ -369,6 +401,7 @@ func Parse(b []byte) (*World, error) {
 	if err := w.Validate(); err != nil {
 		return nil, err
 	}
+	w.Reindex()
 	return &w, nil
 }
 

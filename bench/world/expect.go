@@ -1,0 +1,137 @@
+package world
+
+import (
+	"strings"
+)
+
+// Verdicts and reasons of spec §2.3, as the world's expectations use them.
+const (
+	StatusValid      = "valid"
+	StatusInvalid    = "invalid"
+	StatusRisky      = "risky"
+	StatusUnknown    = "unknown"
+	StatusDisposable = "disposable"
+	StatusSpamtrap   = "spamtrap"
+
+	ReasonOK              = "ok"
+	ReasonSyntax          = "syntax_error"
+	ReasonDomainNotFound  = "domain_not_found"
+	ReasonNoMX            = "no_mx_record"
+	ReasonSMTPRejected    = "smtp_rejected"
+	ReasonMailboxNotFound = "mailbox_not_found"
+	ReasonCatchAll        = "catch_all"
+	ReasonRoleBased       = "role_based"
+	ReasonDisposable      = "disposable_domain"
+	ReasonTimeout         = "timeout"
+	ReasonConnection      = "connection_error"
+)
+
+// Expect returns the verdict a correct verifier reaches for email in w, by
+// the engine's decision table (probe/README.md), given that greylisted
+// recipients are retried until accepted. The world knows nothing of the
+// disposable, role and spamtrap lists: the caller sets those from what it
+// generated (see Generate). An address whose domain the world does not serve
+// gets unknown/connection_error: the world's DNS refuses such names, which a
+// resolver sees as a temporary failure.
+//
+// The table, in the order it is applied:
+//
+//	domain NXDOMAIN                           invalid   domain_not_found
+//	zone SERVFAIL                             unknown   connection_error
+//	zone drops queries                        unknown   timeout
+//	null MX, or no MX and no A                invalid   no_mx_record
+//	every MX refuses connections              unknown   connection_error
+//	first reachable MX busy (421)             unknown   connection_error
+//	first reachable MX tarpits                unknown   timeout
+//	policy reject (550 5.7.1)                 unknown   smtp_rejected
+//	mailbox disabled (550 5.2.1)              invalid   smtp_rejected
+//	mailbox full (552 5.2.2)                  risky     smtp_rejected
+//	catch-all domain                          risky     catch_all
+//	known mailbox (greylisted or not)         valid     ok
+//	unknown mailbox (550 5.1.1)               invalid   mailbox_not_found
+func (w *World) Expect(email string) Expectation {
+	e := Expectation{Email: email}
+	at := strings.LastIndexByte(email, '@')
+	if at <= 0 || at == len(email)-1 {
+		e.Status, e.Reason = StatusInvalid, ReasonSyntax
+		return e
+	}
+	local := strings.ToLower(email[:at])
+	d := w.Domain(email[at+1:])
+	set := func(status, reason string) Expectation {
+		e.Status, e.Reason = status, reason
+		return e
+	}
+	switch {
+	case d == nil:
+		return set(StatusUnknown, ReasonConnection)
+	case d.NXDomain:
+		return set(StatusInvalid, ReasonDomainNotFound)
+	case d.DNSFault == DNSFaultServFail:
+		return set(StatusUnknown, ReasonConnection)
+	case d.DNSFault == DNSFaultDrop:
+		return set(StatusUnknown, ReasonTimeout)
+	}
+	hosts := w.mailHosts(d)
+	if hosts == nil {
+		return set(StatusInvalid, ReasonNoMX)
+	}
+	var host *Host
+	for _, h := range hosts {
+		if h != nil && h.Mode != HostRefuse {
+			host = h
+			break
+		}
+	}
+	switch {
+	case host == nil:
+		return set(StatusUnknown, ReasonConnection)
+	case host.Mode == HostBusy:
+		return set(StatusUnknown, ReasonConnection)
+	case host.Mode == HostTarpit:
+		return set(StatusUnknown, ReasonTimeout)
+	case d.Policy == PolicyReject:
+		return set(StatusUnknown, ReasonSMTPRejected)
+	}
+	switch d.Mailboxes[local] {
+	case MailboxDisabled:
+		return set(StatusInvalid, ReasonSMTPRejected)
+	case MailboxFull:
+		return set(StatusRisky, ReasonSMTPRejected)
+	}
+	if d.Policy == PolicyCatchAll {
+		e.CatchAll = true
+		return set(StatusRisky, ReasonCatchAll)
+	}
+	if _, ok := d.Mailboxes[local]; ok {
+		return set(StatusValid, ReasonOK)
+	}
+	return set(StatusInvalid, ReasonMailboxNotFound)
+}
+
+// mailHosts returns the hosts a sender would try for d, in preference order:
+// the MX hosts (nil entries for names the world has no host for), or for a
+// domain without MX the host at its A record (implicit MX, RFC 5321 §5.1).
+// It returns nil when mail cannot be routed (null MX, or neither MX nor A).
+func (w *World) mailHosts(d *Domain) []*Host {
+	if len(d.MX) == 0 {
+		if len(d.A) == 0 {
+			return nil
+		}
+		return []*Host{w.HostByIP(d.A[0])}
+	}
+	mxs := append([]MX(nil), d.MX...)
+	for i := 1; i < len(mxs); i++ { // insertion sort: MX lists are short
+		for j := i; j > 0 && mxs[j].Pref < mxs[j-1].Pref; j-- {
+			mxs[j], mxs[j-1] = mxs[j-1], mxs[j]
+		}
+	}
+	var hs []*Host
+	for _, mx := range mxs {
+		if mx.Host == "." {
+			return nil
+		}
+		hs = append(hs, w.HostByName(mx.Host))
+	}
+	return hs
+}

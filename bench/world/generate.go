@@ -1,0 +1,444 @@
+package world
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+)
+
+// GenOptions says what world Generate makes. Fractions are of the domains
+// (of the hosts for STARTTLS), each in [0, 1]; the domain behaviours are
+// exclusive and must not add up to more than 1. A zero GenOptions is valid
+// and makes 1,000 well-behaved domains.
+type GenOptions struct {
+	// Domains is how many domains to make. Default 1000.
+	Domains int
+	// Seed makes the world reproducible: the same options and seed give the
+	// same world.
+	Seed uint64
+	// AddressesPerDomain is how many expected addresses to write per domain.
+	// Default 10.
+	AddressesPerDomain int
+	// MailboxesPerDomain is how many of those exist; the rest are unknown
+	// local parts. Default 6. One known mailbox per domain is a role address
+	// (info@, sales@, ...) when RoleMailbox is set.
+	MailboxesPerDomain int
+	// RoleMailbox makes one known mailbox per domain a role address.
+	RoleMailbox bool
+
+	// Domain behaviours (exclusive fractions).
+	CatchAll   float64 // every local part accepted
+	Greylist   float64 // 450 4.2.0 first, accepted after GreylistDelay
+	Reject     float64 // 550 5.7.1 to the prober
+	Tarpit     float64 // host never sends a banner
+	Refuse     float64 // nothing listens at the host
+	Busy       float64 // host answers 421 4.7.0
+	NullMX     float64 // "MX 0 ." (RFC 7505)
+	NoMX       float64 // neither MX nor A
+	ImplicitMX float64 // no MX, an A record pointing at a host
+	NXDomain   float64 // the domain does not exist
+	ServFail   float64 // the domain's zone answers SERVFAIL
+
+	// MailboxFull and MailboxDisabled are fractions of known mailboxes.
+	MailboxFull     float64
+	MailboxDisabled float64
+
+	// STARTTLS is the fraction of hosts offering STARTTLS (one in five of
+	// them with TLS 1.2 at most, the others 1.3).
+	STARTTLS float64
+	// Auth is the fraction of domains publishing the full set of
+	// authentication records (SPF, DKIM, DMARC, MTA-STS, TLS-RPT, BIMI, CAA,
+	// TLSA in a signed zone, the svc trust record).
+	Auth float64
+
+	// Latency is waited before every SMTP reply, plus 0..Jitter.
+	Latency Duration
+	Jitter  Duration
+	// CommandLatency overrides Latency per verb on every host.
+	CommandLatency map[string]Duration
+	// GreylistDelay of greylisting domains. Default 2s, short enough for a
+	// real-time probe to retry within its budget.
+	GreylistDelay Duration
+
+	// DisposableDomains are made as accepting domains whose addresses are
+	// expected disposable (pass names the verifier's lists hold).
+	DisposableDomains []string
+	// Spamtraps are known mailboxes (full addresses) expected spamtrap.
+	Spamtraps []string
+
+	// SMTPPort of the world. Default 2525.
+	SMTPPort int
+	// FirstIP is the first host address; the generator counts up from it,
+	// skipping .0 and .255. Default 127.1.0.1.
+	FirstIP string
+	// TLD of the generated names. Default "test" (RFC 2606).
+	TLD string
+}
+
+func (o *GenOptions) defaults() {
+	if o.Domains == 0 {
+		o.Domains = 1000
+	}
+	if o.AddressesPerDomain == 0 {
+		o.AddressesPerDomain = 10
+	}
+	if o.MailboxesPerDomain == 0 {
+		o.MailboxesPerDomain = 6
+	}
+	if o.GreylistDelay == 0 {
+		o.GreylistDelay = Duration(2 * time.Second)
+	}
+	if o.SMTPPort == 0 {
+		o.SMTPPort = DefaultSMTPPort
+	}
+	if o.FirstIP == "" {
+		o.FirstIP = "127.1.0.1"
+	}
+	if o.TLD == "" {
+		o.TLD = "test"
+	}
+}
+
+func (o *GenOptions) validate() error {
+	var errs []error
+	if o.Domains < 0 || o.AddressesPerDomain < 0 || o.MailboxesPerDomain < 0 {
+		errs = append(errs, errors.New("counts must not be negative"))
+	}
+	if o.MailboxesPerDomain > o.AddressesPerDomain {
+		errs = append(errs, fmt.Errorf("mailboxes per domain (%d) exceed addresses per domain (%d)", o.MailboxesPerDomain, o.AddressesPerDomain))
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"catch-all", o.CatchAll}, {"greylist", o.Greylist}, {"reject", o.Reject},
+		{"tarpit", o.Tarpit}, {"refuse", o.Refuse}, {"busy", o.Busy},
+		{"null MX", o.NullMX}, {"no MX", o.NoMX}, {"implicit MX", o.ImplicitMX},
+		{"NXDOMAIN", o.NXDomain}, {"SERVFAIL", o.ServFail},
+		{"mailbox full", o.MailboxFull}, {"mailbox disabled", o.MailboxDisabled},
+		{"STARTTLS", o.STARTTLS}, {"auth", o.Auth},
+	} {
+		if f.v < 0 || f.v > 1 {
+			errs = append(errs, fmt.Errorf("%s fraction %v is not in [0, 1]", f.name, f.v))
+		}
+	}
+	sum := o.CatchAll + o.Greylist + o.Reject + o.Tarpit + o.Refuse + o.Busy +
+		o.NullMX + o.NoMX + o.ImplicitMX + o.NXDomain + o.ServFail
+	if sum > 1.0000001 {
+		errs = append(errs, fmt.Errorf("domain behaviour fractions add up to %.3f, more than 1", sum))
+	}
+	if _, err := netip.ParseAddr(o.FirstIP); err != nil {
+		errs = append(errs, fmt.Errorf("first IP %q: %w", o.FirstIP, err))
+	}
+	return errors.Join(errs...)
+}
+
+// kind is a generated domain's behaviour.
+type kind uint8
+
+const (
+	kindNormal kind = iota
+	kindCatchAll
+	kindGreylist
+	kindReject
+	kindTarpit
+	kindRefuse
+	kindBusy
+	kindNullMX
+	kindNoMX
+	kindImplicitMX
+	kindNXDomain
+	kindServFail
+)
+
+var nameWords = []string{
+	"acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne", "wonka",
+	"cyberdyne", "tyrell", "soylent", "gringotts", "oscorp", "aperture", "vandelay",
+	"dunder", "pied", "massive", "nakatomi", "monarch",
+}
+
+var roleLocals = []string{"info", "sales", "support", "admin", "contact", "office", "billing", "hr"}
+
+var firstNames = []string{"ada", "alan", "grace", "linus", "ken", "dennis", "barbara", "edsger", "donald", "margaret", "radia", "john", "frances", "leslie", "tim", "vint"}
+
+// Generate makes a world by o, and the expected verdict of every address it
+// made, in domain order.
+func Generate(o GenOptions) (*World, []Expectation, error) {
+	o.defaults()
+	if err := o.validate(); err != nil {
+		return nil, nil, fmt.Errorf("world: %w", err)
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+	n := o.Domains + len(o.DisposableDomains)
+	w := &World{SMTPPort: o.SMTPPort}
+	w.Domains = make([]*Domain, 0, n)
+	w.Hosts = make([]*Host, 0, n)
+
+	// Assign behaviours: shuffle the domain indices, then cut the shuffled
+	// order by the cumulative fractions, so counts are exact.
+	kinds := make([]kind, o.Domains)
+	perm := rng.Perm(o.Domains)
+	at := 0
+	for _, f := range []struct {
+		k kind
+		v float64
+	}{
+		{kindCatchAll, o.CatchAll}, {kindGreylist, o.Greylist}, {kindReject, o.Reject},
+		{kindTarpit, o.Tarpit}, {kindRefuse, o.Refuse}, {kindBusy, o.Busy},
+		{kindNullMX, o.NullMX}, {kindNoMX, o.NoMX}, {kindImplicitMX, o.ImplicitMX},
+		{kindNXDomain, o.NXDomain}, {kindServFail, o.ServFail},
+	} {
+		c := int(f.v*float64(o.Domains) + 0.5)
+		for i := 0; i < c && at < o.Domains; i++ {
+			kinds[perm[at]] = f.k
+			at++
+		}
+	}
+
+	ip, _ := netip.ParseAddr(o.FirstIP)
+	nextIP := func() string {
+		s := ip.String()
+		for {
+			ip = ip.Next()
+			b := ip.As4()
+			if b[3] != 0 && b[3] != 255 {
+				break
+			}
+		}
+		return s
+	}
+	newHost := func(name string) *Host {
+		h := &Host{Name: name, IP: nextIP(), Latency: o.Latency, Jitter: o.Jitter}
+		if len(o.CommandLatency) > 0 {
+			h.CommandLatency = o.CommandLatency
+		}
+		if rng.Float64() < o.STARTTLS {
+			h.TLS = "1.3"
+			if rng.IntN(5) == 0 {
+				h.TLS = "1.2"
+			}
+		}
+		w.Hosts = append(w.Hosts, h)
+		return h
+	}
+
+	spamtraps := map[string]bool{}
+	for _, s := range o.Spamtraps {
+		spamtraps[strings.ToLower(s)] = true
+	}
+	var exp []Expectation
+	addDomain := func(name string, k kind) {
+		d := &Domain{Name: name, Policy: PolicyAccept, Mailboxes: map[string]MailboxState{}}
+		w.Domains = append(w.Domains, d)
+		switch k {
+		case kindNullMX:
+			d.MX = []MX{{Pref: 0, Host: "."}}
+		case kindNoMX:
+		case kindNXDomain:
+			d.NXDomain = true
+		case kindServFail:
+			d.DNSFault = DNSFaultServFail
+		case kindImplicitMX:
+			h := newHost("mail." + name)
+			d.A = []string{h.IP}
+		default:
+			h := newHost("mx." + name)
+			d.MX = []MX{{Pref: 10, Host: h.Name}}
+			switch k {
+			case kindTarpit:
+				h.Mode = HostTarpit
+			case kindRefuse:
+				h.Mode = HostRefuse
+			case kindBusy:
+				h.Mode = HostBusy
+			case kindCatchAll:
+				d.Policy = PolicyCatchAll
+			case kindGreylist:
+				d.Policy = PolicyGreylist
+				d.GreylistDelay = o.GreylistDelay
+			case kindReject:
+				d.Policy = PolicyReject
+			}
+		}
+		if rng.Float64() < o.Auth && !d.NXDomain {
+			addAuthRecords(d, rng)
+		}
+		// Known mailboxes, then unknown local parts.
+		locals := make([]string, 0, o.AddressesPerDomain)
+		seen := map[string]bool{}
+		for len(locals) < o.AddressesPerDomain {
+			var lp string
+			switch {
+			case len(locals) == 0 && o.RoleMailbox && o.MailboxesPerDomain > 0:
+				lp = roleLocals[rng.IntN(len(roleLocals))]
+			case len(locals) < o.MailboxesPerDomain:
+				f := firstNames[rng.IntN(len(firstNames))]
+				if rng.IntN(2) == 0 {
+					lp = fmt.Sprintf("%s.%s%d", f, nameWords[rng.IntN(len(nameWords))], rng.IntN(100))
+				} else {
+					lp = fmt.Sprintf("%s%d", f, rng.IntN(1000))
+				}
+			default:
+				lp = fmt.Sprintf("nobody-%08x", rng.Uint32())
+			}
+			if seen[lp] {
+				continue
+			}
+			seen[lp] = true
+			if len(locals) < o.MailboxesPerDomain {
+				st := MailboxOK
+				switch r := rng.Float64(); {
+				case r < o.MailboxFull:
+					st = MailboxFull
+				case r < o.MailboxFull+o.MailboxDisabled:
+					st = MailboxDisabled
+				}
+				d.Mailboxes[lp] = st
+			}
+			locals = append(locals, lp)
+		}
+		for i, lp := range locals {
+			email := lp + "@" + name
+			e := Expectation{Email: email}
+			e.Role = i == 0 && o.RoleMailbox && o.MailboxesPerDomain > 0
+			exp = append(exp, e)
+		}
+	}
+
+	for i := 0; i < o.Domains; i++ {
+		name := fmt.Sprintf("%s%d.%s", nameWords[i%len(nameWords)], i, o.TLD)
+		addDomain(name, kinds[i])
+	}
+	for _, name := range o.DisposableDomains {
+		addDomain(strings.ToLower(name), kindNormal)
+	}
+	for t := range spamtraps {
+		at := strings.LastIndexByte(t, '@')
+		if at < 0 {
+			continue
+		}
+		if d := w.Domain(t[at+1:]); d != nil {
+			d.Mailboxes[t[:at]] = MailboxOK
+		}
+	}
+	w.Defaults()
+	if err := w.Validate(); err != nil {
+		return nil, nil, err
+	}
+	w.Reindex()
+
+	disposable := map[string]bool{}
+	for _, d := range o.DisposableDomains {
+		disposable[strings.ToLower(d)] = true
+	}
+	for i := range exp {
+		e := w.Expect(exp[i].Email)
+		e.Role = exp[i].Role
+		dom := e.Email[strings.LastIndexByte(e.Email, '@')+1:]
+		switch {
+		case spamtraps[strings.ToLower(e.Email)]:
+			e.Status, e.Reason = StatusSpamtrap, ReasonSMTPRejected
+		case disposable[dom]:
+			e.Status, e.Reason = StatusDisposable, ReasonDisposable
+		}
+		exp[i] = e
+	}
+	for t := range spamtraps {
+		e := w.Expect(t)
+		e.Status, e.Reason = StatusSpamtrap, ReasonSMTPRejected
+		exp = append(exp, e)
+	}
+	return w, exp, nil
+}
+
+// addAuthRecords gives d the full set of authentication records, with some
+// variety in their postures.
+func addAuthRecords(d *Domain, rng *rand.Rand) {
+	spf := []string{"-all", "~all", "?all"}[rng.IntN(3)]
+	policy := []string{"reject", "quarantine", "none"}[rng.IntN(3)]
+	txt := func(name, v string) Record { return Record{Name: name, Type: "TXT", Data: quoteTXT(v)} }
+	d.Records = append(d.Records,
+		txt("@", "v=spf1 mx "+spf),
+		txt("_dmarc", "v=DMARC1; p="+policy+"; rua=mailto:dmarc@"+d.Name),
+		txt("default._domainkey", "v=DKIM1; k=ed25519; p=11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="),
+		txt("_mta-sts", "v=STSv1; id=20260101T000000"),
+		txt("_smtp._tls", "v=TLSRPTv1; rua=mailto:tlsrpt@"+d.Name),
+		txt("default._bimi", "v=BIMI1; l=https://"+d.Name+"/logo.svg; a=https://"+d.Name+"/vmc.pem"),
+		txt("_svc-trust", "v=SVC1; k=key1; l=3"),
+		Record{Name: "@", Type: "CAA", Data: `0 issue "ca.test"`},
+	)
+	if len(d.MX) > 0 && d.MX[0].Host != "." {
+		d.Records = append(d.Records, Record{
+			Name: "_25._tcp." + d.MX[0].Host + ".", Type: "TLSA",
+			Data: "3 1 1 0000000000000000000000000000000000000000000000000000000000000000",
+		})
+		d.Signed = true
+	}
+}
+
+// quoteTXT writes v as TXT RDATA, split into 255-octet strings.
+func quoteTXT(v string) string {
+	var b strings.Builder
+	for len(v) > 0 {
+		n := min(len(v), 255)
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteByte('"')
+		for _, c := range []byte(v[:n]) {
+			if c == '"' || c == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(c)
+		}
+		b.WriteByte('"')
+		v = v[n:]
+	}
+	return b.String()
+}
+
+// WriteExpectations writes one JSON object per line.
+func WriteExpectations(path string, exp []Expectation) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	enc := json.NewEncoder(bw)
+	for i := range exp {
+		if err := enc.Encode(&exp[i]); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ReadExpectations reads what WriteExpectations wrote.
+func ReadExpectations(path string) ([]Expectation, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var exp []Expectation
+	dec := json.NewDecoder(bufio.NewReader(f))
+	for dec.More() {
+		var e Expectation
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("world: %s: %w", path, err)
+		}
+		exp = append(exp, e)
+	}
+	return exp, nil
+}

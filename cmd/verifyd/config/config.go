@@ -1,0 +1,466 @@
+// Package config is verifyd's configuration: one struct, documented field by
+// field, read from TOML, with Defaults for every field and a Validate that
+// reports every problem at once, naming the TOML key of each.
+//
+// Loading goes:
+//
+//  1. Defaults: every field gets its default, so verifyd runs with no file at
+//     all (the embedded default).
+//  2. Load decodes the file over the defaults; a key the struct does not know
+//     is an error, not silently ignored (a typo in an ops file must not pass).
+//  3. Validate checks every field and joins all problems into one error.
+//
+// Durations are TOML strings in Go syntax ("10s", "1m30s"). The defaults are
+// listed in the README's configuration section and in `verifyd -print-config`.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// DefaultPath is where verifyd looks for its file when -config is not given.
+const DefaultPath = "/etc/verifyd/verifyd.toml"
+
+// Config is the whole configuration of verifyd.
+type Config struct {
+	// DataDir holds the Pebble database and other state. Default: the
+	// directory systemd gives in $STATE_DIRECTORY (/var/lib/verifyd under the
+	// shipped unit), else ./data.
+	DataDir string `toml:"data_dir"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `toml:"log_level"`
+	// LogFormat is json, text or auto (text on a terminal, JSON otherwise,
+	// e.g. under systemd where journald stores it).
+	LogFormat string `toml:"log_format"`
+
+	HTTP       HTTP       `toml:"http"`
+	Admin      Admin      `toml:"admin"`
+	Metrics    Metrics    `toml:"metrics"`
+	Resolver   Resolver   `toml:"resolver"`
+	SMTP       SMTP       `toml:"smtp"`
+	Egress     Egress     `toml:"egress"`
+	Probe      Probe      `toml:"probe"`
+	Limits     Limits     `toml:"limits"`
+	RateLimits RateLimits `toml:"rate_limits"`
+	Webhooks   Webhooks   `toml:"webhooks"`
+}
+
+// HTTP is the public API listener.
+type HTTP struct {
+	// Listen is the address of the public API. Default 127.0.0.1:8080.
+	Listen string `toml:"listen"`
+	// TrustedProxies are addresses or CIDR prefixes whose X-Forwarded-For
+	// header is believed for the client address (rate limits key on it).
+	// Default none: the socket's peer is the client.
+	TrustedProxies []string `toml:"trusted_proxies"`
+	// ReadTimeout bounds reading one request. Default 30s.
+	ReadTimeout time.Duration `toml:"read_timeout"`
+	// WriteTimeout bounds writing one response. Default 60s.
+	WriteTimeout time.Duration `toml:"write_timeout"`
+	// IdleTimeout closes idle keep-alive connections. Default 2m.
+	IdleTimeout time.Duration `toml:"idle_timeout"`
+	// ShutdownTimeout bounds the graceful drain on SIGTERM. Default 20s.
+	ShutdownTimeout time.Duration `toml:"shutdown_timeout"`
+}
+
+// Admin is the operator API on a unix socket (verifyctl talks to it).
+type Admin struct {
+	// Socket is the unix socket path, created with mode 0600. Default:
+	// $RUNTIME_DIRECTORY/admin.sock under systemd, else <data_dir>/admin.sock.
+	Socket string `toml:"socket"`
+}
+
+// Metrics is the Prometheus listener, separate from the public API.
+type Metrics struct {
+	// Listen is the address serving /metrics; empty disables it.
+	// Default 127.0.0.1:9464.
+	Listen string `toml:"listen"`
+}
+
+// Resolver configures the caching DNS resolver.
+type Resolver struct {
+	// Upstreams are "ip:port" DNS servers. Default: the nameservers of
+	// /etc/resolv.conf.
+	Upstreams []string `toml:"upstreams"`
+	// Timeout is the per-upstream query timeout. Default 2s.
+	Timeout time.Duration `toml:"timeout"`
+	// MinTTL and MaxTTL clamp the TTL of cached answers. Defaults 30s, 1h.
+	MinTTL time.Duration `toml:"min_ttl"`
+	MaxTTL time.Duration `toml:"max_ttl"`
+	// NegativeMaxTTL caps how long NXDOMAIN/NODATA is cached. Default 5m.
+	NegativeMaxTTL time.Duration `toml:"negative_max_ttl"`
+	// CacheEntries bounds the cache. Default 200000.
+	CacheEntries int `toml:"cache_entries"`
+	// ServeStale answers from expired entries when every upstream fails
+	// (RFC 8767). Default false.
+	ServeStale bool `toml:"serve_stale"`
+}
+
+// SMTP configures the prober's SMTP sessions.
+type SMTP struct {
+	// Port is the port of the MX hosts. Default 25; tests and the simulated
+	// world use another.
+	Port int `toml:"port"`
+	// HeloName is the name sent in EHLO/HELO; it should match the forward-
+	// confirmed reverse DNS of the egress addresses. Default: the hostname.
+	HeloName string `toml:"helo_name"`
+	// MailFrom is the reverse-path of the probes. Default verify@<helo_name>.
+	MailFrom string `toml:"mail_from"`
+	// ConnectTimeout bounds the TCP connect. Default 10s.
+	ConnectTimeout time.Duration `toml:"connect_timeout"`
+	// CommandTimeout bounds each reply (banner included). Default 30s
+	// (RFC 5321 §4.5.3.2 allows servers minutes; real-time requests are
+	// bounded by probe.realtime_budget anyway).
+	CommandTimeout time.Duration `toml:"command_timeout"`
+	// SessionTimeout bounds a whole session. Default 2m.
+	SessionTimeout time.Duration `toml:"session_timeout"`
+	// StartTLS uses STARTTLS when the server offers it. Default true.
+	StartTLS bool `toml:"starttls"`
+}
+
+// Egress configures the pool of source addresses.
+type Egress struct {
+	// Addresses are the source IP addresses SMTP connections bind to. Empty
+	// means the system's choice (one unnamed address).
+	Addresses []string `toml:"addresses"`
+	// MaxConnsPerHost caps concurrent sessions per (egress address, MX host).
+	// Default 4.
+	MaxConnsPerHost int `toml:"max_conns_per_host"`
+	// MaxRatePerHost caps new sessions per second per MX host, all egress
+	// addresses together. Default 20.
+	MaxRatePerHost float64 `toml:"max_rate_per_host"`
+	// GreylistCooldown is the first cooldown of an (egress, destination)
+	// pair after a greylisting reply; it doubles on repeats. Default 60s.
+	GreylistCooldown time.Duration `toml:"greylist_cooldown"`
+	// MaxCooldown caps the cooldown backoff. Default 30m.
+	MaxCooldown time.Duration `toml:"max_cooldown"`
+}
+
+// Probe configures the validation engine.
+type Probe struct {
+	// RealtimeBudget is the time a single validation may take, greylist
+	// retries included. Default 15s.
+	RealtimeBudget time.Duration `toml:"realtime_budget"`
+	// RealtimeWorkers sizes the real-time pool. Default 512.
+	RealtimeWorkers int `toml:"realtime_workers"`
+	// BatchWorkers sizes the batch pool. Default 1024.
+	BatchWorkers int `toml:"batch_workers"`
+	// CatchAllTTL is how long a domain's catch-all finding is reused.
+	// Default 24h.
+	CatchAllTTL time.Duration `toml:"catch_all_ttl"`
+	// ListsDir holds operator override lists (disposable.txt, free.txt,
+	// role.txt, spamtrap.txt). Default /etc/verifyd/lists.
+	ListsDir string `toml:"lists_dir"`
+	// CacheMaxAge is how old an account's own result may be to answer a
+	// request with cache=true. Default 24h.
+	CacheMaxAge time.Duration `toml:"cache_max_age"`
+	// DKIMSelectors are probed for the dkim signal. Default: the engine's
+	// documented list.
+	DKIMSelectors []string `toml:"dkim_selectors"`
+	// DNSBLZones are queried for the MX address and the egress addresses.
+	DNSBLZones []string `toml:"dnsbl_zones"`
+	// DNSWLZones are queried for the MX address.
+	DNSWLZones []string `toml:"dnswl_zones"`
+}
+
+// Limits are the request limits of spec §8.
+type Limits struct {
+	// BatchMaxEmails caps the addresses of one batch. Default 100000.
+	BatchMaxEmails int `toml:"batch_max_emails"`
+	// BatchMaxBodyBytes caps the body of POST /v1/batch. Default 8 MB.
+	BatchMaxBodyBytes int `toml:"batch_max_body_bytes"`
+	// MaxBodyBytes caps the body of every other request. Default 64 KiB.
+	MaxBodyBytes int `toml:"max_body_bytes"`
+}
+
+// RateLimits are the per source IP fixed one-minute windows of spec §8.
+type RateLimits struct {
+	// Window is the length of a window. Default 1m (spec); tests shorten it.
+	Window time.Duration `toml:"window"`
+	// Validate, Batch, Results and Other are requests per window.
+	// Defaults 500, 30, 120, 300.
+	Validate int `toml:"validate"`
+	Batch    int `toml:"batch"`
+	Results  int `toml:"results"`
+	Other    int `toml:"other"`
+	// Disabled turns the per-IP limits off (the per-plan limits still apply).
+	Disabled bool `toml:"disabled"`
+}
+
+// Webhooks configures outgoing webhook deliveries.
+type Webhooks struct {
+	// Timeout bounds one delivery attempt. Default 10s.
+	Timeout time.Duration `toml:"timeout"`
+	// AllowPrivate allows delivery to loopback, private and link-local
+	// addresses. Default false (SSRF guard).
+	AllowPrivate bool `toml:"allow_private"`
+}
+
+// Defaults returns the configuration verifyd runs with when no file is given.
+func Defaults() Config {
+	host, _ := os.Hostname()
+	if host == "" || !strings.Contains(host, ".") {
+		host = "verifyd.localdomain"
+	}
+	dataDir := "./data"
+	if d := firstDir(os.Getenv("STATE_DIRECTORY")); d != "" {
+		dataDir = d
+	}
+	return Config{
+		DataDir:   dataDir,
+		LogLevel:  "info",
+		LogFormat: "auto",
+		HTTP: HTTP{
+			Listen:          "127.0.0.1:8080",
+			ReadTimeout:     30 * time.Second,
+			WriteTimeout:    60 * time.Second,
+			IdleTimeout:     2 * time.Minute,
+			ShutdownTimeout: 20 * time.Second,
+		},
+		Metrics: Metrics{Listen: "127.0.0.1:9464"},
+		Resolver: Resolver{
+			Timeout:        2 * time.Second,
+			MinTTL:         30 * time.Second,
+			MaxTTL:         time.Hour,
+			NegativeMaxTTL: 5 * time.Minute,
+			CacheEntries:   200000,
+		},
+		SMTP: SMTP{
+			Port:           25,
+			HeloName:       host,
+			ConnectTimeout: 10 * time.Second,
+			CommandTimeout: 30 * time.Second,
+			SessionTimeout: 2 * time.Minute,
+			StartTLS:       true,
+		},
+		Egress: Egress{
+			MaxConnsPerHost:  4,
+			MaxRatePerHost:   20,
+			GreylistCooldown: time.Minute,
+			MaxCooldown:      30 * time.Minute,
+		},
+		Probe: Probe{
+			RealtimeBudget:  15 * time.Second,
+			RealtimeWorkers: 512,
+			BatchWorkers:    1024,
+			CatchAllTTL:     24 * time.Hour,
+			ListsDir:        "/etc/verifyd/lists",
+			CacheMaxAge:     24 * time.Hour,
+		},
+		Limits: Limits{
+			BatchMaxEmails:    100000,
+			BatchMaxBodyBytes: 8 << 20,
+			MaxBodyBytes:      64 << 10,
+		},
+		RateLimits: RateLimits{
+			Window:   time.Minute,
+			Validate: 500,
+			Batch:    30,
+			Results:  120,
+			Other:    300,
+		},
+		Webhooks: Webhooks{Timeout: 10 * time.Second},
+	}
+}
+
+// firstDir returns the first of the colon-separated directories systemd
+// puts in $STATE_DIRECTORY and friends.
+func firstDir(v string) string {
+	d, _, _ := strings.Cut(v, ":")
+	return d
+}
+
+// Derive fills the fields whose defaults depend on other fields (the admin
+// socket on the data dir, MAIL FROM on the HELO name). Load calls it; call it
+// after changing a Config by hand.
+func (c *Config) Derive() {
+	if c.Admin.Socket == "" {
+		if d := firstDir(os.Getenv("RUNTIME_DIRECTORY")); d != "" {
+			c.Admin.Socket = filepath.Join(d, "admin.sock")
+		} else {
+			c.Admin.Socket = filepath.Join(c.DataDir, "admin.sock")
+		}
+	}
+	if c.SMTP.MailFrom == "" {
+		c.SMTP.MailFrom = "verify@" + c.SMTP.HeloName
+	}
+}
+
+// Load reads the TOML file at path over the defaults, then validates. A key
+// the file has but Config does not know is an error.
+func Load(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return Parse(string(b))
+}
+
+// Parse reads TOML text over the defaults, then validates.
+func Parse(text string) (Config, error) {
+	c := Defaults()
+	md, err := toml.Decode(text, &c)
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	var errs []error
+	for _, k := range md.Undecoded() {
+		errs = append(errs, fmt.Errorf("%s: unknown key", k.String()))
+	}
+	c.Derive()
+	if err := c.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("config: %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// Validate reports every problem of c at once; each line names the TOML key.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(key, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, a...)))
+	}
+	if c.DataDir == "" {
+		add("data_dir", "must not be empty")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		add("log_level", "must be debug, info, warn or error, not %q", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "auto", "json", "text":
+	default:
+		add("log_format", "must be auto, json or text, not %q", c.LogFormat)
+	}
+	checkHostPort := func(key, v string, optional bool) {
+		if v == "" {
+			if !optional {
+				add(key, "must not be empty")
+			}
+			return
+		}
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			add(key, "%q is not host:port", v)
+		}
+	}
+	positive := func(key string, d time.Duration) {
+		if d <= 0 {
+			add(key, "must be a positive duration, not %s", d)
+		}
+	}
+	atLeast := func(key string, v, min int) {
+		if v < min {
+			add(key, "must be at least %d, not %d", min, v)
+		}
+	}
+
+	checkHostPort("http.listen", c.HTTP.Listen, false)
+	for i, p := range c.HTTP.TrustedProxies {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			if _, err := netip.ParseAddr(p); err != nil {
+				add(fmt.Sprintf("http.trusted_proxies[%d]", i), "%q is neither an address nor a CIDR prefix", p)
+			}
+		}
+	}
+	positive("http.read_timeout", c.HTTP.ReadTimeout)
+	positive("http.write_timeout", c.HTTP.WriteTimeout)
+	positive("http.idle_timeout", c.HTTP.IdleTimeout)
+	positive("http.shutdown_timeout", c.HTTP.ShutdownTimeout)
+
+	if c.Admin.Socket == "" {
+		add("admin.socket", "must not be empty")
+	}
+	checkHostPort("metrics.listen", c.Metrics.Listen, true)
+
+	for i, u := range c.Resolver.Upstreams {
+		if _, err := netip.ParseAddrPort(u); err != nil {
+			add(fmt.Sprintf("resolver.upstreams[%d]", i), "%q is not ip:port", u)
+		}
+	}
+	positive("resolver.timeout", c.Resolver.Timeout)
+	if c.Resolver.MinTTL < 0 {
+		add("resolver.min_ttl", "must not be negative")
+	}
+	if c.Resolver.MaxTTL < c.Resolver.MinTTL {
+		add("resolver.max_ttl", "must be at least resolver.min_ttl (%s), not %s", c.Resolver.MinTTL, c.Resolver.MaxTTL)
+	}
+	if c.Resolver.NegativeMaxTTL < 0 {
+		add("resolver.negative_max_ttl", "must not be negative")
+	}
+	atLeast("resolver.cache_entries", c.Resolver.CacheEntries, 1)
+
+	if c.SMTP.Port < 1 || c.SMTP.Port > 65535 {
+		add("smtp.port", "must be 1-65535, not %d", c.SMTP.Port)
+	}
+	if c.SMTP.HeloName == "" || strings.ContainsAny(c.SMTP.HeloName, " \t\r\n") {
+		add("smtp.helo_name", "must be a host name, not %q", c.SMTP.HeloName)
+	}
+	if c.SMTP.MailFrom != "" && (!strings.Contains(c.SMTP.MailFrom, "@") || strings.ContainsAny(c.SMTP.MailFrom, " <>\r\n")) {
+		add("smtp.mail_from", "must be an address like verify@example.com, not %q", c.SMTP.MailFrom)
+	}
+	positive("smtp.connect_timeout", c.SMTP.ConnectTimeout)
+	positive("smtp.command_timeout", c.SMTP.CommandTimeout)
+	positive("smtp.session_timeout", c.SMTP.SessionTimeout)
+
+	seen := map[netip.Addr]bool{}
+	for i, a := range c.Egress.Addresses {
+		ip, err := netip.ParseAddr(a)
+		key := fmt.Sprintf("egress.addresses[%d]", i)
+		switch {
+		case err != nil:
+			add(key, "%q is not an IP address", a)
+		case seen[ip]:
+			add(key, "%s is listed twice", ip)
+		}
+		seen[ip] = true
+	}
+	atLeast("egress.max_conns_per_host", c.Egress.MaxConnsPerHost, 1)
+	if c.Egress.MaxRatePerHost <= 0 {
+		add("egress.max_rate_per_host", "must be positive, not %v", c.Egress.MaxRatePerHost)
+	}
+	positive("egress.greylist_cooldown", c.Egress.GreylistCooldown)
+	if c.Egress.MaxCooldown < c.Egress.GreylistCooldown {
+		add("egress.max_cooldown", "must be at least egress.greylist_cooldown (%s), not %s", c.Egress.GreylistCooldown, c.Egress.MaxCooldown)
+	}
+
+	positive("probe.realtime_budget", c.Probe.RealtimeBudget)
+	atLeast("probe.realtime_workers", c.Probe.RealtimeWorkers, 1)
+	atLeast("probe.batch_workers", c.Probe.BatchWorkers, 1)
+	positive("probe.catch_all_ttl", c.Probe.CatchAllTTL)
+	positive("probe.cache_max_age", c.Probe.CacheMaxAge)
+
+	atLeast("limits.batch_max_emails", c.Limits.BatchMaxEmails, 1)
+	atLeast("limits.batch_max_body_bytes", c.Limits.BatchMaxBodyBytes, 1024)
+	atLeast("limits.max_body_bytes", c.Limits.MaxBodyBytes, 1024)
+
+	positive("rate_limits.window", c.RateLimits.Window)
+	atLeast("rate_limits.validate", c.RateLimits.Validate, 1)
+	atLeast("rate_limits.batch", c.RateLimits.Batch, 1)
+	atLeast("rate_limits.results", c.RateLimits.Results, 1)
+	atLeast("rate_limits.other", c.RateLimits.Other, 1)
+
+	positive("webhooks.timeout", c.Webhooks.Timeout)
+	return errors.Join(errs...)
+}
+
+// TOML returns c as TOML text (for -print-config).
+func (c *Config) TOML() (string, error) {
+	var b strings.Builder
+	if err := toml.NewEncoder(&b).Encode(c); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}

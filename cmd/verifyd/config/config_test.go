@@ -1,0 +1,140 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultsValidate(t *testing.T) {
+	c := Defaults()
+	c.Derive()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	if c.SMTP.Port != 25 || c.Limits.BatchMaxEmails != 100000 || c.RateLimits.Validate != 500 {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+	if !strings.HasPrefix(c.SMTP.MailFrom, "verify@") {
+		t.Fatalf("mail_from not derived: %q", c.SMTP.MailFrom)
+	}
+}
+
+func TestEmptyFileIsDefaults(t *testing.T) {
+	c, err := Parse("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Defaults()
+	d.Derive()
+	if c.HTTP.Listen != d.HTTP.Listen || c.Admin.Socket != d.Admin.Socket {
+		t.Fatalf("empty file differs from defaults: %+v", c)
+	}
+}
+
+func TestParseOverrides(t *testing.T) {
+	c, err := Parse(`
+data_dir = "/srv/verifyd"
+[http]
+listen = "0.0.0.0:9000"
+trusted_proxies = ["10.0.0.0/8", "192.0.2.1"]
+[smtp]
+port = 2525
+command_timeout = "1m30s"
+[egress]
+addresses = ["127.0.1.1", "::1"]
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DataDir != "/srv/verifyd" || c.HTTP.Listen != "0.0.0.0:9000" || c.SMTP.Port != 2525 {
+		t.Fatalf("overrides not applied: %+v", c)
+	}
+	if c.SMTP.CommandTimeout != 90*time.Second {
+		t.Fatalf("command_timeout = %s", c.SMTP.CommandTimeout)
+	}
+	if c.Admin.Socket != "/srv/verifyd/admin.sock" {
+		t.Fatalf("admin socket not derived from data_dir: %q", c.Admin.Socket)
+	}
+	if len(c.Egress.Addresses) != 2 {
+		t.Fatalf("egress addresses: %v", c.Egress.Addresses)
+	}
+}
+
+// TestParseReportsEveryProblem shows that one bad file gets one error naming
+// every problem: the unknown key and both bad values.
+func TestParseReportsEveryProblem(t *testing.T) {
+	_, err := Parse(`
+[http]
+listen = "nonsense"
+lisen = "127.0.0.1:1"
+[smtp]
+port = 70000
+`)
+	if err == nil {
+		t.Fatal("bad file accepted")
+	}
+	for _, want := range []string{"http.lisen: unknown key", "http.listen:", "smtp.port:"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestValidateTable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		key  string
+	}{
+		{"log level", func(c *Config) { c.LogLevel = "loud" }, "log_level"},
+		{"log format", func(c *Config) { c.LogFormat = "xml" }, "log_format"},
+		{"proxy", func(c *Config) { c.HTTP.TrustedProxies = []string{"x"} }, "http.trusted_proxies[0]"},
+		{"upstream", func(c *Config) { c.Resolver.Upstreams = []string{"1.2.3.4"} }, "resolver.upstreams[0]"},
+		{"ttl order", func(c *Config) { c.Resolver.MaxTTL = time.Second }, "resolver.max_ttl"},
+		{"egress dup", func(c *Config) { c.Egress.Addresses = []string{"127.0.1.1", "127.0.1.1"} }, "egress.addresses[1]"},
+		{"egress bad", func(c *Config) { c.Egress.Addresses = []string{"host"} }, "egress.addresses[0]"},
+		{"mail from", func(c *Config) { c.SMTP.MailFrom = "nobody" }, "smtp.mail_from"},
+		{"helo", func(c *Config) { c.SMTP.HeloName = "a b" }, "smtp.helo_name"},
+		{"workers", func(c *Config) { c.Probe.RealtimeWorkers = 0 }, "probe.realtime_workers"},
+		{"timeout", func(c *Config) { c.SMTP.ConnectTimeout = 0 }, "smtp.connect_timeout"},
+		{"window", func(c *Config) { c.RateLimits.Window = -time.Second }, "rate_limits.window"},
+		{"metrics", func(c *Config) { c.Metrics.Listen = "9464" }, "metrics.listen"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Defaults()
+			c.Derive()
+			tc.edit(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.key+":") {
+				t.Fatalf("want an error naming %s, got %v", tc.key, err)
+			}
+		})
+	}
+}
+
+func TestTOMLRoundTrip(t *testing.T) {
+	c := Defaults()
+	c.Derive()
+	text, err := c.TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(text)
+	if err != nil {
+		t.Fatalf("printed config does not parse back: %v\n%s", err, text)
+	}
+	if back.HTTP.ReadTimeout != c.HTTP.ReadTimeout || back.SMTP.HeloName != c.SMTP.HeloName {
+		t.Fatalf("round trip changed values")
+	}
+}
+
+func TestStateDirectory(t *testing.T) {
+	t.Setenv("STATE_DIRECTORY", "/var/lib/verifyd")
+	t.Setenv("RUNTIME_DIRECTORY", "/run/verifyd")
+	c := Defaults()
+	c.Derive()
+	if c.DataDir != "/var/lib/verifyd" || c.Admin.Socket != "/run/verifyd/admin.sock" {
+		t.Fatalf("systemd directories ignored: %q %q", c.DataDir, c.Admin.Socket)
+	}
+}

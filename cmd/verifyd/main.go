@@ -1,0 +1,159 @@
+// Command verifyd is the email verification appliance daemon.
+//
+// It reads its configuration (see package config; -config, default
+// /etc/verifyd/verifyd.toml, or the embedded defaults when that file does not
+// exist), opens its data directory, starts the public API, the metrics
+// listener and the engine, and runs until SIGTERM or SIGINT, when it drains
+// in-flight requests within http.shutdown_timeout and exits 0.
+//
+//	verifyd                       run (embedded defaults if no file)
+//	verifyd -config FILE          run with FILE
+//	verifyd -check-config [-config FILE]   validate and exit (non-zero if bad)
+//	verifyd -print-config         print the effective configuration as TOML
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/valyala/fasthttp"
+
+	"github.com/verifyd/verifyd/cmd/verifyd/config"
+	"github.com/verifyd/verifyd/server"
+)
+
+func main() {
+	configPath := flag.String("config", "", "configuration file (default "+config.DefaultPath+" if it exists, else the embedded defaults)")
+	checkConfig := flag.Bool("check-config", false, "validate the configuration and exit")
+	printConfig := flag.Bool("print-config", false, "print the effective configuration as TOML and exit")
+	flag.Parse()
+
+	cfg, source, err := loadConfig(*configPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if *checkConfig {
+		fmt.Printf("%s: ok\n", source)
+		return
+	}
+	if *printConfig {
+		text, err := cfg.TOML()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Print(text)
+		return
+	}
+	log := newLogger(cfg)
+	slog.SetDefault(log)
+	if err := run(cfg, source, log); err != nil {
+		log.Error("verifyd stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+// loadConfig reads the file at path, or the default path when path is empty
+// and the file exists, or else the embedded defaults.
+func loadConfig(path string) (config.Config, string, error) {
+	if path == "" {
+		if _, err := os.Stat(config.DefaultPath); errors.Is(err, fs.ErrNotExist) {
+			c := config.Defaults()
+			c.Derive()
+			return c, "embedded defaults", c.Validate()
+		}
+		path = config.DefaultPath
+	}
+	c, err := config.Load(path)
+	return c, path, err
+}
+
+func newLogger(cfg config.Config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	format := cfg.LogFormat
+	if format == "auto" {
+		format = "json"
+		if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			format = "text"
+		}
+	}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+}
+
+func run(cfg config.Config, source string, log *slog.Logger) error {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("cannot create data dir: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	api := server.New(server.Options{
+		ReadTimeout:  cfg.HTTP.ReadTimeout,
+		WriteTimeout: cfg.HTTP.WriteTimeout,
+		IdleTimeout:  cfg.HTTP.IdleTimeout,
+		MaxBodyBytes: cfg.Limits.BatchMaxBodyBytes,
+		Logger:       log,
+	})
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("cannot listen on http.listen: %w", err)
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- api.Serve(ln) }()
+
+	var metricsSrv *fasthttp.Server
+	metricsAddr := ""
+	if cfg.Metrics.Listen != "" {
+		mln, err := net.Listen("tcp", cfg.Metrics.Listen)
+		if err != nil {
+			return fmt.Errorf("cannot listen on metrics.listen: %w", err)
+		}
+		metricsAddr = mln.Addr().String()
+		metricsSrv = &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+			if string(ctx.Path()) != "/metrics" {
+				ctx.Error("not found", fasthttp.StatusNotFound)
+				return
+			}
+			ctx.SetContentType("text/plain; version=0.0.4")
+			metrics.WritePrometheus(ctx, true)
+		}}
+		go func() { errc <- metricsSrv.Serve(mln) }()
+	}
+	log.Info("verifyd listening", "config", source, "api", "http://"+ln.Addr().String(),
+		"metrics", metricsAddr, "data_dir", cfg.DataDir, "admin_socket", cfg.Admin.Socket)
+	fmt.Fprintf(os.Stderr, "verifyd: API on http://%s  (health: http://%s/healthz)\n", ln.Addr(), ln.Addr())
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "timeout", cfg.HTTP.ShutdownTimeout)
+	case err := <-errc:
+		return fmt.Errorf("listener failed: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
+	defer cancel()
+	if err := api.Shutdown(sctx); err != nil {
+		log.Warn("api shutdown", "err", err)
+	}
+	if metricsSrv != nil {
+		_ = metricsSrv.ShutdownWithContext(sctx)
+	}
+	start := time.Now()
+	log.Info("stopped", "drain", time.Since(start).Round(time.Millisecond))
+	return nil
+}
