@@ -32,7 +32,10 @@ const (
 // disposable, role and spamtrap lists: the caller sets those from what it
 // generated (see Generate). An address whose domain the world does not serve
 // gets unknown/connection_error: the world's DNS refuses such names, which a
-// resolver sees as a temporary failure.
+// resolver sees as a temporary failure. Generate refines what Expect cannot
+// know: a valid role address has reason role_based, a listed disposable
+// domain gives disposable/disposable_domain, a spamtrap gives spamtrap with no
+// reason (the spec's reasons have none for it).
 //
 // The table, in the order it is applied:
 //

@@ -343,15 +343,17 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 		dom := e.Email[strings.LastIndexByte(e.Email, '@')+1:]
 		switch {
 		case spamtraps[strings.ToLower(e.Email)]:
-			e.Status, e.Reason = StatusSpamtrap, ReasonSMTPRejected
+			e.Status, e.Reason = StatusSpamtrap, ""
 		case disposable[dom]:
 			e.Status, e.Reason = StatusDisposable, ReasonDisposable
+		case e.Role && e.Status == StatusValid:
+			e.Reason = ReasonRoleBased
 		}
 		exp[i] = e
 	}
 	for t := range spamtraps {
 		e := w.Expect(t)
-		e.Status, e.Reason = StatusSpamtrap, ReasonSMTPRejected
+		e.Status, e.Reason = StatusSpamtrap, ""
 		exp = append(exp, e)
 	}
 	return w, exp, nil

@@ -91,7 +91,7 @@ func TestGenerateExpectationMix(t *testing.T) {
 		"valid/ok", "invalid/mailbox_not_found", "risky/catch_all", "unknown/smtp_rejected",
 		"unknown/timeout", "unknown/connection_error", "invalid/no_mx_record",
 		"invalid/domain_not_found", "invalid/smtp_rejected", "risky/smtp_rejected",
-		"disposable/disposable_domain", "spamtrap/smtp_rejected",
+		"disposable/disposable_domain", "spamtrap/", "valid/role_based",
 	} {
 		if got[want] == 0 {
 			t.Errorf("no expectation %s in %v", want, got)
