@@ -102,8 +102,8 @@ type Host struct {
 	// SMTPUTF8 makes the host advertise SMTPUTF8 (RFC 6531) and accept UTF-8
 	// addresses; without it a UTF-8 address gets 553 5.6.7.
 	SMTPUTF8 bool `json:"smtputf8,omitempty"`
-	// MaxRcpts caps the RCPTs accepted in one session (the others get
-	// 452 4.5.3); 0 for no cap.
+	// MaxRcpts caps the RCPTs of one mail transaction (the others get
+	// 452 4.5.3; RSET, EHLO and STARTTLS start a new count); 0 for no cap.
 	MaxRcpts int `json:"max_rcpts,omitempty"`
 	// MaxConnsPerClient caps the concurrent sessions from one client address
 	// (the others get 421 4.7.0 and are closed); 0 for no cap.
