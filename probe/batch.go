@@ -1,0 +1,65 @@
+package probe
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+
+	"github.com/verifyd/verifyd/probe/address"
+)
+
+// VerifyDomain validates many addresses of one domain in as few SMTP
+// sessions as the MX allows: one DNS resolution, one session with MAIL and
+// every RCPT (pipelined when the server offers PIPELINING, RFC 2920), one
+// catch-all probe per domain and TTL, and another session for what a
+// 452 4.5.3 recipient limit left over. Greylisted addresses are not waited
+// for: their results are unknown with RetryAt set, and a later call with
+// prefer set to their Egress retries them from the same source address, as
+// greylisters want.
+//
+// emails must share one domain (compared after IDNA conversion); an address
+// of another domain, or one failing syntax, gets its own result as Verify
+// would give without SMTP, so a caller may pass a whole group blindly.
+// Results are in the order of emails.
+func (e *Engine) VerifyDomain(ctx context.Context, emails []string, prefer netip.Addr) []*Result {
+	start := e.opts.Now()
+	results := make([]*Result, len(emails))
+	var targets []*target
+	var domain string
+	var rt route
+	routed := false
+	for i, email := range emails {
+		r := &Result{Email: email, ProbedAt: start}
+		results[i] = r
+		addr, err := address.Parse(email)
+		if err != nil {
+			continue
+		}
+		if domain == "" {
+			domain = addr.ASCIIDomain
+		}
+		if !strings.EqualFold(addr.ASCIIDomain, domain) {
+			p := e.plan(ctx, r, addr)
+			if p.probe {
+				e.probeDomain(ctx, p.route, addr.ASCIIDomain, []*target{{addr: addr, r: r}}, false, prefer)
+			}
+			continue
+		}
+		// The first address of the domain resolves it; the others reuse
+		// the route (plan's lookups are cached anyway).
+		p := e.plan(ctx, r, addr)
+		if !routed {
+			rt, routed = p.route, true
+		}
+		if p.probe {
+			targets = append(targets, &target{addr: addr, r: r})
+		}
+	}
+	if len(targets) > 0 {
+		e.probeDomain(ctx, rt, domain, targets, false, prefer)
+	}
+	for _, r := range results {
+		e.finish(r, start)
+	}
+	return results
+}

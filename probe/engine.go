@@ -1,0 +1,194 @@
+package probe
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/probe/address"
+	"github.com/verifyd/verifyd/probe/lists"
+	"github.com/verifyd/verifyd/resolver"
+)
+
+// Options configures an Engine.
+type Options struct {
+	// Resolver answers every DNS question of the engine. Required.
+	Resolver resolver.Interface
+	// Egress leases the source address of every SMTP session. Required.
+	Egress *egress.Pool
+	// Lists returns the current lists (a lists.Store's Get); default the
+	// embedded lists.
+	Lists func() *lists.Lists
+	// SMTPPort is the MX port. Default 25.
+	SMTPPort int
+	// HeloName is sent in EHLO. Required.
+	HeloName string
+	// MailFrom is the reverse-path of the probes. Default verify@HeloName.
+	MailFrom string
+	// CommandTimeout bounds each SMTP reply; SessionTimeout a whole
+	// session. Defaults 30 s and 2 min; the caller's context bounds both.
+	CommandTimeout time.Duration
+	SessionTimeout time.Duration
+	// StartTLS makes sessions use STARTTLS when the MX offers it
+	// (opportunistic, RFC 7435: certificates are not verified, a failed
+	// handshake is retried without TLS).
+	StartTLS bool
+	// CatchAllTTL is how long a domain's catch-all finding is reused.
+	// Default 24 h. CatchAllEntries bounds that cache; default 100,000.
+	CatchAllTTL     time.Duration
+	CatchAllEntries int
+	// Now is the engine's clock; default time.Now.
+	Now func() time.Time
+	// Logger receives the engine's lines and, at debug level, SMTP
+	// transcripts; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Engine validates addresses. It is safe for concurrent use; callers bound
+// the concurrency (verifyd runs it on ants pools) and each call's time (the
+// context's deadline is the probe's budget).
+type Engine struct {
+	opts     Options
+	log      *slog.Logger
+	catchAll *catchAllCache
+}
+
+// New returns an Engine.
+func New(opts Options) (*Engine, error) {
+	var errs []error
+	if opts.Resolver == nil {
+		errs = append(errs, errors.New("a resolver is required"))
+	}
+	if opts.Egress == nil {
+		errs = append(errs, errors.New("an egress pool is required"))
+	}
+	if opts.HeloName == "" {
+		errs = append(errs, errors.New("a HELO name is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	if opts.Lists == nil {
+		opts.Lists = lists.Embedded
+	}
+	if opts.SMTPPort == 0 {
+		opts.SMTPPort = 25
+	}
+	if opts.MailFrom == "" {
+		opts.MailFrom = "verify@" + opts.HeloName
+	}
+	if opts.CommandTimeout == 0 {
+		opts.CommandTimeout = 30 * time.Second
+	}
+	if opts.SessionTimeout == 0 {
+		opts.SessionTimeout = 2 * time.Minute
+	}
+	if opts.CatchAllTTL == 0 {
+		opts.CatchAllTTL = 24 * time.Hour
+	}
+	if opts.CatchAllEntries == 0 {
+		opts.CatchAllEntries = 100000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Engine{
+		opts:     opts,
+		log:      opts.Logger.With("pkg", "probe"),
+		catchAll: newCatchAllCache(opts.CatchAllEntries, opts.CatchAllTTL),
+	}, nil
+}
+
+// Verify validates one address within ctx's deadline (the real-time
+// budget). A greylisted recipient is retried from the same egress address
+// once its cooldown ends, as long as the budget allows; otherwise the result
+// is unknown with RetryAt set.
+func (e *Engine) Verify(ctx context.Context, email string) *Result {
+	start := e.opts.Now()
+	r := &Result{Email: email, ProbedAt: start}
+	addr, err := address.Parse(email)
+	if err != nil {
+		return e.finish(r, start)
+	}
+	plan := e.plan(ctx, r, addr)
+	if plan.probe {
+		e.probeOne(ctx, r, addr, plan.route)
+	}
+	return e.finish(r, start)
+}
+
+// plan is what the stages before SMTP decided.
+type plan struct {
+	route route
+	probe bool // an SMTP session is worth making
+}
+
+// plan runs the syntax, lists and MX stages for a parsed address and
+// records their findings in r.
+func (e *Engine) plan(ctx context.Context, r *Result, addr address.Address) plan {
+	ev := &r.Evidence
+	ev.SyntaxOK = true
+	r.Email = addr.String()
+	r.Checks.Syntax = true
+	r.Checks.Domain = addr.Domain
+	l := e.opts.Lists()
+	ev.Role = l.IsRole(addr.Local)
+	ev.Free = l.IsFree(addr.ASCIIDomain)
+	ev.Disposable = l.IsDisposable(addr.ASCIIDomain)
+	ev.Spamtrap = l.IsSpamtrap(strings.ToLower(addr.ASCII()))
+	r.Checks.IsRoleBased = ev.Role
+	r.Checks.IsFreeProvider = ev.Free
+	r.Checks.IsDisposable = ev.Disposable
+
+	rt := e.route(ctx, addr.ASCIIDomain)
+	ev.DNS = rt.outcome
+	r.Checks.MX = rt.outcome == DNSRouted
+	if len(rt.hosts) > 0 {
+		r.Checks.MXHost = rt.hosts[0]
+	}
+	// A spamtrap is never probed (probing traps is what gets senders
+	// listed), nor is a disposable domain: the verdict is already decided.
+	return plan{route: rt, probe: rt.outcome == DNSRouted && !ev.Spamtrap && !ev.Disposable}
+}
+
+// finish decides the verdict and fills the derived fields.
+func (e *Engine) finish(r *Result, start time.Time) *Result {
+	r.Status, r.Reason, r.Score = Decide(r.Evidence)
+	r.Checks.Reason = r.Reason
+	r.Checks.IsCatchAll = r.Evidence.CatchAll == CatchAllYes && r.Evidence.SMTP == SMTPAccepted
+	r.Latency = e.opts.Now().Sub(start)
+	countResult(r)
+	return r
+}
+
+// tlsConfig is the opportunistic TLS of a session to host.
+func (e *Engine) tlsConfig(host string) *tls.Config {
+	if !e.opts.StartTLS {
+		return nil
+	}
+	return &tls.Config{
+		ServerName: host,
+		// Opportunistic TLS (RFC 7435): a prober learns nothing from a
+		// certificate check and must still reach MXes with self-signed
+		// or mismatched certificates, as senders do.
+		InsecureSkipVerify: true, //nolint:gosec // see above
+		MinVersion:         tls.VersionTLS12,
+	}
+}
+
+// transcriptLogger returns the logger for SMTP transcripts: only when debug
+// logging is on, so a transcript costs nothing otherwise.
+func (e *Engine) transcriptLogger() *slog.Logger {
+	if e.log.Enabled(context.Background(), slog.LevelDebug) {
+		return e.log
+	}
+	return nil
+}

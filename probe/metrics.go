@@ -1,0 +1,60 @@
+package probe
+
+import (
+	"fmt"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/probe/smtpclient"
+)
+
+// Metrics of the engine (names verifyd_probe_<what>_<unit>):
+//
+//	verifyd_probe_results_total{status,reason}   verdicts given
+//	verifyd_probe_duration_seconds               time per address
+//	verifyd_probe_smtp_replies_total{class}      RCPT replies by class
+//	verifyd_probe_sessions_total{outcome}        SMTP sessions by how they ended
+var (
+	resultCounters  = map[[2]string]*metrics.Counter{}
+	replyCounters   [smtpclient.ServiceUnavailable + 1]*metrics.Counter
+	sessionCounters = map[egress.Outcome]*metrics.Counter{}
+	probeDuration   = metrics.NewHistogram("verifyd_probe_duration_seconds")
+)
+
+func init() {
+	statuses := []Status{StatusValid, StatusInvalid, StatusRisky, StatusUnknown, StatusDisposable, StatusSpamtrap}
+	reasons := []Reason{ReasonNone, ReasonOK, ReasonSyntax, ReasonDomainNotFound, ReasonNoMX, ReasonSMTPRejected,
+		ReasonMailboxNotFound, ReasonCatchAll, ReasonRoleBased, ReasonDisposable, ReasonTimeout, ReasonConnection}
+	for _, s := range statuses {
+		for _, r := range reasons {
+			resultCounters[[2]string{string(s), string(r)}] = metrics.NewCounter(
+				fmt.Sprintf(`verifyd_probe_results_total{status=%q,reason=%q}`, s, r))
+		}
+	}
+	for c := range replyCounters {
+		replyCounters[c] = metrics.NewCounter(fmt.Sprintf(`verifyd_probe_smtp_replies_total{class=%q}`, smtpclient.Class(c)))
+	}
+	for o := egress.OutcomeOK; o <= egress.OutcomeCanceled; o++ {
+		sessionCounters[o] = metrics.NewCounter(fmt.Sprintf(`verifyd_probe_sessions_total{outcome=%q}`, o))
+	}
+}
+
+func countResult(r *Result) {
+	if c := resultCounters[[2]string{string(r.Status), string(r.Reason)}]; c != nil {
+		c.Inc()
+	}
+	probeDuration.Update(r.Latency.Seconds())
+}
+
+func countReply(c smtpclient.Class) {
+	if int(c) < len(replyCounters) {
+		replyCounters[c].Inc()
+	}
+}
+
+func countSession(o egress.Outcome) {
+	if c := sessionCounters[o]; c != nil {
+		c.Inc()
+	}
+}

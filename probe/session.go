@@ -1,0 +1,430 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/probe/address"
+	"github.com/verifyd/verifyd/probe/smtpclient"
+)
+
+// target is one address being probed, with its result.
+type target struct {
+	addr address.Address
+	r    *Result
+	// done: the address has its SMTP answer (or none will come).
+	done bool
+	// grey: the address was greylisted and waits for a retry.
+	grey bool
+}
+
+// probeOne runs the SMTP stage for one address, waiting out greylisting
+// while ctx's deadline allows.
+func (e *Engine) probeOne(ctx context.Context, r *Result, addr address.Address, rt route) {
+	e.probeDomain(ctx, rt, addr.ASCIIDomain, []*target{{addr: addr, r: r}}, true, netip.Addr{})
+}
+
+// probeDomain runs the SMTP stage for addresses of one domain: the MX hosts
+// in preference order, each host's addresses in turn, falling to the next
+// when a connection cannot be made (RFC 5321 §5.1). With wait, greylisted
+// recipients are retried once their egress cooldown ends, within ctx's
+// deadline; without, they are left unknown with RetryAt set, for a batch job
+// to come back to.
+func (e *Engine) probeDomain(ctx context.Context, rt route, domain string, ts []*target, wait bool, prefer netip.Addr) {
+	failure := SMTPConnRefused
+	for _, host := range rt.hosts {
+		ips, err := e.opts.Resolver.LookupIP(ctx, "ip", host)
+		if err != nil {
+			if dnsFailure(err) == DNSTimeout {
+				failure = SMTPTimeout
+			}
+			continue
+		}
+		for _, ip := range ips.IPs {
+			next, out := e.sessions(ctx, host, ip, domain, ts, wait, prefer)
+			if !next {
+				return
+			}
+			if out == SMTPTimeout {
+				failure = SMTPTimeout
+			}
+			if ctx.Err() != nil {
+				failure = SMTPTimeout
+				break
+			}
+		}
+	}
+	for _, t := range ts {
+		if !t.done {
+			t.r.Evidence.SMTP = failure
+			t.done = true
+		}
+	}
+}
+
+// sessions talks to one MX address until every target has an answer. It
+// reports next when the address could not be used at all (refused,
+// unreachable, no egress address of its family), so the caller tries the
+// next one, with the failure seen.
+func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domain string, ts []*target, wait bool, prefer netip.Addr) (next bool, failure SMTPOutcome) {
+	hostport := net.JoinHostPort(ip.String(), strconv.Itoa(e.opts.SMTPPort))
+	noTLS := false
+	for {
+		pending := pendingTargets(ts)
+		if len(pending) == 0 {
+			return false, 0
+		}
+		var lease *egress.Lease
+		var err error
+		if prefer.IsValid() {
+			// A retry goes out from the address the recipients were
+			// greylisted from, or not at all until it may.
+			lease, err = e.opts.Egress.AcquireFrom(ctx, ip, prefer)
+			if errors.Is(err, egress.ErrNoAddress) {
+				prefer = netip.Addr{} // gone from the pool: any will do
+				continue
+			}
+		} else {
+			lease, err = e.opts.Egress.Acquire(ctx, ip, netip.Addr{})
+		}
+		if err != nil {
+			var ce *egress.CoolingError
+			switch {
+			case errors.As(err, &ce):
+				if wait && sleepUntil(ctx, e.opts.Now, ce.RetryAt) {
+					continue
+				}
+				settle(pending, SMTPGreylisted, ce.RetryAt, prefer)
+				return false, 0
+			case errors.Is(err, egress.ErrNoAddress), errors.Is(err, egress.ErrInvalidDest):
+				return true, SMTPConnRefused
+			default: // the context ended, or the pool closed
+				settle(pending, SMTPTimeout, time.Time{}, prefer)
+				return false, 0
+			}
+		}
+		var tlsCfg = e.tlsConfig(host)
+		if noTLS {
+			tlsCfg = nil
+		}
+		c, err := smtpclient.Dial(ctx, lease, hostport, smtpclient.Options{
+			HeloName:       e.opts.HeloName,
+			CommandTimeout: e.opts.CommandTimeout,
+			SessionTimeout: e.opts.SessionTimeout,
+			TLSConfig:      tlsCfg,
+			Logger:         e.transcriptLogger(),
+		})
+		if err != nil {
+			f := dialFailure(err)
+			lease.Release(f.egress)
+			countSession(f.egress)
+			switch {
+			case f.retryPlain && !noTLS:
+				noTLS = true
+				continue
+			case f.nextIP:
+				return true, f.smtp
+			}
+			settle(pending, f.smtp, time.Time{}, lease.Addr())
+			return false, 0
+		}
+		facts := SessionFacts{MXIP: ip, BannerHost: c.BannerHost(), EHLOHost: c.EHLOHost()}
+		facts.TLSVersion, facts.TLSCipher, _ = c.TLSState()
+		for _, t := range pending {
+			t.r.Session = facts
+			t.r.Egress = lease.Addr()
+		}
+		out := e.transaction(c, domain, pending)
+		if out.sessionOK {
+			_ = c.Quit()
+		} else {
+			_ = c.Close()
+		}
+		lease.Release(out.egress)
+		countSession(out.egress)
+
+		if out.greylisted {
+			prefer = lease.Addr()
+			until := e.opts.Egress.CooldownUntil(prefer, ip)
+			if !wait || !sleepUntil(ctx, e.opts.Now, until) {
+				for _, t := range pending {
+					if t.grey && !t.done {
+						settle([]*target{t}, SMTPGreylisted, until, prefer)
+					}
+				}
+			}
+		}
+		if !out.progress && !out.greylisted {
+			// Nothing was learnt and nothing will be by asking again.
+			settle(pendingTargets(ts), SMTPBusy, time.Time{}, prefer)
+			return false, 0
+		}
+	}
+}
+
+// txOutcome is what one session's transaction achieved.
+type txOutcome struct {
+	egress     egress.Outcome
+	sessionOK  bool // the session is in a state to QUIT politely
+	greylisted bool // some targets were greylisted
+	progress   bool // some targets got their answer
+}
+
+// transaction runs MAIL, the RCPTs of the pending targets and, when one was
+// accepted and the domain's catch-all finding is not cached, one RCPT with a
+// random local part, after the real ones so it cannot spoil them.
+func (e *Engine) transaction(c *smtpclient.Client, domain string, pending []*target) txOutcome {
+	utf8 := false
+	for _, t := range pending {
+		if t.addr.UTF8Local {
+			if !c.Extensions().SMTPUTF8 {
+				// The MX cannot take this address from anyone; say so
+				// without asking (RFC 6531 §3.4).
+				t.r.Evidence.SMTP = SMTPRejected
+				t.done = true
+				continue
+			}
+			utf8 = true
+		}
+	}
+	pending = pendingTargets(pending)
+	if len(pending) == 0 {
+		return txOutcome{egress: egress.OutcomeOK, sessionOK: true, progress: true}
+	}
+	if err := c.Mail(e.opts.MailFrom, utf8); err != nil {
+		return failedCommand(err, pending)
+	}
+	rcpts := make([]string, len(pending))
+	for i, t := range pending {
+		rcpts[i] = t.addr.ASCII()
+	}
+	results, rest, err := c.RcptMany(rcpts)
+	out := txOutcome{egress: egress.OutcomeOK, sessionOK: err == nil}
+	accepted := false
+	for i, res := range results {
+		t := pending[i]
+		cls := res.Class
+		countReply(cls.Class)
+		switch cls.Class {
+		case smtpclient.Greylisted, smtpclient.TempFail:
+			t.grey = true
+			out.greylisted = true
+			out.egress = egress.OutcomeGreylisted
+			continue
+		case smtpclient.TooManyRecipients:
+			continue // in rest too; the next session takes it
+		case smtpclient.Accepted:
+			accepted = true
+		case smtpclient.NoMailbox:
+			// A domain that refuses one mailbox is not catch-all.
+			if !cls.Weak {
+				e.catchAll.put(domain, CatchAllNo, e.opts.Now())
+			}
+		case smtpclient.Policy:
+			if out.egress == egress.OutcomeOK {
+				out.egress = egress.OutcomePolicy
+			}
+		case smtpclient.ServiceUnavailable:
+			out.egress = egress.OutcomeRateLimited
+		}
+		t.r.Evidence.SMTP = rcptOutcome(cls)
+		t.done = true
+		t.grey = false
+		out.progress = true
+	}
+	if err != nil {
+		f := dialFailure(err)
+		if f.egress != egress.OutcomeOK {
+			out.egress = f.egress
+		}
+		for _, t := range pending[len(results):] {
+			if !t.done && len(rest) > 0 {
+				t.r.Evidence.SMTP = f.smtp
+				t.done = true
+				out.progress = true
+			}
+		}
+	} else if len(rest) > 0 && len(rest) == len(pending) {
+		// The server takes no recipient at all in this transaction.
+		for _, t := range pending {
+			t.r.Evidence.SMTP = SMTPBusy
+			t.done = true
+		}
+		out.progress = true
+	}
+	if accepted && out.sessionOK {
+		e.probeCatchAll(c, domain)
+	}
+	ca := e.catchAll.get(domain, e.opts.Now())
+	for _, t := range pending {
+		t.r.Evidence.CatchAll = ca
+	}
+	return out
+}
+
+// probeCatchAll sends one RCPT with a random local part unless the domain's
+// finding is cached, and caches what it learns.
+func (e *Engine) probeCatchAll(c *smtpclient.Client, domain string) {
+	now := e.opts.Now()
+	if e.catchAll.get(domain, now) != CatchAllUnknown {
+		return
+	}
+	local := "verifyd-" + strconv.FormatUint(rand.Uint64(), 36)
+	reply, err := c.Rcpt(local + "@" + domain)
+	if err != nil {
+		return
+	}
+	switch cls := smtpclient.ClassifyRcpt(reply, 1); {
+	case cls.Class == smtpclient.Accepted:
+		e.catchAll.put(domain, CatchAllYes, now)
+	case cls.Class == smtpclient.NoMailbox && !cls.Weak:
+		e.catchAll.put(domain, CatchAllNo, now)
+	case cls.Class == smtpclient.NoMailbox:
+		// A bare 550 to a random name still says no such mailbox.
+		e.catchAll.put(domain, CatchAllNo, now)
+	}
+}
+
+// rcptOutcome maps the classifier's verdict on a RCPT reply.
+func rcptOutcome(cls smtpclient.Classification) SMTPOutcome {
+	switch cls.Class {
+	case smtpclient.Accepted:
+		return SMTPAccepted
+	case smtpclient.NoMailbox:
+		if cls.Weak {
+			return SMTPNoMailboxWeak
+		}
+		return SMTPNoMailbox
+	case smtpclient.Disabled:
+		return SMTPDisabled
+	case smtpclient.Full:
+		return SMTPFull
+	case smtpclient.BadDomain:
+		return SMTPBadDomain
+	case smtpclient.Policy:
+		return SMTPPolicy
+	case smtpclient.Greylisted, smtpclient.TempFail:
+		return SMTPGreylisted
+	case smtpclient.ServiceUnavailable, smtpclient.TooManyRecipients:
+		return SMTPBusy
+	}
+	return SMTPRejected
+}
+
+// failedCommand is the outcome of a MAIL that did not go through: every
+// pending target shares it.
+func failedCommand(err error, pending []*target) txOutcome {
+	f := dialFailure(err)
+	out := txOutcome{egress: f.egress, progress: true}
+	if f.smtp == SMTPGreylisted {
+		for _, t := range pending {
+			t.grey = true
+		}
+		return txOutcome{egress: egress.OutcomeRateLimited, sessionOK: true, greylisted: true}
+	}
+	var se *smtpclient.Error
+	out.sessionOK = errors.As(err, &se) && se.Code != smtpclient.CodeServiceUnavailable
+	settle(pending, f.smtp, time.Time{}, netip.Addr{})
+	return out
+}
+
+// failure is what a failed session step means.
+type failure struct {
+	smtp       SMTPOutcome
+	egress     egress.Outcome
+	nextIP     bool // try the MX's next address
+	retryPlain bool // the TLS handshake failed: try again without TLS
+}
+
+// dialFailure classifies the error of Dial, MAIL or RCPT.
+func dialFailure(err error) failure {
+	var se *smtpclient.Error
+	if errors.As(err, &se) {
+		cls := se.Class()
+		switch {
+		case se.Code == smtpclient.CodeServiceUnavailable:
+			return failure{smtp: SMTPBusy, egress: egress.OutcomeRateLimited}
+		case cls.Class == smtpclient.Policy:
+			return failure{smtp: SMTPPolicy, egress: egress.OutcomePolicy}
+		case se.Temporary():
+			return failure{smtp: SMTPGreylisted, egress: egress.OutcomeRateLimited}
+		}
+		return failure{smtp: SMTPRejected, egress: egress.OutcomeProtocol}
+	}
+	var oe *smtpclient.OpError
+	connect := errors.As(err, &oe) && oe.Command == smtpclient.CmdConnect
+	switch {
+	case errors.Is(err, smtpclient.ErrTLSHandshake):
+		return failure{smtp: SMTPProtocol, egress: egress.OutcomeProtocol, retryPlain: true}
+	case isTimeout(err):
+		// A connect that times out may be one dead address of several; a
+		// server that accepted and then went quiet (a tarpit) is the
+		// verdict.
+		return failure{smtp: SMTPTimeout, egress: egress.OutcomeTimeout, nextIP: connect}
+	case connect:
+		return failure{smtp: SMTPConnRefused, egress: egress.OutcomeConnectFailed, nextIP: true}
+	case errors.Is(err, context.Canceled):
+		return failure{smtp: SMTPTimeout, egress: egress.OutcomeCanceled}
+	}
+	return failure{smtp: SMTPProtocol, egress: egress.OutcomeProtocol}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, syscall.ETIMEDOUT) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// settle gives every target in ts the outcome.
+func settle(ts []*target, o SMTPOutcome, retryAt time.Time, egressAddr netip.Addr) {
+	for _, t := range ts {
+		if t.done {
+			continue
+		}
+		t.r.Evidence.SMTP = o
+		t.r.RetryAt = retryAt
+		if egressAddr.IsValid() {
+			t.r.Egress = egressAddr
+		}
+		t.done = true
+	}
+}
+
+func pendingTargets(ts []*target) []*target {
+	var p []*target
+	for _, t := range ts {
+		if !t.done {
+			p = append(p, t)
+		}
+	}
+	return p
+}
+
+// sleepUntil waits until at by the engine's clock, and reports whether it
+// did so before ctx's deadline (false without waiting when at is past the
+// deadline).
+func sleepUntil(ctx context.Context, now func() time.Time, at time.Time) bool {
+	d := at.Sub(now())
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Now().Add(d).After(dl) {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
