@@ -9,11 +9,11 @@ import (
 // that a domain is probed with a random local part once per TTL, not once
 // per address. It is bounded: when full, the oldest half is dropped.
 type catchAllCache struct {
-	mu   sync.Mutex
-	max  int
-	ttl  time.Duration
-	m    map[string]catchAllEntry
-	seq  uint64
+	mu  sync.Mutex
+	max int
+	ttl time.Duration
+	m   map[string]catchAllEntry
+	seq uint64
 }
 
 type catchAllEntry struct {
