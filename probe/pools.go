@@ -1,0 +1,157 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/panjf2000/ants/v2"
+)
+
+// ErrOverloaded is returned when a pool's queue is full.
+var ErrOverloaded = errors.New("probe: too many probes waiting")
+
+// Pools runs the engine on two ants worker pools: one for real-time single
+// validations and one for batch work, each sized by configuration, so a big
+// batch never takes the workers single validations need.
+type Pools struct {
+	engine   *Engine
+	realtime *ants.Pool
+	batch    *ants.Pool
+}
+
+// PoolOptions sizes the pools.
+type PoolOptions struct {
+	// Realtime and Batch are the worker counts. Defaults 512 and 1024.
+	Realtime, Batch int
+	// QueueRealtime and QueueBatch bound the tasks waiting for a worker;
+	// beyond them a submission fails with ErrOverloaded. Defaults: 4× the
+	// worker count.
+	QueueRealtime, QueueBatch int
+}
+
+// NewPools starts the pools.
+func NewPools(e *Engine, o PoolOptions) (*Pools, error) {
+	if o.Realtime <= 0 {
+		o.Realtime = 512
+	}
+	if o.Batch <= 0 {
+		o.Batch = 1024
+	}
+	if o.QueueRealtime <= 0 {
+		o.QueueRealtime = 4 * o.Realtime
+	}
+	if o.QueueBatch <= 0 {
+		o.QueueBatch = 4 * o.Batch
+	}
+	panicked := func(v any) {
+		e.log.Error("probe task panicked", "panic", fmt.Sprint(v))
+	}
+	rt, err := ants.NewPool(o.Realtime, ants.WithMaxBlockingTasks(o.QueueRealtime),
+		ants.WithPanicHandler(panicked), ants.WithExpiryDuration(time.Minute))
+	if err != nil {
+		return nil, fmt.Errorf("probe: real-time pool: %w", err)
+	}
+	bt, err := ants.NewPool(o.Batch, ants.WithMaxBlockingTasks(o.QueueBatch),
+		ants.WithPanicHandler(panicked), ants.WithExpiryDuration(time.Minute))
+	if err != nil {
+		rt.Release()
+		return nil, fmt.Errorf("probe: batch pool: %w", err)
+	}
+	p := &Pools{engine: e, realtime: rt, batch: bt}
+	currentPools.Store(p)
+	return p, nil
+}
+
+// currentPools is what the pool gauges report: the last Pools made.
+var currentPools atomic.Pointer[Pools]
+
+func poolGauge(name string, f func(*Pools) int) {
+	metrics.NewGauge(name, func() float64 {
+		if p := currentPools.Load(); p != nil {
+			return float64(f(p))
+		}
+		return 0
+	})
+}
+
+func init() {
+	poolGauge(`verifyd_probe_workers_busy{pool="realtime"}`, func(p *Pools) int { return p.realtime.Running() })
+	poolGauge(`verifyd_probe_workers_busy{pool="batch"}`, func(p *Pools) int { return p.batch.Running() })
+	poolGauge(`verifyd_probe_queue_waiting{pool="realtime"}`, func(p *Pools) int { return p.realtime.Waiting() })
+	poolGauge(`verifyd_probe_queue_waiting{pool="batch"}`, func(p *Pools) int { return p.batch.Waiting() })
+}
+
+// Verify runs Engine.Verify on a real-time worker and waits for it, or for
+// ctx to end. A probe whose ctx ended before a worker took it is not run.
+func (p *Pools) Verify(ctx context.Context, email string) (*Result, error) {
+	ch := make(chan *Result, 1)
+	err := submit(p.realtime, func() {
+		if ctx.Err() != nil {
+			ch <- nil
+			return
+		}
+		ch <- p.engine.Verify(ctx, email)
+	})
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		if r == nil {
+			return nil, ctx.Err()
+		}
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// VerifyDomain runs Engine.VerifyDomain on a batch worker and waits for it.
+func (p *Pools) VerifyDomain(ctx context.Context, emails []string, prefer netip.Addr) ([]*Result, error) {
+	ch := make(chan []*Result, 1)
+	err := submit(p.batch, func() {
+		if ctx.Err() != nil {
+			ch <- nil
+			return
+		}
+		ch <- p.engine.VerifyDomain(ctx, emails, prefer)
+	})
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case rs := <-ch:
+		if rs == nil {
+			return nil, ctx.Err()
+		}
+		return rs, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// submit hands f to pool; a task panic is recovered (and logged by the
+// pool's handler) so one bad input cannot take verifyd down.
+func submit(pool *ants.Pool, f func()) error {
+	err := pool.Submit(f)
+	switch {
+	case errors.Is(err, ants.ErrPoolOverload):
+		return ErrOverloaded
+	case err != nil:
+		return fmt.Errorf("probe: %w", err)
+	}
+	return nil
+}
+
+// Busy reports the workers running in each pool.
+func (p *Pools) Busy() (realtime, batch int) { return p.realtime.Running(), p.batch.Running() }
+
+// Close stops taking work and waits up to timeout for running probes.
+func (p *Pools) Close(timeout time.Duration) error {
+	return errors.Join(p.realtime.ReleaseTimeout(timeout), p.batch.ReleaseTimeout(timeout))
+}
