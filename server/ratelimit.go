@@ -1,0 +1,115 @@
+package server
+
+import (
+	"hash/maphash"
+	"sync"
+	"time"
+)
+
+// Route classes of the rate limits (spec §8).
+type route uint8
+
+const (
+	routeValidate route = iota
+	routeBatch
+	routeResults
+	routeOther
+	numRoutes
+)
+
+var routeNames = [numRoutes]string{"validate", "batch", "results", "other"}
+
+// Limit is a number of requests per window.
+type Limit struct {
+	N      int
+	Window time.Duration
+}
+
+// Plans are the per-API-key rates of spec §8's plan table, per route. A
+// zero Limit is uncapped.
+var Plans = map[string][numRoutes]Limit{
+	"free":       {{10, time.Minute}, {3, time.Minute}, {60, time.Minute}, {60, time.Minute}},
+	"starter":    {{50, time.Second}, {30, time.Minute}, {300, time.Minute}, {300, time.Minute}},
+	"growth":     {{200, time.Second}, {60, time.Minute}, {600, time.Minute}, {600, time.Minute}},
+	"scale":      {{500, time.Second}, {120, time.Minute}, {1200, time.Minute}, {1200, time.Minute}},
+	"enterprise": {},
+}
+
+// limiter counts requests in fixed windows (spec §8: "fixed windows of one
+// minute"), keyed by a string (a client address or an API key prefix) and
+// a route. Both of spec §8's tables are enforced with one limiter each; a
+// request passes only when both allow it (DESIGN.md).
+//
+// A window's count lives until the window ends; a sweep drops ended
+// windows, so memory is bounded by the keys active in one window.
+type limiter struct {
+	now    func() time.Time
+	seed   maphash.Seed
+	shards [64]limShard
+}
+
+type limShard struct {
+	mu sync.Mutex
+	m  map[limKey]*window
+	n  int // Allow calls since the last sweep
+}
+
+type limKey struct {
+	key   string
+	route route
+}
+
+type window struct {
+	start time.Time
+	count int
+}
+
+func newLimiter(now func() time.Time) *limiter {
+	l := &limiter{now: now, seed: maphash.MakeSeed()}
+	for i := range l.shards {
+		l.shards[i].m = make(map[limKey]*window)
+	}
+	return l
+}
+
+// allow counts one request of key on r against lim, and reports whether it
+// is within the limit; when not, after how long the window ends.
+func (l *limiter) allow(key string, r route, lim Limit) (bool, time.Duration) {
+	if lim.N <= 0 || lim.Window <= 0 {
+		return true, 0
+	}
+	now := l.now()
+	start := now.Truncate(lim.Window)
+	sh := &l.shards[maphash.String(l.seed, key)%uint64(len(l.shards))]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.n++; sh.n >= 4096 {
+		sh.n = 0
+		for k, w := range sh.m {
+			if now.Sub(w.start) >= 2*time.Minute {
+				delete(sh.m, k)
+			}
+		}
+	}
+	k := limKey{key, r}
+	w := sh.m[k]
+	if w == nil {
+		w = &window{start: start}
+		sh.m[k] = w
+	}
+	if !w.start.Equal(start) {
+		w.start, w.count = start, 0
+	}
+	if w.count >= lim.N {
+		return false, start.Add(lim.Window).Sub(now)
+	}
+	w.count++
+	return true, 0
+}
+
+// retryAfterSeconds rounds a wait up to whole seconds, at least 1, for the
+// Retry-After header and details.retryAfter.
+func retryAfterSeconds(d time.Duration) int {
+	s := int((d + time.Second - 1) / time.Second)
+	return max(s, 1)
+}

@@ -1,0 +1,147 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// Issue is one problem of a request body, as details.issues of spec §7
+// lists them. Path names the field: "email", "emails[3]", "cache", or ""
+// for the body itself.
+type Issue struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// MaxEmailLength is spec §2.1's limit, in characters.
+const MaxEmailLength = 320
+
+// validateRequest is the body of POST /v1/validate (spec §2.1).
+type validateRequest struct {
+	Email string
+	Cache bool
+}
+
+// decodeValidate reads a validate body strictly: one JSON object, "email"
+// a non-empty string of at most 320 characters with an "@", "cache" a
+// boolean, nothing else, no member twice. Every problem is reported, not
+// only the first. Address syntax beyond the "@" is the engine's business: a
+// malformed address gets a 200 receipt with status invalid (DESIGN.md).
+func decodeValidate(body []byte) (validateRequest, []Issue) {
+	var req validateRequest
+	var issues []Issue
+	seenEmail := false
+	err := walkObject(body, func(name string, dec *json.Decoder) error {
+		switch name {
+		case "email":
+			seenEmail = true
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return err
+			}
+			s, msg := emailValue(raw)
+			if msg != "" {
+				issues = append(issues, Issue{Path: "email", Message: msg})
+			} else if !strings.Contains(s, "@") {
+				issues = append(issues, Issue{Path: "email", Message: "must be an email address (no @)"})
+			}
+			req.Email = s
+		case "cache":
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return err
+			}
+			switch string(raw) {
+			case "true":
+				req.Cache = true
+			case "false":
+			default:
+				issues = append(issues, Issue{Path: "cache", Message: "must be a boolean"})
+			}
+		default:
+			issues = append(issues, Issue{Path: name, Message: "unknown property"})
+			var skip json.RawMessage
+			return dec.Decode(&skip)
+		}
+		return nil
+	})
+	if err != nil {
+		return req, []Issue{{Path: "", Message: err.Error()}}
+	}
+	if !seenEmail {
+		issues = append(issues, Issue{Path: "email", Message: "is required"})
+	}
+	return req, issues
+}
+
+// emailValue checks one email value of a request: a non-empty JSON string
+// of at most MaxEmailLength characters. It returns the string, or the
+// problem.
+func emailValue(raw json.RawMessage) (string, string) {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", "must be a string"
+	}
+	switch n := utf8.RuneCountInString(s); {
+	case n == 0:
+		return "", "must not be empty"
+	case n > MaxEmailLength:
+		return "", fmt.Sprintf("must be at most %d characters, not %d", MaxEmailLength, n)
+	}
+	return s, ""
+}
+
+// walkObject decodes body as one JSON object and calls member for each
+// member name, with the decoder positioned at its value; member must
+// consume the value. Duplicate names, trailing data and anything but an
+// object are errors.
+func walkObject(body []byte, member func(name string, dec *json.Decoder) error) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("body must be a JSON object: %s", jsonErr(err))
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("body must be a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("malformed JSON: %s", jsonErr(err))
+		}
+		name, _ := tok.(string)
+		if seen[name] {
+			return fmt.Errorf("property %q appears twice", name)
+		}
+		seen[name] = true
+		if err := member(name, dec); err != nil {
+			return fmt.Errorf("malformed JSON: %s", jsonErr(err))
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("malformed JSON: %s", jsonErr(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("malformed JSON: data after the object")
+	}
+	return nil
+}
+
+// jsonErr words a decoder error for a client, without Go type names.
+func jsonErr(err error) string {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return "unexpected end of input"
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s at offset %d", se.Error(), se.Offset)
+	}
+	return "invalid JSON"
+}

@@ -1,0 +1,79 @@
+package server
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestDecodeValidate(t *testing.T) {
+	long := strings.Repeat("a", 310) + "@example.com" // 322
+	for _, tc := range []struct {
+		body   string
+		req    validateRequest
+		issues []Issue
+	}{
+		{`{"email":"a@b.test"}`, validateRequest{Email: "a@b.test"}, nil},
+		{`{"email":"a@b.test","cache":true}`, validateRequest{Email: "a@b.test", Cache: true}, nil},
+		{` { "cache" : false , "email" : "x@y" } `, validateRequest{Email: "x@y"}, nil},
+		{`{"email":"bad syntax @ but has at"}`, validateRequest{Email: "bad syntax @ but has at"}, nil},
+		{`{}`, validateRequest{}, []Issue{{"email", "is required"}}},
+		{`{"email":""}`, validateRequest{}, []Issue{{"email", "must not be empty"}}},
+		{`{"email":"nobody"}`, validateRequest{Email: "nobody"}, []Issue{{"email", "must be an email address (no @)"}}},
+		{`{"email":42}`, validateRequest{}, []Issue{{"email", "must be a string"}}},
+		{`{"email":null}`, validateRequest{}, []Issue{{"email", "must be a string"}}},
+		{`{"email":["a@b"]}`, validateRequest{}, []Issue{{"email", "must be a string"}}},
+		{`{"email":"` + long + `"}`, validateRequest{}, []Issue{{"email", "must be at most 320 characters, not 322"}}},
+		{`{"email":"a@b","cache":"yes"}`, validateRequest{Email: "a@b"}, []Issue{{"cache", "must be a boolean"}}},
+		{`{"email":"a@b","extra":1,"more":{"x":[1]}}`, validateRequest{Email: "a@b"}, []Issue{{"extra", "unknown property"}, {"more", "unknown property"}}},
+		{`{"cache":1,"x":2}`, validateRequest{}, []Issue{{"cache", "must be a boolean"}, {"x", "unknown property"}, {"email", "is required"}}},
+	} {
+		req, issues := decodeValidate([]byte(tc.body))
+		if req != tc.req || !reflect.DeepEqual(issues, tc.issues) {
+			t.Errorf("%s: %+v %+v, want %+v %+v", tc.body, req, issues, tc.req, tc.issues)
+		}
+	}
+	// 320 characters, not octets: a UTF-8 address of 320 runes passes.
+	u := strings.Repeat("é", 300) + "@" + strings.Repeat("x", 14) + ".test"
+	if _, issues := decodeValidate([]byte(`{"email":"` + u + `"}`)); issues != nil {
+		t.Errorf("320-character UTF-8 address: %v", issues)
+	}
+}
+
+func TestDecodeValidateMalformed(t *testing.T) {
+	for _, body := range []string{
+		``, `null`, `[]`, `"a@b"`, `{"email":"a@b"`, `{"email":"a@b"}{}`, `{"email":"a@b"} x`,
+		`{"email":"a@b","email":"c@d"}`, `{email:"a@b"}`, `{"email":"a@b",}`, "{\"email\":\"a@b\xff\"}x",
+	} {
+		_, issues := decodeValidate([]byte(body))
+		if len(issues) != 1 || issues[0].Path != "" || issues[0].Message == "" {
+			t.Errorf("%q: %+v, want one body-level issue", body, issues)
+		}
+	}
+}
+
+// FuzzDecodeValidate: never panics; an accepted body has a non-empty email
+// with an @ of at most 320 characters; issues always carry a message.
+func FuzzDecodeValidate(f *testing.F) {
+	for _, s := range []string{`{"email":"a@b.test"}`, `{"email":"a@b","cache":true}`, `{}`, `{"x":1}`,
+		`{"email":"` + strings.Repeat("a", 330) + `"}`, `[1,2]`, `{"email":"a@b","email":"a@b"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, issues := decodeValidate(body)
+		for _, is := range issues {
+			if is.Message == "" {
+				t.Fatalf("issue without message: %+v", is)
+			}
+		}
+		if len(issues) == 0 {
+			if req.Email == "" || !strings.Contains(req.Email, "@") || len([]rune(req.Email)) > MaxEmailLength {
+				t.Fatalf("accepted bad email %q from %q", req.Email, body)
+			}
+			if !json.Valid(body) {
+				t.Fatalf("accepted invalid JSON %q", body)
+			}
+		}
+	})
+}
