@@ -3,10 +3,17 @@
 // non-2xx answer (unknown paths, wrong methods, oversized bodies and panics
 // included).
 //
-// A request flows: router → (auth → rate limits → idempotency, as later
-// issues add them) → handler. Nothing from a *fasthttp.RequestCtx outlives
-// its handler: a handler that hands work to another goroutine copies what
-// the work needs first.
+// A request to a /v1 route flows (auth.go):
+//
+//	per-IP window → Bearer key → scope → per-plan rate → handler
+//
+// and POST /v1/validate then (validate.go): Idempotency-Key → strict body
+// decoding → cache lookup or credit hold → engine on the real-time pool →
+// one synced write of the charge, the result, its history row, the cache
+// entry and the idempotent response → the signed receipt.
+//
+// Nothing from a *fasthttp.RequestCtx outlives its handler: what the engine
+// needs is copied, and it runs under its own context.
 package server
 
 import (
@@ -14,30 +21,71 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
+
+	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/server/receipt"
+	"github.com/verifyd/verifyd/storage"
 )
+
+// Verifier runs single validations (probe.Pools in verifyd).
+type Verifier interface {
+	Verify(ctx context.Context, email string) (*probe.Result, error)
+}
 
 // Options configures a Server.
 type Options struct {
+	DB       *storage.DB
+	Keys     *receipt.KeySet
+	Verifier Verifier
+
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration
-	// MaxBodyBytes is the largest request body read; larger ones answer 400.
+	// MaxBodyBytes is the largest body of POST /v1/batch; MaxSmallBody
+	// that of every other request. Larger ones answer 400.
 	MaxBodyBytes int
-	Logger       *slog.Logger
-	// Ready reports whether verifyd can serve (storage open, engine up);
-	// /healthz answers 503 while it is false. Nil means always ready.
+	MaxSmallBody int
+	// RealtimeBudget bounds one single validation.
+	RealtimeBudget time.Duration
+	// CacheMaxAge is how old a result cache: true may reuse.
+	CacheMaxAge time.Duration
+	// IPLimits are the per source IP limits per route class (spec §8);
+	// IPLimitsDisabled turns them off.
+	IPLimits         [numRoutes]Limit
+	IPLimitsDisabled bool
+	// TrustedProxies may name the client in X-Forwarded-For.
+	TrustedProxies []netip.Prefix
+	Now            func() time.Time
+	Logger         *slog.Logger
+	// Ready reports whether verifyd can serve; /healthz answers 503 while
+	// it is false. Nil means always ready.
 	Ready func() bool
+}
+
+// DefaultIPLimits are spec §8's per-endpoint limits.
+func DefaultIPLimits(window time.Duration, validate, batch, results, other int) [numRoutes]Limit {
+	return [numRoutes]Limit{
+		routeValidate: {validate, window},
+		routeBatch:    {batch, window},
+		routeResults:  {results, window},
+		routeOther:    {other, window},
+	}
 }
 
 // Server is the public API server.
 type Server struct {
-	opts Options
-	log  *slog.Logger
-	srv  *fasthttp.Server
+	opts      Options
+	log       *slog.Logger
+	db        *storage.DB
+	srv       *fasthttp.Server
+	ipLimits  *limiter
+	keyLimits *limiter
+	router    *router.Router
 }
 
 // New returns a Server with its routes.
@@ -45,9 +93,37 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{opts: opts, log: opts.Logger.With("pkg", "server")}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.MaxSmallBody == 0 {
+		opts.MaxSmallBody = 64 << 10
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = 8 << 20
+	}
+	if opts.RealtimeBudget == 0 {
+		opts.RealtimeBudget = 15 * time.Second
+	}
+	if opts.CacheMaxAge == 0 {
+		opts.CacheMaxAge = 24 * time.Hour
+	}
+	s := &Server{
+		opts:      opts,
+		log:       opts.Logger.With("pkg", "server"),
+		db:        opts.DB,
+		ipLimits:  newLimiter(opts.Now),
+		keyLimits: newLimiter(opts.Now),
+	}
 	r := router.New()
 	r.GET("/healthz", s.healthz)
+	if opts.DB != nil {
+		r.GET("/.well-known/jwks.json", s.jwks)
+		r.GET("/v1/keys", s.jwks)
+		r.POST("/v1/validate", s.guard(routeValidate, ScopeWrite, s.validate))
+		r.GET("/v1/balance", s.guard(routeOther, ScopeRead, s.balance))
+		r.GET("/v1/results", s.guard(routeResults, ScopeRead, s.results))
+	}
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, &APIError{Code: CodeNotFound, Message: fmt.Sprintf("no such endpoint: %s", ctx.Path())})
 	}
@@ -61,15 +137,14 @@ func New(opts Options) *Server {
 		s.log.Error("handler panicked", "path", string(ctx.Path()), "panic", fmt.Sprint(v))
 		writeError(ctx, &APIError{Code: CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
 	}
+	s.router = r
 	s.srv = &fasthttp.Server{
-		Handler:                       r.Handler,
-		Name:                          "verifyd",
-		ReadTimeout:                   opts.ReadTimeout,
-		WriteTimeout:                  opts.WriteTimeout,
-		IdleTimeout:                   opts.IdleTimeout,
-		MaxRequestBodySize:            opts.MaxBodyBytes,
-		DisableHeaderNamesNormalizing: false,
-		NoDefaultServerHeader:         false,
+		Handler:            s.observe(r.Handler),
+		Name:               "verifyd",
+		ReadTimeout:        opts.ReadTimeout,
+		WriteTimeout:       opts.WriteTimeout,
+		IdleTimeout:        opts.IdleTimeout,
+		MaxRequestBodySize: opts.MaxBodyBytes,
 		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
 			// fasthttp calls this for requests it could not read: bodies
 			// over the limit, malformed heads, read timeouts.
@@ -84,6 +159,22 @@ func New(opts Options) *Server {
 	return s
 }
 
+// Router returns the router, for routes added by other parts of verifyd
+// (batch jobs).
+func (s *Server) Router() *router.Router { return s.router }
+
+// Guard exposes the authentication and limits chain to routes added with
+// Router. cls is "validate", "batch", "results" or "other".
+func (s *Server) Guard(cls string, scope string, h func(ctx *fasthttp.RequestCtx, account string)) fasthttp.RequestHandler {
+	r := routeOther
+	for i, n := range routeNames {
+		if n == cls {
+			r = route(i)
+		}
+	}
+	return s.guard(r, scope, func(ctx *fasthttp.RequestCtx, c *caller) { h(ctx, c.account) })
+}
+
 func (s *Server) healthz(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.SetContentType("application/json")
 	if s.opts.Ready != nil && !s.opts.Ready() {
@@ -92,6 +183,24 @@ func (s *Server) healthz(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	ctx.SetBodyString(`{"status":"ok"}`)
+}
+
+// jwks serves the public keys of the receipts' signatures (DESIGN.md):
+// alg Ed25519 (RFC 9864), or EdDSA with ?alg=EdDSA for older clients.
+func (s *Server) jwks(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.SetContentType("application/jwk-set+json")
+	ctx.Response.Header.Set("Cache-Control", "public, max-age=300")
+	if string(ctx.QueryArgs().Peek("alg")) == "EdDSA" {
+		ctx.SetBody(s.opts.Keys.JWKSLegacy())
+		return
+	}
+	ctx.SetBody(s.opts.Keys.JWKS())
+}
+
+// internal answers 500 for an unexpected error, logged but not shown.
+func (s *Server) internal(ctx *fasthttp.RequestCtx, what string, err error) {
+	s.log.Error("internal error", "what", what, "err", err, "path", string(ctx.Path()))
+	writeError(ctx, &APIError{Code: CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
 }
 
 // Serve serves the API on ln until Shutdown.

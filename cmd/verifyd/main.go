@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -103,12 +104,39 @@ func run(cfg config.Config, source string, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	a, err := open(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.close(log)
+	if err := bootstrap(a.db, os.Stdout); err != nil {
+		return fmt.Errorf("cannot create the demo account: %w", err)
+	}
+
+	var proxies []netip.Prefix
+	for _, p := range cfg.HTTP.TrustedProxies {
+		if pfx, err := netip.ParsePrefix(p); err == nil {
+			proxies = append(proxies, pfx)
+		} else if ip, err := netip.ParseAddr(p); err == nil {
+			proxies = append(proxies, netip.PrefixFrom(ip, ip.BitLen()))
+		}
+	}
+	rl := cfg.RateLimits
 	api := server.New(server.Options{
-		ReadTimeout:  cfg.HTTP.ReadTimeout,
-		WriteTimeout: cfg.HTTP.WriteTimeout,
-		IdleTimeout:  cfg.HTTP.IdleTimeout,
-		MaxBodyBytes: cfg.Limits.BatchMaxBodyBytes,
-		Logger:       log,
+		DB:               a.db,
+		Keys:             a.keys,
+		Verifier:         a.pools,
+		ReadTimeout:      cfg.HTTP.ReadTimeout,
+		WriteTimeout:     cfg.HTTP.WriteTimeout,
+		IdleTimeout:      cfg.HTTP.IdleTimeout,
+		MaxBodyBytes:     cfg.Limits.BatchMaxBodyBytes,
+		MaxSmallBody:     cfg.Limits.MaxBodyBytes,
+		RealtimeBudget:   cfg.Probe.RealtimeBudget,
+		CacheMaxAge:      cfg.Probe.CacheMaxAge,
+		IPLimits:         server.DefaultIPLimits(rl.Window, rl.Validate, rl.Batch, rl.Results, rl.Other),
+		IPLimitsDisabled: rl.Disabled,
+		TrustedProxies:   proxies,
+		Logger:           log,
 	})
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
@@ -145,6 +173,7 @@ func run(cfg config.Config, source string, log *slog.Logger) error {
 	case err := <-errc:
 		return fmt.Errorf("listener failed: %w", err)
 	}
+	start := time.Now()
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
 	defer cancel()
 	if err := api.Shutdown(sctx); err != nil {
@@ -153,7 +182,6 @@ func run(cfg config.Config, source string, log *slog.Logger) error {
 	if metricsSrv != nil {
 		_ = metricsSrv.ShutdownWithContext(sctx)
 	}
-	start := time.Now()
 	log.Info("stopped", "drain", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -33,11 +33,25 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// instance is a running verifyd.
+type instance struct {
+	cmd  *exec.Cmd
+	base string // API base URL
+	key  string // the demo key, when this start created the account
+	dir  string // data dir's parent (config and data)
+}
+
 // startVerifyd runs the binary with a config file and returns its API base
 // URL, read from the line it prints when it listens.
 func startVerifyd(t *testing.T, config string) (*exec.Cmd, string) {
 	t.Helper()
-	dir := t.TempDir()
+	in := startIn(t, t.TempDir(), config)
+	return in.cmd, in.base
+}
+
+// startIn runs verifyd with data in dir (reused across restarts).
+func startIn(t *testing.T, dir, config string) *instance {
+	t.Helper()
 	cfgPath := filepath.Join(dir, "verifyd.toml")
 	config = "data_dir = " + quote(filepath.Join(dir, "data")) + "\n" + config
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
@@ -48,10 +62,24 @@ func startVerifyd(t *testing.T, config string) (*exec.Cmd, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	keyc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		re := regexp.MustCompile(`(svc_live_\S+)`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				keyc <- m[1]
+			}
+		}
+	}()
 	re := regexp.MustCompile(`API on (http://[0-9.:]+)`)
 	found := make(chan string, 1)
 	go func() {
@@ -64,13 +92,17 @@ func startVerifyd(t *testing.T, config string) (*exec.Cmd, string) {
 			}
 		}
 	}()
+	in := &instance{cmd: cmd, dir: dir}
 	select {
-	case base := <-found:
-		return cmd, base
-	case <-time.After(30 * time.Second):
+	case in.base = <-found:
+	case <-time.After(60 * time.Second):
 		t.Fatal("verifyd did not say where it listens")
 	}
-	return nil, ""
+	select {
+	case in.key = <-keyc:
+	case <-time.After(200 * time.Millisecond):
+	}
+	return in
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"path/filepath"
+	"time"
+
+	"github.com/verifyd/verifyd/cmd/verifyd/config"
+	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/probe/lists"
+	"github.com/verifyd/verifyd/resolver"
+	"github.com/verifyd/verifyd/server/receipt"
+	"github.com/verifyd/verifyd/storage"
+)
+
+// app is verifyd's parts, wired from the configuration.
+type app struct {
+	db     *storage.DB
+	keys   *receipt.KeySet
+	res    *resolver.Resolver
+	egress *egress.Pool
+	lists  *lists.Store
+	engine *probe.Engine
+	pools  *probe.Pools
+}
+
+// open builds every part in dependency order; on error it closes what it
+// opened.
+func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
+	a = &app{}
+	defer func() {
+		if err != nil {
+			a.close(log)
+			a = nil
+		}
+	}()
+	if a.db, err = storage.Open(filepath.Join(cfg.DataDir, "db"), storage.Options{Logger: log}); err != nil {
+		return nil, fmt.Errorf("cannot open storage: %w", err)
+	}
+	if a.keys, err = receipt.NewKeySet(receipt.NewFileStore(filepath.Join(cfg.DataDir, "signing"))); err != nil {
+		return nil, fmt.Errorf("cannot load signing keys: %w", err)
+	}
+	if a.res, err = resolver.New(resolver.Options{
+		Upstreams:      cfg.Resolver.Upstreams,
+		Timeout:        cfg.Resolver.Timeout,
+		MinTTL:         cfg.Resolver.MinTTL,
+		MaxTTL:         cfg.Resolver.MaxTTL,
+		NegativeMaxTTL: cfg.Resolver.NegativeMaxTTL,
+		CacheEntries:   cfg.Resolver.CacheEntries,
+		ServeStale:     cfg.Resolver.ServeStale,
+		Logger:         log,
+	}); err != nil {
+		return nil, fmt.Errorf("cannot start the resolver: %w", err)
+	}
+	addrs, err := parseAddrs(cfg.Egress.Addresses)
+	if err != nil {
+		return nil, err
+	}
+	if a.egress, err = egress.New(egress.Options{
+		Addresses:        addrs,
+		MaxConnsPerHost:  cfg.Egress.MaxConnsPerHost,
+		MaxRatePerHost:   cfg.Egress.MaxRatePerHost,
+		GreylistCooldown: cfg.Egress.GreylistCooldown,
+		MaxCooldown:      cfg.Egress.MaxCooldown,
+		ConnectTimeout:   cfg.SMTP.ConnectTimeout,
+		Store:            a.db,
+		Logger:           log,
+	}); err != nil {
+		return nil, fmt.Errorf("cannot start the egress pool: %w", err)
+	}
+	if a.lists, err = lists.NewStore(cfg.Probe.ListsDir); err != nil {
+		return nil, fmt.Errorf("cannot load lists: %w", err)
+	}
+	if a.engine, err = probe.New(probe.Options{
+		Resolver:       a.res,
+		Egress:         a.egress,
+		Lists:          a.lists.Get,
+		SMTPPort:       cfg.SMTP.Port,
+		HeloName:       cfg.SMTP.HeloName,
+		MailFrom:       cfg.SMTP.MailFrom,
+		CommandTimeout: cfg.SMTP.CommandTimeout,
+		SessionTimeout: cfg.SMTP.SessionTimeout,
+		StartTLS:       cfg.SMTP.StartTLS,
+		CatchAllTTL:    cfg.Probe.CatchAllTTL,
+		Logger:         log,
+	}); err != nil {
+		return nil, err
+	}
+	if a.pools, err = probe.NewPools(a.engine, probe.PoolOptions{
+		Realtime: cfg.Probe.RealtimeWorkers,
+		Batch:    cfg.Probe.BatchWorkers,
+	}); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func parseAddrs(ss []string) ([]netip.Addr, error) {
+	var out []netip.Addr
+	for _, s := range ss {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("egress address %q: %w", s, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// cfgDrain bounds the wait for running probes at shutdown.
+const cfgDrain = 10 * time.Second
+
+// close stops the parts in reverse order.
+func (a *app) close(log *slog.Logger) {
+	if a.pools != nil {
+		if err := a.pools.Close(cfgDrain); err != nil {
+			log.Warn("probe pools did not drain", "err", err)
+		}
+	}
+	if a.egress != nil {
+		if err := a.egress.Close(); err != nil {
+			log.Warn("egress close", "err", err)
+		}
+	}
+	if a.res != nil {
+		a.res.Close()
+	}
+	if a.db != nil {
+		if err := a.db.Close(); err != nil {
+			log.Error("storage close", "err", err)
+		}
+	}
+}
+
+// bootstrap creates the demo account on an empty data directory: an account
+// with credits and one key with both scopes, printed once to w.
+func bootstrap(db *storage.DB, w io.Writer) error {
+	accts, err := db.ListAccounts()
+	if err != nil || len(accts) > 0 {
+		return err
+	}
+	acct, err := db.CreateAccount("demo", storage.PlanEnterprise)
+	if err != nil {
+		return err
+	}
+	if _, err := db.AddCredits(acct.ID, 1000, "demo account"); err != nil {
+		return err
+	}
+	key, _, err := db.MintKey(acct.ID, []string{"validate:read", "validate:write"}, "demo")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nverifyd: created demo account %s with 1000 credits.\n", acct.ID)
+	fmt.Fprintf(w, "verifyd: its API key (shown once, keep it): %s\n\n", key)
+	return nil
+}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+// Scopes of spec §5.
+const (
+	ScopeRead  = "validate:read"
+	ScopeWrite = "validate:write"
+)
+
+// caller is who a request comes from, once authenticated.
+type caller struct {
+	key     storage.APIKey
+	account string
+	plan    string
+}
+
+// handler is an authenticated route's handler.
+type handler func(ctx *fasthttp.RequestCtx, c *caller)
+
+// guard wraps h with what every /v1 route does first (spec §5, §8):
+//
+//  1. the per source IP fixed window of the route class;
+//  2. the Bearer key (401 when missing, malformed, unknown or revoked);
+//  3. the scope (403 with details.missingScope);
+//  4. the per-key rate of the account's plan.
+//
+// Whichever limit trips answers 429 with Retry-After and details.retryAfter.
+func (s *Server) guard(r route, scope string, h handler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if !s.opts.IPLimitsDisabled {
+			if ok, wait := s.ipLimits.allow(s.clientIP(ctx), r, s.opts.IPLimits[r]); !ok {
+				rateLimited(ctx, wait)
+				return
+			}
+		}
+		token, ok := bearer(ctx.Request.Header.Peek("Authorization"))
+		if !ok {
+			writeError(ctx, &APIError{Code: CodeUnauthorized, Message: "missing bearer token: send Authorization: Bearer <API key>"})
+			return
+		}
+		key, err := s.db.VerifyKey(token)
+		switch {
+		case errors.Is(err, storage.ErrKeyRevoked):
+			writeError(ctx, &APIError{Code: CodeUnauthorized, Message: "API key revoked"})
+			return
+		case errors.Is(err, storage.ErrKeyInvalid):
+			writeError(ctx, &APIError{Code: CodeUnauthorized, Message: "invalid API key"})
+			return
+		case err != nil:
+			s.internal(ctx, "verify key", err)
+			return
+		}
+		if !key.HasScope(scope) {
+			writeError(ctx, &APIError{Code: CodeForbidden, Message: "API key lacks scope " + scope,
+				Details: map[string]any{"missingScope": scope}})
+			return
+		}
+		acct, err := s.db.GetAccount(key.Account)
+		if err != nil {
+			s.internal(ctx, "get account", err)
+			return
+		}
+		plan := string(acct.Plan)
+		if lims, ok := Plans[plan]; ok {
+			if ok, wait := s.keyLimits.allow(key.Prefix, r, lims[r]); !ok {
+				rateLimited(ctx, wait)
+				return
+			}
+		}
+		h(ctx, &caller{key: key, account: key.Account, plan: plan})
+	}
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header.
+func bearer(h []byte) (string, bool) {
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !bytes.EqualFold(h[:len(prefix)], []byte(prefix)) {
+		return "", false
+	}
+	tok := bytes.TrimSpace(h[len(prefix):])
+	if len(tok) == 0 {
+		return "", false
+	}
+	return string(tok), true
+}
+
+func rateLimited(ctx *fasthttp.RequestCtx, wait time.Duration) {
+	secs := retryAfterSeconds(wait)
+	ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
+	writeError(ctx, &APIError{Code: CodeRateLimited,
+		Message: "rate limit exceeded; retry in " + strconv.Itoa(secs) + " s",
+		Details: map[string]any{"retryAfter": secs}})
+}
+
+// clientIP is the socket's peer, or, when the peer is a trusted proxy, the
+// right-most address of X-Forwarded-For that is not a trusted proxy.
+func (s *Server) clientIP(ctx *fasthttp.RequestCtx) string {
+	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
+	peer = peer.Unmap()
+	if !s.trusted(peer) {
+		return peer.String()
+	}
+	xff := ctx.Request.Header.Peek("X-Forwarded-For")
+	for len(xff) > 0 {
+		i := bytes.LastIndexByte(xff, ',')
+		part := bytes.TrimSpace(xff[i+1:])
+		xff = xff[:max(i, 0)]
+		a, err := netip.ParseAddr(string(part))
+		if err != nil {
+			break
+		}
+		a = a.Unmap()
+		if !s.trusted(a) {
+			return a.String()
+		}
+		if i < 0 {
+			break
+		}
+	}
+	return peer.String()
+}
+
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.opts.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}

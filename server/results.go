@@ -1,0 +1,122 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+// balance is GET /v1/balance (spec §4.5).
+func (s *Server) balance(ctx *fasthttp.RequestCtx, c *caller) {
+	n, err := s.db.Balance(c.account)
+	if err != nil {
+		s.internal(ctx, "balance", err)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]int64{"credits": n})
+}
+
+// historyRow is spec §2.9's ResultItem; null fields are JSON null.
+type historyRow struct {
+	ID         string  `json:"id"`
+	Email      string  `json:"email"`
+	Status     string  `json:"status"`
+	Score      int     `json:"score"`
+	Kind       string  `json:"kind"`
+	JobID      *string `json:"job_id"`
+	LatencyMs  *int64  `json:"latency_ms"`
+	ProbedAt   string  `json:"probed_at"`
+	CachedFrom *string `json:"cached_from"`
+}
+
+type historyPage struct {
+	Results    []historyRow `json:"results"`
+	NextCursor *string      `json:"next_cursor"`
+}
+
+// results is GET /v1/results (spec §4.6). The cursor is lossless: see
+// storage.FormatCursor.
+func (s *Server) results(ctx *fasthttp.RequestCtx, c *caller) {
+	args := ctx.QueryArgs()
+	var issues []Issue
+	limit := 50
+	if v := args.Peek("limit"); v != nil {
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 1 || n > 200 {
+			issues = append(issues, Issue{Path: "limit", Message: "must be an integer from 1 to 200"})
+		}
+		limit = n
+	}
+	kind := storage.HistoryAll
+	if v := args.Peek("kind"); v != nil {
+		switch string(v) {
+		case "single", "batch", "all":
+			kind = string(v)
+		default:
+			issues = append(issues, Issue{Path: "kind", Message: "must be single, batch or all"})
+		}
+	}
+	cursor := string(args.Peek("cursor"))
+	if cursor != "" {
+		if _, err := storage.ParseCursor(cursor); err != nil {
+			issues = append(issues, Issue{Path: "cursor", Message: "must be an ISO 8601 date-time (the next_cursor of the previous page)"})
+		}
+	}
+	for k := range args.All() {
+		switch string(k) {
+		case "limit", "kind", "cursor":
+		default:
+			issues = append(issues, Issue{Path: string(k), Message: "unknown query parameter"})
+		}
+	}
+	if issues != nil {
+		writeError(ctx, &APIError{Code: CodeBadRequest, Message: "invalid query", Details: map[string]any{"issues": issues}})
+		return
+	}
+	page, err := s.db.ListHistory(c.account, kind, cursor, limit)
+	if errors.Is(err, storage.ErrInvalid) {
+		writeError(ctx, &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("invalid query: %v", err)})
+		return
+	}
+	if err != nil {
+		s.internal(ctx, "history", err)
+		return
+	}
+	out := historyPage{Results: make([]historyRow, len(page.Rows))}
+	for i, r := range page.Rows {
+		h := historyRow{
+			ID: strconv.FormatUint(r.ID, 10), Email: r.Email, Status: r.Status, Score: r.Score,
+			Kind: r.Kind, ProbedAt: formatTime(r.ProbedAt),
+		}
+		if r.JobID != "" {
+			h.JobID = &r.JobID
+		}
+		if r.LatencyMs >= 0 {
+			h.LatencyMs = &r.LatencyMs
+		}
+		if r.CachedFrom != "" {
+			h.CachedFrom = &r.CachedFrom
+		}
+		out.Results[i] = h
+	}
+	if page.NextCursor != "" {
+		out.NextCursor = &page.NextCursor
+	}
+	writeJSON(ctx, fasthttp.StatusOK, out)
+}
+
+func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(ctx, &APIError{Code: CodeInternal, Message: "internal error"})
+		return
+	}
+	ctx.Response.Header.SetContentType("application/json")
+	ctx.SetStatusCode(status)
+	ctx.SetBody(b)
+}

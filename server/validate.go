@@ -1,0 +1,256 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/storage"
+)
+
+const (
+	endpointValidate = "POST /v1/validate"
+	headerIdemKey    = "Idempotency-Key"
+	headerReplay     = "Idempotent-Replay"
+	headerCredits    = "X-Credits-Remaining"
+)
+
+// validate is POST /v1/validate (spec §4.1).
+func (s *Server) validate(ctx *fasthttp.RequestCtx, c *caller) {
+	body := ctx.PostBody()
+	if len(body) > s.opts.MaxSmallBody {
+		writeError(ctx, &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("request body exceeds %d bytes", s.opts.MaxSmallBody)})
+		return
+	}
+	idem, done := s.beginIdem(ctx, c, endpointValidate, body)
+	if done {
+		return
+	}
+	req, issues := decodeValidate(body)
+	if issues != nil {
+		s.answer(ctx, idem, badRequest("invalid request body", map[string]any{"issues": issues}))
+		return
+	}
+	if req.Cache {
+		if s.validateCached(ctx, c, idem, req.Email) {
+			return
+		}
+	}
+	s.validateFresh(ctx, c, idem, req.Email)
+}
+
+// validateFresh holds a credit, probes, and charges the credit in the same
+// synced write as the result, its history row and the idempotent response
+// (DESIGN.md: concurrent requests never overdraw; a crash loses no charge
+// and double-charges none).
+func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, email string) {
+	hold, err := s.db.Hold(c.account, 1, requestID(ctx))
+	var ice *storage.InsufficientCreditsError
+	switch {
+	case errors.As(err, &ice):
+		s.answer(ctx, idem, badRequest(fmt.Sprintf("insufficient credits: 1 needed, %d available", ice.Available()),
+			map[string]any{"currentCredits": ice.Available()}))
+		return
+	case err != nil:
+		s.abortIdem(idem)
+		s.internal(ctx, "hold credit", err)
+		return
+	}
+	// The engine gets its own context: the request's may not outlive the
+	// handler, and the probe must end within the budget.
+	pctx, cancel := context.WithTimeout(context.Background(), s.opts.RealtimeBudget)
+	res, err := s.opts.Verifier.Verify(pctx, strings.Clone(email))
+	cancel()
+	if err != nil || res == nil {
+		if _, rerr := s.db.Release(hold, "engine error"); rerr != nil {
+			s.log.Error("release hold", "err", rerr)
+		}
+		s.abortIdem(idem)
+		s.internal(ctx, "verify", fmt.Errorf("engine: %w", err))
+		return
+	}
+	rec := newReceipt(res)
+	stored := storage.Result{
+		Email:     res.Email,
+		Status:    string(res.Status),
+		Score:     res.Score,
+		LatencyMs: res.Latency.Milliseconds(),
+		ProbedAt:  res.ProbedAt,
+		// An unknown verdict is not worth serving from the cache.
+		SkipCache: res.Status == probe.StatusUnknown,
+	}
+	s.charge(ctx, c, idem, hold, stored, rec)
+}
+
+// validateCached answers from the account's own recent result, when there
+// is one; it still costs a credit and writes a history row (spec §2.1).
+func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, email string) bool {
+	prev, ok, err := s.db.LookupCache(c.account, strings.ToLower(email), s.opts.CacheMaxAge)
+	if err != nil || !ok {
+		if err != nil {
+			s.log.Warn("cache lookup", "err", err)
+		}
+		return false
+	}
+	var rec receiptJSON
+	if err := json.Unmarshal(prev.Receipt, &rec); err != nil {
+		s.log.Warn("cached receipt unreadable", "result", prev.ID, "err", err)
+		return false
+	}
+	hold, err := s.db.Hold(c.account, 1, requestID(ctx))
+	var ice *storage.InsufficientCreditsError
+	switch {
+	case errors.As(err, &ice):
+		s.answer(ctx, idem, badRequest(fmt.Sprintf("insufficient credits: 1 needed, %d available", ice.Available()),
+			map[string]any{"currentCredits": ice.Available()}))
+		return true
+	case err != nil:
+		s.abortIdem(idem)
+		s.internal(ctx, "hold credit", err)
+		return true
+	}
+	rec.Cached = true
+	stored := storage.Result{
+		Email:      prev.Email,
+		Status:     prev.Status,
+		Score:      prev.Score,
+		LatencyMs:  prev.LatencyMs,
+		ProbedAt:   s.opts.Now(),
+		CachedFrom: prev.ID,
+	}
+	s.charge(ctx, c, idem, hold, stored, &rec)
+	return true
+}
+
+// charge completes a validation: the receipt is signed once the balance
+// after the charge is known, inside the charge's synced write.
+func (s *Server) charge(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, hold storage.Hold, stored storage.Result, rec *receiptJSON) {
+	var body []byte
+	charged, err := s.db.Charge(hold, storage.ChargeRequest{
+		Result: stored,
+		Idem:   idem,
+		Seal: func(_ storage.Result, balance int64) (storage.Sealed, error) {
+			rec.CreditsRemaining = balance
+			signed, err := s.opts.Keys.SignStruct(rec)
+			if err != nil {
+				return storage.Sealed{}, err
+			}
+			body = signed
+			return storage.Sealed{Receipt: signed, Response: storage.IdemResponse{
+				Status: fasthttp.StatusOK,
+				Header: []storage.HeaderField{{Name: headerCredits, Value: strconv.FormatInt(balance, 10)}},
+				Body:   signed,
+			}}, nil
+		},
+	})
+	if err != nil {
+		if _, rerr := s.db.Release(hold, "charge failed"); rerr != nil && !errors.Is(rerr, storage.ErrHoldNotActive) {
+			s.log.Error("release hold", "err", rerr)
+		}
+		s.abortIdem(idem)
+		s.internal(ctx, "charge", err)
+		return
+	}
+	creditsCharged.Inc()
+	ctx.Response.Header.Set(headerCredits, strconv.FormatInt(charged.Balance, 10))
+	ctx.Response.Header.SetContentType("application/json")
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetBody(body)
+}
+
+// response is a non-200 answer that may be recorded for replay.
+type response struct {
+	status int
+	err    *APIError
+}
+
+func badRequest(msg string, details map[string]any) response {
+	return response{status: fasthttp.StatusBadRequest, err: &APIError{Code: CodeBadRequest, Message: msg, Details: details}}
+}
+
+// answer writes r and records it for the idempotency key, so a retry with
+// the same key and body gets the same 400.
+func (s *Server) answer(ctx *fasthttp.RequestCtx, idem *storage.IdemRef, r response) {
+	writeError(ctx, r.err)
+	if idem != nil {
+		resp := storage.IdemResponse{Status: ctx.Response.StatusCode(), Body: append([]byte(nil), ctx.Response.Body()...)}
+		if err := s.db.CompleteIdem(*idem, resp); err != nil {
+			s.log.Warn("idempotency record", "err", err)
+		}
+	}
+}
+
+func (s *Server) abortIdem(idem *storage.IdemRef) {
+	if idem == nil {
+		return
+	}
+	if err := s.db.AbortIdem(*idem); err != nil {
+		s.log.Warn("idempotency abort", "err", err)
+	}
+}
+
+// beginIdem handles the Idempotency-Key header (spec §7.3): a bad key
+// answers 400; a replay answers the stored response with
+// Idempotent-Replay: true; another body under the same key answers 409; a
+// concurrent duplicate waits for the first request's answer and replays
+// it. done reports that the request was answered. When the store fails,
+// the request goes on without idempotency (fail-open).
+func (s *Server) beginIdem(ctx *fasthttp.RequestCtx, c *caller, endpoint string, body []byte) (ref *storage.IdemRef, done bool) {
+	key := ctx.Request.Header.Peek(headerIdemKey)
+	if key == nil {
+		return nil, false
+	}
+	if n := len(key); n < 8 || n > 128 {
+		writeError(ctx, &APIError{Code: CodeBadRequest, Message: "Idempotency-Key must be 8 to 128 characters",
+			Details: map[string]any{"issues": []Issue{{Path: headerIdemKey, Message: fmt.Sprintf("is %d characters long", n)}}}})
+		return nil, true
+	}
+	r := storage.IdemRef{Account: c.account, Endpoint: endpoint, Key: string(key)}
+	sum := sha256.Sum256(body)
+	deadline := time.Now().Add(s.opts.RealtimeBudget + 5*time.Second)
+	for {
+		out, rec, err := s.db.BeginIdem(r, sum[:])
+		if err != nil {
+			s.log.Warn("idempotency store unavailable; processing without it", "err", err)
+			return nil, false
+		}
+		switch out {
+		case storage.IdemNew:
+			return &r, false
+		case storage.IdemMismatch:
+			writeError(ctx, &APIError{Code: CodeConflict, Message: "Idempotency-Key was used with a different request body",
+				Details: map[string]any{"field": headerIdemKey}})
+			return nil, true
+		case storage.IdemReplay:
+			for _, h := range rec.Response.Header {
+				ctx.Response.Header.Set(h.Name, h.Value)
+			}
+			ctx.Response.Header.Set(headerReplay, "true")
+			ctx.Response.Header.SetContentType("application/json")
+			ctx.SetStatusCode(rec.Response.Status)
+			ctx.SetBody(rec.Response.Body)
+			idemReplays.Inc()
+			return nil, true
+		case storage.IdemInFlight:
+			if time.Now().After(deadline) {
+				writeError(ctx, &APIError{Code: CodeConflict, Message: "a request with this Idempotency-Key is still in progress; retry later",
+					Details: map[string]any{"field": headerIdemKey}})
+				return nil, true
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// requestID is the request's id for logs and ledger references.
+func requestID(ctx *fasthttp.RequestCtx) string {
+	return "req-" + strconv.FormatUint(ctx.ID(), 36) + "-" + strconv.FormatInt(ctx.ConnTime().UnixNano()%1e9, 36)
+}

@@ -1,0 +1,175 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+func TestAccounts(t *testing.T) {
+	db := openTest(t)
+	a, err := db.CreateAccount("Acme", PlanStarter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^acct_[a-z0-9]{20}$`).MatchString(a.ID) {
+		t.Errorf("account id %q", a.ID)
+	}
+	checkSecret := func(s string) {
+		t.Helper()
+		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(s, "whsec_"))
+		if !strings.HasPrefix(s, "whsec_") || err != nil || len(raw) != 32 {
+			t.Errorf("webhook secret %q", s)
+		}
+	}
+	checkSecret(a.WebhookSecret)
+	if !a.CreatedAt.Equal(db.clock.Now().Truncate(1e6)) {
+		t.Errorf("created at %v", a.CreatedAt)
+	}
+	b, err := db.CreateAccount("Beta", PlanFree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateAccount("x", "platinum"); err == nil {
+		t.Error("unknown plan accepted")
+	}
+
+	if _, err := db.SetPlan(a.ID, PlanScale); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SetPlan(a.ID, "gold"); err == nil {
+		t.Error("SetPlan accepted an unknown plan")
+	}
+	rot, err := db.RotateWebhookSecret(a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSecret(rot.WebhookSecret)
+	if rot.WebhookSecret == a.WebhookSecret {
+		t.Error("rotation kept the secret")
+	}
+	_, err = db.GetAccount("acct_nope")
+	wantErr(t, err, ErrNotFound)
+	_, err = db.SetPlan("acct_nope", PlanFree)
+	wantErr(t, err, ErrNotFound)
+
+	db.reopen(t)
+	got, err := db.GetAccount(a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Plan != PlanScale || got.WebhookSecret != rot.WebhookSecret || got.Name != "Acme" || got.SecretRotatedAt.IsZero() {
+		t.Errorf("after reopen: %+v", got)
+	}
+	all, err := db.ListAccounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{all[0].ID, all[1].ID}
+	want := []string{a.ID, b.ID}
+	slices.Sort(want)
+	if len(all) != 2 || !slices.Equal(ids, want) {
+		t.Errorf("ListAccounts = %v", ids)
+	}
+}
+
+func TestEgressState(t *testing.T) {
+	db := openTest(t)
+	got, err := db.LoadEgressState()
+	if err != nil || got != nil {
+		t.Fatalf("nothing saved: %q, %v", got, err)
+	}
+	if err := db.SaveEgressState([]byte(`{"v":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SaveEgressState([]byte(`{"v":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	db.reopen(t)
+	got, err = db.LoadEgressState()
+	if err != nil || string(got) != `{"v":2}` {
+		t.Fatalf("after reopen: %q, %v", got, err)
+	}
+}
+
+// A checkpoint is a database of its own with everything written before.
+func TestCheckpoint(t *testing.T) {
+	db := openTest(t)
+	acct := db.account(t, 10)
+	c := db.validate(t, acct, result("a@example.com", "valid"))
+	dir := filepath.Join(t.TempDir(), "backup")
+	if err := db.Checkpoint(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(dir); err == nil {
+		t.Error("checkpoint into an existing directory")
+	}
+	db.validate(t, acct, result("b@example.com", "valid")) // after the checkpoint
+	cp, err := Open(dir, testOptions(db.clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	if bal, err := cp.Balance(acct); err != nil || bal != 9 {
+		t.Errorf("checkpoint balance %d, %v", bal, err)
+	}
+	if _, err := cp.GetResult(c.Result.ID); err != nil {
+		t.Error(err)
+	}
+	if m := db.Metrics(); m == nil || m.WAL.Files == 0 {
+		t.Errorf("metrics %v", m)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(dir, Options{CacheSize: -1, IdemTTL: -1}); err == nil || !strings.Contains(err.Error(), "CacheSize") || !strings.Contains(err.Error(), "IdemTTL") {
+		t.Errorf("invalid options: %v", err)
+	}
+	// A database of a newer schema is refused, not misread.
+	db := openTest(t)
+	b := db.pdb.NewBatch()
+	b.Set(keyMetaVersion, []byte("99"), nil)
+	if err := db.commit(b, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(db.dir, testOptions(db.clock)); err == nil || !strings.Contains(err.Error(), "schema") {
+		t.Errorf("newer schema: %v", err)
+	}
+	_, err := db.GetAccount("x")
+	wantErr(t, err, ErrClosed)
+	wantErr(t, db.Close(), ErrClosed)
+}
+
+// Nothing secret is stored: no API key secret appears in any file.
+func TestNoSecretOnDisk(t *testing.T) {
+	db := openTest(t)
+	acct := db.account(t, 0)
+	key, _, err := db.MintKey(acct, []string{ScopeValidateRead}, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, secret, _ := ParseKey(key)
+	db.Close()
+	filepath.Walk(db.dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("%s holds the key secret", p)
+		}
+		return nil
+	})
+}

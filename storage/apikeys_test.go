@@ -1,0 +1,121 @@
+package storage
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestAPIKeys(t *testing.T) {
+	db := openTest(t)
+	acct := db.account(t, 0)
+	other := db.account(t, 0)
+	key, rec, err := db.MintKey(acct, []string{ScopeValidateWrite, ScopeValidateRead, ScopeValidateRead}, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^svc_live_[a-z0-9]{12}_[A-Za-z0-9]{43}$`).MatchString(key) {
+		t.Fatalf("key %q", key)
+	}
+	prefix, _, ok := ParseKey(key)
+	if !ok || prefix != rec.Prefix || rec.Account != acct || rec.Label != "prod" {
+		t.Fatalf("record %+v for %q", rec, key)
+	}
+	if len(rec.Scopes) != 2 || !rec.HasScope(ScopeValidateRead) || !rec.HasScope(ScopeValidateWrite) {
+		t.Errorf("scopes %v", rec.Scopes)
+	}
+	readOnly, _, err := db.MintKey(acct, []string{ScopeValidateRead}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := db.VerifyKey(key)
+	if err != nil || got.Account != acct {
+		t.Fatalf("VerifyKey: %+v, %v", got, err)
+	}
+	got, err = db.VerifyKey(readOnly)
+	if err != nil || got.HasScope(ScopeValidateWrite) {
+		t.Fatalf("VerifyKey(read-only): %+v, %v", got, err)
+	}
+	// A changed secret, another key's secret with this prefix, or a
+	// malformed string are all just invalid.
+	flipped := key[:len(key)-1] + "a"
+	if key[len(key)-1] == 'a' {
+		flipped = key[:len(key)-1] + "b"
+	}
+	_, secret2, _ := ParseKey(readOnly)
+	for _, bad := range []string{
+		flipped,
+		"svc_live_" + prefix + "_" + secret2,
+		"svc_live_" + strings.Repeat("a", 12) + "_" + secret2,
+		"", "svc_live_", key + "x", key[:len(key)-1], strings.Replace(key, "svc_live_", "svc_test_", 1),
+		"svc_live_" + strings.ToUpper(prefix) + key[len("svc_live_")+12:],
+		strings.Replace(key, "_", "-", 3),
+	} {
+		if _, err := db.VerifyKey(bad); err != ErrKeyInvalid {
+			t.Errorf("VerifyKey(%q) = %v", bad, err)
+		}
+	}
+
+	if _, _, err := db.MintKey(acct, nil, ""); err == nil {
+		t.Error("a key without scopes")
+	}
+	if _, _, err := db.MintKey(acct, []string{"admin"}, ""); err == nil {
+		t.Error("an unknown scope")
+	}
+	_, _, err = db.MintKey("acct_nope", []string{ScopeValidateRead}, "")
+	wantErr(t, err, ErrNotFound)
+	if _, _, err := db.MintKey(other, []string{ScopeValidateRead}, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := db.RevokeKey(prefix); err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.VerifyKey(key)
+	wantErr(t, err, ErrKeyRevoked)
+	// Revocation needs the secret to show: a wrong secret is invalid.
+	_, err = db.VerifyKey(flipped)
+	wantErr(t, err, ErrKeyInvalid)
+	_, err = db.RevokeKey("nope")
+	wantErr(t, err, ErrNotFound)
+
+	db.reopen(t)
+	_, err = db.VerifyKey(key)
+	wantErr(t, err, ErrKeyRevoked)
+	if _, err := db.VerifyKey(readOnly); err != nil {
+		t.Errorf("after reopen: %v", err)
+	}
+	lk, err := db.LookupKey(prefix)
+	if err != nil || !lk.Revoked || lk.RevokedAt.IsZero() {
+		t.Errorf("LookupKey: %+v, %v", lk, err)
+	}
+	keys, err := db.ListKeys(acct)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("ListKeys: %d keys, %v", len(keys), err)
+	}
+	// Callers cannot change the stored record through what they get.
+	keys[0].Scopes[0] = "x"
+	keys[0].Hash[0] ^= 0xff
+	again, _ := db.ListKeys(acct)
+	if again[0].Scopes[0] == "x" {
+		t.Error("ListKeys shares the record's slices")
+	}
+	if _, err := db.VerifyKey(readOnly); err != nil {
+		t.Error(err)
+	}
+}
+
+func FuzzParseKey(f *testing.F) {
+	f.Add("svc_live_abcdefghijkl_" + strings.Repeat("A", 43))
+	f.Add("svc_live__")
+	f.Fuzz(func(t *testing.T, s string) {
+		prefix, secret, ok := ParseKey(s)
+		if !ok {
+			return
+		}
+		if s != keyLead+prefix+"_"+secret || len(prefix) != KeyPrefixLen || strings.Contains(prefix, "_") || strings.Contains(secret, "_") {
+			t.Fatalf("ParseKey(%q) = %q, %q", s, prefix, secret)
+		}
+	})
+}

@@ -1,0 +1,590 @@
+package storage
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// EntryKind is what a ledger entry records.
+type EntryKind uint8
+
+// Ledger entry kinds. Delta is the change of the balance; Held the credits
+// held by validations in flight after the entry.
+const (
+	// EntryAdd: the operator added Amount credits (Delta = +Amount).
+	EntryAdd EntryKind = iota + 1
+	// EntrySet: the operator set the balance to Amount.
+	EntrySet
+	// EntryHold: a validation holds Amount credits while the engine runs
+	// (Delta 0, Held +Amount).
+	EntryHold
+	// EntryCharge: the validation returned a result; its hold (HoldSeq)
+	// becomes a charge (Delta −Amount, Held −Amount). Ref is the result id.
+	EntryCharge
+	// EntryRelease: the validation failed, or its process died (Note
+	// "released at open"); its hold (HoldSeq) ends uncharged (Delta 0,
+	// Held −Amount).
+	EntryRelease
+	// EntryReserve: a batch job (Ref) reserves Amount credits, one per
+	// address (Delta −Amount).
+	EntryReserve
+	// EntryUse: a batch job (Ref) ended having processed Amount addresses:
+	// that much of its reservation is spent (Delta 0).
+	EntryUse
+	// EntryRefund: a batch job (Ref) ended; the unused part of its
+	// reservation, Amount, returns to the balance (Delta +Amount).
+	EntryRefund
+)
+
+var entryKindNames = [...]string{"", "add", "set", "hold", "charge", "release", "reserve", "use", "refund"}
+
+func (k EntryKind) String() string {
+	if int(k) < len(entryKindNames) && entryKindNames[k] != "" {
+		return entryKindNames[k]
+	}
+	return fmt.Sprintf("EntryKind(%d)", uint8(k))
+}
+
+// MarshalText writes the kind's name (for JSON and logs).
+func (k EntryKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Entry is one ledger entry: one change of an account's credits. An
+// account's entries are numbered 1, 2, 3… (Seq) and each carries the
+// balance after it, so Balance of entry n is Balance of entry n−1 plus
+// Delta; the balance of an account is the Balance of its last entry.
+type Entry struct {
+	Account string    `json:"account"`
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Kind    EntryKind `json:"kind"`
+	// Amount is the credits the entry is about (added, held, charged,
+	// released, reserved, used, refunded; for EntrySet the new balance).
+	Amount int64 `json:"amount"`
+	// Delta is the change of Balance.
+	Delta int64 `json:"delta"`
+	// Balance is the balance after the entry: credits neither charged nor
+	// reserved by a job. Held of them are held by validations in flight.
+	Balance int64 `json:"balance"`
+	Held    int64 `json:"held"`
+	// HoldSeq, for a charge or release, is the Seq of the hold it ends.
+	HoldSeq uint64 `json:"hold_seq,omitempty"`
+	// Ref is the caller's reference: a request id for a hold, the result
+	// id for a charge, the job id for reserve, use and refund.
+	Ref  string `json:"ref,omitempty"`
+	Note string `json:"note,omitempty"`
+}
+
+func encodeEntry(e Entry) []byte {
+	return newEnc(48 + len(e.Ref) + len(e.Note)).varint(toMs(e.Time)).byte1(byte(e.Kind)).
+		varint(e.Amount).varint(e.Delta).varint(e.Balance).varint(e.Held).
+		uvarint(e.HoldSeq).str(e.Ref).str(e.Note).b
+}
+
+func decodeEntry(account string, seq uint64, v []byte) (Entry, error) {
+	d := newDec(v, "ledger entry")
+	e := Entry{Account: account, Seq: seq}
+	e.Time = fromMs(d.varint())
+	e.Kind = EntryKind(d.byte1())
+	e.Amount = d.varint()
+	e.Delta = d.varint()
+	e.Balance = d.varint()
+	e.Held = d.varint()
+	e.HoldSeq = d.uvarint()
+	e.Ref = d.str()
+	e.Note = d.str()
+	return e, d.err
+}
+
+// Hold is credits held by one validation in flight, from Hold until Charge
+// or Release.
+type Hold struct {
+	Account string
+	// Seq is the ledger seq of the hold entry; it names the hold.
+	Seq uint64
+	N   int64
+	Ref string
+	At  time.Time
+}
+
+func encodeHold(h Hold) []byte {
+	return newEnc(16 + len(h.Ref)).varint(h.N).varint(toMs(h.At)).str(h.Ref).b
+}
+
+func decodeHold(account string, seq uint64, v []byte) (Hold, error) {
+	d := newDec(v, "hold")
+	h := Hold{Account: account, Seq: seq}
+	h.N = d.varint()
+	h.At = fromMs(d.varint())
+	h.Ref = d.str()
+	return h, d.err
+}
+
+// acctState is what the package keeps in memory about one account, and the
+// lock that orders its writes. Every write of a ledger entry, a history
+// row or a job of the account happens with mu held, from reading the
+// state to handing the batch to Pebble (applyOrdered).
+type acctState struct {
+	mu sync.Mutex
+
+	loaded  bool
+	balance int64
+	held    int64
+	seq     uint64 // last ledger seq
+	// holds are the active holds: ledger seq → credits. All were taken by
+	// this process: Open releases those of a previous one.
+	holds map[uint64]int64
+
+	histLoaded bool
+	lastPos    int64 // highest history position of the account, −1: none
+}
+
+// lockAccount returns the account's state, loaded and locked; the caller
+// unlocks st.mu. ErrNotFound for an unknown account.
+func (db *DB) lockAccount(account string) (*acctState, error) {
+	if err := db.check(); err != nil {
+		return nil, err
+	}
+	if !db.accountExists(account) {
+		return nil, fmt.Errorf("%w: account %q", ErrNotFound, account)
+	}
+	v, ok := db.states.Load(account)
+	if !ok {
+		v, _ = db.states.LoadOrStore(account, &acctState{})
+	}
+	st := v.(*acctState)
+	st.mu.Lock()
+	if !st.loaded {
+		if err := db.loadAcctState(account, st); err != nil {
+			st.mu.Unlock()
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// loadAcctState reads the account's last ledger entry: its balance, held
+// credits and seq.
+func (db *DB) loadAcctState(account string, st *acctState) error {
+	p := ledgerPrefix(account)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	st.holds = make(map[uint64]int64)
+	if it.Last() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		e, err := decodeEntry(account, ledgerSeq(it.Key()), v)
+		if err != nil {
+			return err
+		}
+		st.balance, st.held, st.seq = e.Balance, e.Held, e.Seq
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	st.loaded = true
+	return nil
+}
+
+// ledgerTx stages ledger entries of one account into a batch; apply copies
+// the result into the state once Pebble has taken the batch.
+type ledgerTx struct {
+	st      *acctState
+	account string
+	b       *pebble.Batch
+	now     time.Time
+
+	balance, held int64
+	seq           uint64
+	entries       []Entry
+}
+
+func (st *acctState) begin(account string, b *pebble.Batch, now time.Time) *ledgerTx {
+	return &ledgerTx{st: st, account: account, b: b, now: now, balance: st.balance, held: st.held, seq: st.seq}
+}
+
+func (tx *ledgerTx) add(kind EntryKind, amount, delta, heldDelta int64, holdSeq uint64, ref, note string) Entry {
+	tx.seq++
+	tx.balance += delta
+	tx.held += heldDelta
+	e := Entry{
+		Account: tx.account, Seq: tx.seq, Time: tx.now, Kind: kind, Amount: amount,
+		Delta: delta, Balance: tx.balance, Held: tx.held, HoldSeq: holdSeq, Ref: ref, Note: note,
+	}
+	tx.b.Set(ledgerKey(tx.account, e.Seq), encodeEntry(e), nil)
+	tx.entries = append(tx.entries, e)
+	return e
+}
+
+// apply copies the staged balance into the state; call it once the batch
+// is applied.
+func (tx *ledgerTx) apply() {
+	tx.st.balance, tx.st.held, tx.st.seq = tx.balance, tx.held, tx.seq
+	countEntries(tx.entries)
+}
+
+// Credits is an account's credit position.
+type Credits struct {
+	// Balance is what GET /v1/balance reports: credits neither charged nor
+	// reserved by a batch job.
+	Balance int64
+	// Held is the part of Balance held by validations in flight.
+	Held int64
+}
+
+// Available is what a new Hold or job reservation can take.
+func (c Credits) Available() int64 { return c.Balance - c.Held }
+
+// Balance returns the account's balance (spec §2.10 credits).
+func (db *DB) Balance(account string) (int64, error) {
+	c, err := db.Credits(account)
+	return c.Balance, err
+}
+
+// Credits returns the account's balance and held credits.
+func (db *DB) Credits(account string) (Credits, error) {
+	st, err := db.lockAccount(account)
+	if err != nil {
+		return Credits{}, err
+	}
+	defer st.mu.Unlock()
+	return Credits{Balance: st.balance, Held: st.held}, nil
+}
+
+// AddCredits adds n > 0 credits to the account.
+func (db *DB) AddCredits(account string, n int64, note string) (Entry, error) {
+	if n <= 0 {
+		return Entry{}, invalidf("credits to add must be positive, not %d", n)
+	}
+	return db.adjust(account, func(tx *ledgerTx) (Entry, error) {
+		return tx.add(EntryAdd, n, n, 0, 0, "", note), nil
+	})
+}
+
+// SetCredits sets the account's balance to n. It refuses an n below the
+// credits held by validations in flight, which will be charged or released
+// whatever the balance says.
+func (db *DB) SetCredits(account string, n int64, note string) (Entry, error) {
+	if n < 0 {
+		return Entry{}, invalidf("balance must not be negative, not %d", n)
+	}
+	return db.adjust(account, func(tx *ledgerTx) (Entry, error) {
+		if n < tx.held {
+			return Entry{}, invalidf("balance cannot be set to %d, below the %d credits held by validations in flight", n, tx.held)
+		}
+		return tx.add(EntrySet, n, n-tx.balance, 0, 0, "", note), nil
+	})
+}
+
+// adjust writes one operator entry, synced.
+func (db *DB) adjust(account string, stage func(*ledgerTx) (Entry, error)) (Entry, error) {
+	st, err := db.lockAccount(account)
+	if err != nil {
+		return Entry{}, err
+	}
+	b := db.pdb.NewBatch()
+	tx := st.begin(account, b, db.now())
+	e, err := stage(tx)
+	if err != nil {
+		st.mu.Unlock()
+		b.Close()
+		return Entry{}, err
+	}
+	wait, err := db.applyOrdered(b)
+	if err != nil {
+		st.mu.Unlock()
+		return Entry{}, err
+	}
+	tx.apply()
+	st.mu.Unlock()
+	return e, wait()
+}
+
+// Hold takes n credits of the account for a validation about to run, or
+// fails with an *InsufficientCreditsError when fewer are available
+// (balance − held). The check and the write happen under the account's
+// lock, so concurrent holds never take more than the balance; the hold
+// entry is synced before Hold returns. ref is logged in the entry (a
+// request id). End the hold with Charge or Release.
+func (db *DB) Hold(account string, n int64, ref string) (Hold, error) {
+	if n <= 0 {
+		return Hold{}, invalidf("credits to hold must be positive, not %d", n)
+	}
+	st, err := db.lockAccount(account)
+	if err != nil {
+		return Hold{}, err
+	}
+	if avail := st.balance - st.held; avail < n {
+		e := &InsufficientCreditsError{Current: st.balance, Held: st.held, Needed: n}
+		st.mu.Unlock()
+		insufficientCredits.Inc()
+		return Hold{}, e
+	}
+	now := db.now()
+	b := db.pdb.NewBatch()
+	tx := st.begin(account, b, now)
+	e := tx.add(EntryHold, n, 0, n, 0, ref, "")
+	h := Hold{Account: account, Seq: e.Seq, N: n, Ref: ref, At: e.Time}
+	b.Set(holdKey(account, e.Seq), encodeHold(h), nil)
+	wait, err := db.applyOrdered(b)
+	if err != nil {
+		st.mu.Unlock()
+		return Hold{}, err
+	}
+	tx.apply()
+	st.holds[e.Seq] = n
+	st.mu.Unlock()
+	if err := wait(); err != nil {
+		return Hold{}, err
+	}
+	return h, nil
+}
+
+// ChargeRequest is what Charge writes besides the charge.
+type ChargeRequest struct {
+	// Result is the validation's result, stored with its history row and
+	// cache entry. Account and Kind may be left empty (the hold's account,
+	// KindSingle); ID and ProbedAt are filled in when zero.
+	Result Result
+	// Seal, when set, is called with the account's lock held once the
+	// result is final (its ID and ProbedAt filled in) and the balance after
+	// the charge is known (the receipt's credits_remaining); it returns the
+	// receipt to store as Result.Receipt and, when Idem is set, the
+	// response to record for the idempotency key. It must be quick
+	// (signing a receipt is) and must not call the DB.
+	Seal func(r Result, balance int64) (Sealed, error)
+	// Idem, when set, completes that idempotency record in the same synced
+	// batch as the charge, with the response Seal returns: a client that
+	// retries after a crash gets the replay, never a second charge.
+	Idem *IdemRef
+}
+
+// Sealed is what ChargeRequest.Seal returns.
+type Sealed struct {
+	Receipt  []byte
+	Response IdemResponse
+}
+
+// Charged is what Charge returns.
+type Charged struct {
+	// Balance is the balance after the charge (credits_remaining).
+	Balance int64
+	Entry   Entry
+	// Result is the stored result, with ID, HistoryID and ProbedAt set.
+	Result Result
+}
+
+// Charge turns the hold into a charge: in one synced batch it writes the
+// charge entry (the balance drops by the hold's credits), deletes the hold,
+// and stores the result, its history row, its cache entry and, with
+// req.Idem, the idempotent response. Either all of it survives a crash or
+// none of it does. ErrHoldNotActive when the hold was already charged or
+// released.
+func (db *DB) Charge(h Hold, req ChargeRequest) (Charged, error) {
+	r := req.Result
+	if r.Account == "" {
+		r.Account = h.Account
+	}
+	if r.Kind == "" {
+		r.Kind = KindSingle
+	}
+	if r.Account != h.Account || r.Kind != KindSingle || r.JobID != "" {
+		return Charged{}, invalidf("a charge stores a single result of the hold's account")
+	}
+	if req.Idem != nil && req.Seal == nil {
+		return Charged{}, invalidf("ChargeRequest.Idem needs Seal for the response")
+	}
+	if req.Idem != nil && req.Idem.Account != h.Account {
+		return Charged{}, invalidf("idempotency key of another account")
+	}
+	st, err := db.lockAccount(h.Account)
+	if err != nil {
+		return Charged{}, err
+	}
+	n, ok := st.holds[h.Seq]
+	if !ok {
+		st.mu.Unlock()
+		return Charged{}, fmt.Errorf("%w: %s/%d", ErrHoldNotActive, h.Account, h.Seq)
+	}
+	now := db.now()
+	if err := db.prepareResult(&r, now); err != nil {
+		st.mu.Unlock()
+		return Charged{}, err
+	}
+	b := db.pdb.NewBatch()
+	tx := st.begin(h.Account, b, now)
+	e := tx.add(EntryCharge, n, -n, -n, h.Seq, r.ID, "")
+	b.Delete(holdKey(h.Account, h.Seq), nil)
+
+	var sealed Sealed
+	if req.Seal != nil {
+		if sealed, err = req.Seal(r, tx.balance); err != nil {
+			st.mu.Unlock()
+			b.Close()
+			return Charged{}, err
+		}
+		r.Receipt = sealed.Receipt
+	}
+	pa := posAlloc{db: db, st: st, account: h.Account}
+	if err := db.stageResult(b, &pa, &r); err != nil {
+		st.mu.Unlock()
+		b.Close()
+		return Charged{}, err
+	}
+	var idemMu *sync.Mutex
+	if req.Idem != nil {
+		idemMu = db.idemLock(*req.Idem)
+		idemMu.Lock()
+		if err := db.stageIdemDone(b, *req.Idem, sealed.Response, now); err != nil {
+			idemMu.Unlock()
+			st.mu.Unlock()
+			b.Close()
+			return Charged{}, err
+		}
+	}
+	wait, err := db.applyOrdered(b)
+	if idemMu != nil {
+		idemMu.Unlock()
+	}
+	if err != nil {
+		st.mu.Unlock()
+		return Charged{}, err
+	}
+	tx.apply()
+	pa.apply()
+	delete(st.holds, h.Seq)
+	st.mu.Unlock()
+	if err := wait(); err != nil {
+		return Charged{}, err
+	}
+	return Charged{Balance: e.Balance, Entry: e, Result: r}, nil
+}
+
+// Release ends the hold without a charge (the engine failed; the request
+// answers 500). ErrHoldNotActive when it was already charged or released.
+func (db *DB) Release(h Hold, note string) (Entry, error) {
+	st, err := db.lockAccount(h.Account)
+	if err != nil {
+		return Entry{}, err
+	}
+	n, ok := st.holds[h.Seq]
+	if !ok {
+		st.mu.Unlock()
+		return Entry{}, fmt.Errorf("%w: %s/%d", ErrHoldNotActive, h.Account, h.Seq)
+	}
+	b := db.pdb.NewBatch()
+	tx := st.begin(h.Account, b, db.now())
+	e := tx.add(EntryRelease, n, 0, -n, h.Seq, h.Ref, note)
+	b.Delete(holdKey(h.Account, h.Seq), nil)
+	wait, err := db.applyOrdered(b)
+	if err != nil {
+		st.mu.Unlock()
+		return Entry{}, err
+	}
+	tx.apply()
+	delete(st.holds, h.Seq)
+	st.mu.Unlock()
+	return e, wait()
+}
+
+// Holds returns the account's active holds, oldest first.
+func (db *DB) Holds(account string) ([]Hold, error) {
+	if err := db.check(); err != nil {
+		return nil, err
+	}
+	var out []Hold
+	err := db.scanPrefix(holdPrefix(account), func(k, v []byte) (bool, error) {
+		acct, seq, ok := parseHoldKey(k)
+		if !ok || acct != account {
+			return true, nil
+		}
+		h, err := decodeHold(acct, seq, v)
+		out = append(out, h)
+		return true, err
+	})
+	return out, err
+}
+
+// Ledger returns up to limit entries of the account with Seq > after, in
+// order (limit ≤ 0: all of them).
+func (db *DB) Ledger(account string, after uint64, limit int) ([]Entry, error) {
+	if err := db.check(); err != nil {
+		return nil, err
+	}
+	if !db.accountExists(account) {
+		return nil, fmt.Errorf("%w: account %q", ErrNotFound, account)
+	}
+	var out []Entry
+	p := ledgerPrefix(account)
+	err := db.scan(ledgerKey(account, after+1), prefixEnd(p), func(k, v []byte) (bool, error) {
+		e, err := decodeEntry(account, ledgerSeq(k), v)
+		if err != nil {
+			return false, err
+		}
+		out = append(out, e)
+		return limit <= 0 || len(out) < limit, nil
+	})
+	return out, err
+}
+
+// releaseStaleHolds releases, at Open, every hold a previous process left:
+// its validation never answered, so it is not charged. One synced batch
+// per account, each release a ledger entry.
+func (db *DB) releaseStaleHolds() error {
+	byAccount := make(map[string][]Hold)
+	err := db.scanPrefix([]byte(prefixHold), func(k, v []byte) (bool, error) {
+		acct, seq, ok := parseHoldKey(k)
+		if !ok {
+			return false, fmt.Errorf("%w: hold key %q", errCorrupt, k)
+		}
+		h, err := decodeHold(acct, seq, v)
+		byAccount[acct] = append(byAccount[acct], h)
+		return true, err
+	})
+	if err != nil {
+		return err
+	}
+	accounts := make([]string, 0, len(byAccount))
+	for a := range byAccount {
+		accounts = append(accounts, a)
+	}
+	sort.Strings(accounts)
+	for _, acct := range accounts {
+		hs := byAccount[acct]
+		v, _ := db.states.LoadOrStore(acct, &acctState{})
+		st := v.(*acctState)
+		st.mu.Lock()
+		if !st.loaded {
+			if err := db.loadAcctState(acct, st); err != nil {
+				st.mu.Unlock()
+				return err
+			}
+		}
+		b := db.pdb.NewBatch()
+		tx := st.begin(acct, b, db.now())
+		for _, h := range hs {
+			tx.add(EntryRelease, h.N, 0, -h.N, h.Seq, h.Ref, "released at open")
+			b.Delete(holdKey(acct, h.Seq), nil)
+		}
+		if err := db.commit(b, pebble.Sync); err != nil {
+			st.mu.Unlock()
+			return err
+		}
+		tx.apply()
+		if st.held != 0 {
+			db.log.Error("held credits left after releasing every hold", "account", acct, "held", st.held)
+		}
+		st.mu.Unlock()
+		staleHoldsReleased.Add(len(hs))
+		db.log.Info("released holds of validations a previous process left unanswered", "account", acct, "holds", len(hs))
+	}
+	return nil
+}

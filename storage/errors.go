@@ -1,0 +1,67 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error the package returns wraps one of these or is
+// an *InsufficientCreditsError (which matches ErrInsufficientCredits), or
+// comes from Pebble or the file system.
+var (
+	// ErrNotFound: no such record (account, key, job, result, event), or
+	// a record of another account where the call names the account.
+	ErrNotFound = errors.New("storage: not found")
+	// ErrExists: a record with that id already exists.
+	ErrExists = errors.New("storage: already exists")
+	// ErrInvalid: an argument the package refuses (an empty scope list, a
+	// negative amount, a malformed id). The message names the argument.
+	ErrInvalid = errors.New("storage: invalid argument")
+	// ErrClosed: the DB was closed.
+	ErrClosed = errors.New("storage: closed")
+	// ErrKeyInvalid: an API key that is malformed, unknown, or whose secret
+	// does not match. The server answers 401 without telling which.
+	ErrKeyInvalid = errors.New("storage: invalid API key")
+	// ErrKeyRevoked: an API key that was revoked (also a 401).
+	ErrKeyRevoked = errors.New("storage: API key revoked")
+	// ErrHoldNotActive: Charge or Release of a hold that was already
+	// charged or released (or released by Open after a crash).
+	ErrHoldNotActive = errors.New("storage: hold not active")
+	// ErrJobState: a job operation its status does not allow (results for
+	// a finished job, completing a job with addresses left).
+	ErrJobState = errors.New("storage: wrong job status")
+	// ErrInsufficientCredits matches every *InsufficientCreditsError with
+	// errors.Is.
+	ErrInsufficientCredits = errors.New("storage: insufficient credits")
+)
+
+// InsufficientCreditsError is returned by Hold and CreateJob when the
+// account's available credits (Current − Held) are fewer than Needed. It
+// carries what the API's error details report (spec §7: currentCredits,
+// needed, deltaShortfall).
+type InsufficientCreditsError struct {
+	// Current is the balance: credits neither charged nor reserved by jobs.
+	Current int64
+	// Held is the part of Current held by validations in flight.
+	Held int64
+	// Needed is what the call asked for.
+	Needed int64
+}
+
+func (e *InsufficientCreditsError) Error() string {
+	return fmt.Sprintf("storage: insufficient credits: %d needed, %d available (balance %d, %d held)",
+		e.Needed, e.Available(), e.Current, e.Held)
+}
+
+// Is makes errors.Is(err, ErrInsufficientCredits) true.
+func (e *InsufficientCreditsError) Is(target error) bool { return target == ErrInsufficientCredits }
+
+// Available is the balance not held by validations in flight.
+func (e *InsufficientCreditsError) Available() int64 { return e.Current - e.Held }
+
+// Shortfall is how many credits more the call needed (deltaShortfall).
+func (e *InsufficientCreditsError) Shortfall() int64 { return e.Needed - e.Available() }
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}

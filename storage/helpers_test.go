@@ -1,0 +1,182 @@
+package storage
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+)
+
+// clock is a fake clock: time passes only when a test says so.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock {
+	return &clock{t: time.Date(2026, 11, 21, 10, 0, 0, 123_000_000, time.UTC)}
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+// testDB is an open DB in a temporary directory with a fake clock.
+type testDB struct {
+	*DB
+	dir   string
+	clock *clock
+}
+
+func testOptions(c *clock) Options {
+	return Options{
+		Now:       c.Now,
+		Logger:    slog.New(slog.DiscardHandler),
+		CacheSize: 8 << 20,
+		// Small memtables, so tests read from sstables too, not only from
+		// the memtable.
+		MemTableSize:  1 << 20,
+		PurgeInterval: -1,
+	}
+}
+
+func openTest(t testing.TB) *testDB {
+	t.Helper()
+	c := newClock()
+	dir := t.TempDir()
+	db, err := Open(dir, testOptions(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tdb := &testDB{DB: db, dir: dir, clock: c}
+	t.Cleanup(func() {
+		if !tdb.closed.Load() {
+			tdb.Close()
+		}
+	})
+	return tdb
+}
+
+// reopen closes and opens the database again, as a restart does.
+func (tdb *testDB) reopen(t testing.TB) {
+	t.Helper()
+	if err := tdb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(tdb.dir, testOptions(tdb.clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tdb.DB = db
+}
+
+// account creates an account with n credits.
+func (tdb *testDB) account(t testing.TB, n int64) string {
+	t.Helper()
+	a, err := tdb.CreateAccount("test", PlanGrowth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > 0 {
+		if _, err := tdb.AddCredits(a.ID, n, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a.ID
+}
+
+// checkLedger verifies the account's ledger: seqs 1, 2, 3…, every
+// entry's Balance and Held the previous ones plus its changes, never
+// negative, Held ≤ Balance, and the last entry what Credits reports. It
+// returns the entries.
+func checkLedger(t testing.TB, db *DB, account string) []Entry {
+	t.Helper()
+	es, err := db.Ledger(account, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bal, held int64
+	for i, e := range es {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("entry %d has seq %d", i+1, e.Seq)
+		}
+		var heldDelta int64
+		switch e.Kind {
+		case EntryHold:
+			heldDelta = e.Amount
+		case EntryCharge, EntryRelease:
+			heldDelta = -e.Amount
+		}
+		bal += e.Delta
+		held += heldDelta
+		if e.Balance != bal || e.Held != held {
+			t.Fatalf("entry %d (%v): balance %d held %d, chain says %d and %d", e.Seq, e.Kind, e.Balance, e.Held, bal, held)
+		}
+		if bal < 0 || held < 0 || held > bal {
+			t.Fatalf("entry %d (%v): balance %d, held %d", e.Seq, e.Kind, bal, held)
+		}
+		switch e.Kind {
+		case EntryAdd, EntryRefund:
+			if e.Delta != e.Amount {
+				t.Fatalf("entry %d (%v): delta %d, amount %d", e.Seq, e.Kind, e.Delta, e.Amount)
+			}
+		case EntryCharge, EntryReserve:
+			if e.Delta != -e.Amount {
+				t.Fatalf("entry %d (%v): delta %d, amount %d", e.Seq, e.Kind, e.Delta, e.Amount)
+			}
+		case EntryHold, EntryRelease, EntryUse:
+			if e.Delta != 0 {
+				t.Fatalf("entry %d (%v): delta %d", e.Seq, e.Kind, e.Delta)
+			}
+		}
+	}
+	c, err := db.Credits(account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Balance != bal || c.Held != held {
+		t.Fatalf("Credits says %+v, ledger %d/%d", c, bal, held)
+	}
+	return es
+}
+
+// result returns a single result for email.
+func result(email, status string) Result {
+	return Result{Email: email, Status: status, Score: 90, LatencyMs: 42}
+}
+
+// validate runs the hot path of one validation: hold, then charge.
+func (tdb *testDB) validate(t testing.TB, account string, r Result) Charged {
+	t.Helper()
+	h, err := tdb.Hold(account, 1, "req")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tdb.Charge(h, ChargeRequest{Result: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func wantErr(t testing.TB, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error %v, want %v", err, target)
+	}
+}

@@ -1,0 +1,61 @@
+package storage
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// Metrics of the package, shared by every DB of the process. README.md lists
+// them. Pebble's own metrics (levels, compactions, cache, WAL) come from
+// DB.Metrics and are exported by the metrics exporter.
+
+var (
+	syncCommits   = metrics.NewCounter(`verifyd_storage_commits_total{sync="true"}`)
+	noSyncCommits = metrics.NewCounter(`verifyd_storage_commits_total{sync="false"}`)
+	syncDuration  = metrics.NewHistogram(`verifyd_storage_sync_commit_duration_seconds`)
+
+	insufficientCredits = metrics.NewCounter(`verifyd_storage_insufficient_credits_total`)
+	staleHoldsReleased  = metrics.NewCounter(`verifyd_storage_stale_holds_released_total`)
+	idemPurged          = metrics.NewCounter(`verifyd_storage_idem_purged_total`)
+	cacheHits           = metrics.NewCounter(`verifyd_storage_cache_lookups_total{result="hit"}`)
+	cacheMisses         = metrics.NewCounter(`verifyd_storage_cache_lookups_total{result="miss"}`)
+)
+
+// ledgerEntries[kind] counts verifyd_storage_ledger_entries_total.
+var ledgerEntries = func() []*metrics.Counter {
+	cs := make([]*metrics.Counter, len(entryKindNames))
+	for k, name := range entryKindNames {
+		if name != "" {
+			cs[k] = metrics.NewCounter(fmt.Sprintf(`verifyd_storage_ledger_entries_total{kind=%q}`, name))
+		}
+	}
+	return cs
+}()
+
+// idemOutcomes[outcome] counts verifyd_storage_idem_begins_total.
+var idemOutcomes = func() []*metrics.Counter {
+	cs := make([]*metrics.Counter, len(idemOutcomeNames))
+	for o, name := range idemOutcomeNames {
+		cs[o] = metrics.NewCounter(fmt.Sprintf(`verifyd_storage_idem_begins_total{outcome=%q}`, name))
+	}
+	return cs
+}()
+
+func countCommit(sync bool, d time.Duration) {
+	if sync {
+		syncCommits.Inc()
+		syncDuration.Update(d.Seconds())
+	} else {
+		noSyncCommits.Inc()
+	}
+}
+
+func countEntries(es []Entry) {
+	for _, e := range es {
+		if int(e.Kind) < len(ledgerEntries) && ledgerEntries[e.Kind] != nil {
+			ledgerEntries[e.Kind].Inc()
+		}
+	}
+}

@@ -1,0 +1,245 @@
+package storage
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// The webhook outbox. An event is written in the same synced batch as the
+// state change it announces (FinishJob), so a job never ends without its
+// event nor announces an end that did not happen. The dispatcher takes the
+// due events (DueEvents), sends them, and then deletes each (MarkDelivered),
+// reschedules it (Reschedule, spec §6: 30 s, 2 min, 10 min, 1 h, 6 h) or
+// gives up on it after 24 h (DeadLetter). A crash between sending and
+// recording the outcome sends the event again: delivery is at least once,
+// and receivers tell repeats apart by the event id.
+//
+// Keys: outbox/<next attempt ms><id> orders events by due time, so the
+// due ones are a prefix scan; dlq/<id> holds the dead letters (ids are
+// UUIDv7, so in time order); hooklast/<account> the latest event enqueued
+// for the account, which the dashboard's test button replays.
+
+// Event is a webhook event to deliver.
+type Event struct {
+	// ID is a UUIDv7, set by the package when empty.
+	ID      string `json:"id"`
+	Account string `json:"account"`
+	// Type is the event name (batch.completed, batch.failed,
+	// reputation.warning).
+	Type string `json:"type"`
+	URL  string `json:"url"`
+	// Body is the JSON body to sign and post, exactly as sent.
+	Body      []byte    `json:"body"`
+	CreatedAt time.Time `json:"created_at"`
+	// NextAttempt is when the event is due; zero on enqueue means now.
+	NextAttempt time.Time `json:"next_attempt"`
+	Attempts    int       `json:"attempts"`
+	LastStatus  int       `json:"last_status,omitempty"`
+	LastError   string    `json:"last_error,omitempty"`
+	DeadAt      time.Time `json:"dead_at,omitzero"`
+}
+
+func (ev *Event) key() []byte { return outboxKey(toMs(ev.NextAttempt), ev.ID) }
+
+// stageEvent fills in ev's defaults and adds it to b, with the account's
+// latest-event copy.
+func (db *DB) stageEvent(b *pebble.Batch, ev *Event, now time.Time) error {
+	if ev.ID == "" {
+		ev.ID = NewUUIDv7(now)
+	}
+	switch {
+	case !validID(ev.ID):
+		return invalidf("event id %q", ev.ID)
+	case ev.Type == "" || ev.URL == "":
+		return invalidf("an event needs a type and a URL")
+	case !db.accountExists(ev.Account):
+		return fmt.Errorf("%w: account %q", ErrNotFound, ev.Account)
+	}
+	if ev.CreatedAt.IsZero() {
+		ev.CreatedAt = now
+	}
+	if ev.NextAttempt.IsZero() {
+		ev.NextAttempt = now
+	}
+	ev.CreatedAt = ev.CreatedAt.UTC().Truncate(time.Millisecond)
+	ev.NextAttempt = ev.NextAttempt.UTC().Truncate(time.Millisecond)
+	v, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	b.Set(ev.key(), v, nil)
+	b.Set(hookLastKey(ev.Account), v, nil)
+	return nil
+}
+
+// Enqueue adds an event that no other state change comes with (a
+// reputation.warning), synced.
+func (db *DB) Enqueue(ev Event) (Event, error) {
+	if err := db.check(); err != nil {
+		return Event{}, err
+	}
+	b := db.pdb.NewBatch()
+	if err := db.stageEvent(b, &ev, db.now()); err != nil {
+		b.Close()
+		return Event{}, err
+	}
+	return ev, db.commit(b, pebble.Sync)
+}
+
+// DueEvents returns up to limit events due by now, most overdue first.
+func (db *DB) DueEvents(limit int) ([]Event, error) {
+	if err := db.check(); err != nil {
+		return nil, err
+	}
+	upper := appendU64([]byte(prefixOutbox), uint64(toMs(db.now()))+1)
+	var out []Event
+	err := db.scan([]byte(prefixOutbox), upper, func(k, v []byte) (bool, error) {
+		var ev Event
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return false, fmt.Errorf("%w: %s: %v", errCorrupt, k, err)
+		}
+		out = append(out, ev)
+		return limit <= 0 || len(out) < limit, nil
+	})
+	return out, err
+}
+
+// NextDue returns when the earliest event is due; ok is false when the
+// outbox is empty.
+func (db *DB) NextDue() (at time.Time, ok bool, err error) {
+	if err := db.check(); err != nil {
+		return time.Time{}, false, err
+	}
+	err = db.scanPrefix([]byte(prefixOutbox), func(k, _ []byte) (bool, error) {
+		ms, valid := parseOutboxKey(k)
+		if !valid {
+			return false, fmt.Errorf("%w: outbox key %q", errCorrupt, k)
+		}
+		at, ok = fromMs(ms), true
+		return false, nil
+	})
+	return at, ok, err
+}
+
+// MarkDelivered removes a delivered event from the outbox. ErrNotFound
+// when it is no longer there (delivered, rescheduled or dead already).
+func (db *DB) MarkDelivered(ev Event) error {
+	return db.moveEvent(ev, nil, nil)
+}
+
+// Reschedule records a failed attempt (status: the HTTP status, 0 for
+// none; errText why) and makes the event due again at next.
+func (db *DB) Reschedule(ev Event, next time.Time, status int, errText string) (Event, error) {
+	nev := ev
+	nev.Attempts++
+	nev.LastStatus, nev.LastError = status, errText
+	nev.NextAttempt = next.UTC().Truncate(time.Millisecond)
+	return nev, db.moveEvent(ev, nev.key(), &nev)
+}
+
+// DeadLetter records a last failed attempt and moves the event to the
+// dead-letter queue (spec §6: after 24 h).
+func (db *DB) DeadLetter(ev Event, status int, errText string) (Event, error) {
+	nev := ev
+	nev.Attempts++
+	nev.LastStatus, nev.LastError = status, errText
+	nev.DeadAt = db.now().Truncate(time.Millisecond)
+	return nev, db.moveEvent(ev, deadLetterKey(ev.ID), &nev)
+}
+
+// moveEvent deletes ev's outbox key and, with to, writes nev there, in one
+// synced batch.
+func (db *DB) moveEvent(ev Event, to []byte, nev *Event) error {
+	if err := db.check(); err != nil {
+		return err
+	}
+	db.outboxMu.Lock()
+	defer db.outboxMu.Unlock()
+	from := ev.key()
+	ok, err := db.has(from)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: event %s due %v", ErrNotFound, ev.ID, ev.NextAttempt)
+	}
+	b := db.pdb.NewBatch()
+	b.Delete(from, nil)
+	if to != nil {
+		v, err := json.Marshal(nev)
+		if err != nil {
+			b.Close()
+			return err
+		}
+		b.Set(to, v, nil)
+	}
+	return db.commit(b, pebble.Sync)
+}
+
+// DeadLetters returns up to limit (≤ 0: all) dead events of the account
+// ("" for every account), oldest first.
+func (db *DB) DeadLetters(account string, limit int) ([]Event, error) {
+	if err := db.check(); err != nil {
+		return nil, err
+	}
+	var out []Event
+	err := db.scanPrefix([]byte(prefixDeadLetter), func(k, v []byte) (bool, error) {
+		var ev Event
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return false, fmt.Errorf("%w: %s: %v", errCorrupt, k, err)
+		}
+		if account == "" || ev.Account == account {
+			out = append(out, ev)
+		}
+		return limit <= 0 || len(out) < limit, nil
+	})
+	return out, err
+}
+
+// Redrive moves a dead event back into the outbox, due now, its attempts
+// reset (the dashboard's retry).
+func (db *DB) Redrive(id string) (Event, error) {
+	if err := db.check(); err != nil {
+		return Event{}, err
+	}
+	db.outboxMu.Lock()
+	defer db.outboxMu.Unlock()
+	v, err := db.get(deadLetterKey(id))
+	if err != nil {
+		return Event{}, fmt.Errorf("dead letter %s: %w", id, err)
+	}
+	var ev Event
+	if err := json.Unmarshal(v, &ev); err != nil {
+		return Event{}, fmt.Errorf("%w: dead letter %s: %v", errCorrupt, id, err)
+	}
+	ev.Attempts, ev.DeadAt = 0, time.Time{}
+	ev.NextAttempt = db.now().Truncate(time.Millisecond)
+	nv, err := json.Marshal(ev)
+	if err != nil {
+		return Event{}, err
+	}
+	b := db.pdb.NewBatch()
+	b.Delete(deadLetterKey(id), nil)
+	b.Set(ev.key(), nv, nil)
+	return ev, db.commit(b, pebble.Sync)
+}
+
+// LastEvent returns the latest event enqueued for the account, or
+// ErrNotFound.
+func (db *DB) LastEvent(account string) (Event, error) {
+	if err := db.check(); err != nil {
+		return Event{}, err
+	}
+	v, err := db.get(hookLastKey(account))
+	if err != nil {
+		return Event{}, fmt.Errorf("last event of %q: %w", account, err)
+	}
+	var ev Event
+	if err := json.Unmarshal(v, &ev); err != nil {
+		return Event{}, fmt.Errorf("%w: last event of %q: %v", errCorrupt, account, err)
+	}
+	return ev, nil
+}

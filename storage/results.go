@@ -1,0 +1,559 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Result kinds (spec §2.3, history row kind).
+const (
+	KindSingle = "single"
+	KindBatch  = "batch"
+)
+
+// Result is one probe result: what a history row shows plus the receipt,
+// which the package stores as the caller's opaque bytes.
+type Result struct {
+	// ID is a UUID (v7 when the package makes it). It is the cached_from
+	// of rows served from this result.
+	ID      string
+	Account string
+	Email   string
+	// Status is the verdict; Score 0 to 100.
+	Status string
+	Score  int
+	// Kind is KindSingle or KindBatch; JobID and JobIndex name the job
+	// and address of a batch result.
+	Kind     string
+	JobID    string
+	JobIndex int
+	// LatencyMs is the probe's latency; −1 means null.
+	LatencyMs int64
+	// ProbedAt is stored with millisecond precision; zero means now.
+	ProbedAt time.Time
+	// CachedFrom is the ID of the result this one was served from
+	// (cache: true), empty for a fresh probe.
+	CachedFrom string
+	// SkipCache keeps a fresh result out of the cache index (an unknown
+	// verdict is not worth reusing). It is not stored.
+	SkipCache bool
+	// HistoryID is the numeric id of the result's history row (spec §2.9
+	// id), set by the package.
+	HistoryID uint64
+	// Receipt is the signed receipt, as the caller encoded it.
+	Receipt []byte
+}
+
+// HistoryRow is one row of GET /v1/results (spec §2.9).
+type HistoryRow struct {
+	ID         uint64
+	Email      string
+	Status     string
+	Score      int
+	Kind       string
+	JobID      string // empty: null
+	LatencyMs  int64  // −1: null
+	ProbedAt   time.Time
+	CachedFrom string // empty: null
+	ResultID   string
+	// Pos is the row's place in the account's history (see Cursor).
+	Pos int64
+}
+
+// Cursor returns the cursor that pages past this row (see FormatCursor).
+func (r HistoryRow) Cursor() string { return FormatCursor(r.Pos) }
+
+// Result value tags: a result stored in full, or (under res/ for a batch
+// result) a pointer to its jobres/ key.
+const (
+	resultTagValue   = 'v'
+	resultTagPointer = 'p'
+)
+
+func encodeResult(r *Result, pos int64) []byte {
+	e := newEnc(96 + len(r.ID) + len(r.Account) + len(r.Email) + len(r.JobID) + len(r.CachedFrom) + len(r.Receipt))
+	e.byte1(resultTagValue).str(r.ID).str(r.Account).str(r.Email).str(r.Status).uvarint(uint64(r.Score)).
+		str(r.Kind).str(r.JobID).uvarint(uint64(r.JobIndex)).varint(r.LatencyMs).varint(toMs(r.ProbedAt)).
+		str(r.CachedFrom).uvarint(r.HistoryID).varint(pos).bytes(r.Receipt)
+	return e.b
+}
+
+func encodeResultPointer(job string, index int) []byte {
+	return newEnc(8 + len(job)).byte1(resultTagPointer).str(job).uvarint(uint64(index)).b
+}
+
+// decodeResult decodes a full result; for a pointer it returns the job and
+// index it points at.
+func decodeResult(v []byte) (r Result, job string, index int, err error) {
+	d := newDec(v, "result")
+	switch d.byte1() {
+	case resultTagPointer:
+		job = d.str()
+		index = int(d.uvarint())
+		return Result{}, job, index, d.err
+	case resultTagValue:
+	default:
+		if d.err == nil {
+			d.err = fmt.Errorf("%w: result tag", errCorrupt)
+		}
+		return Result{}, "", 0, d.err
+	}
+	r.ID = d.str()
+	r.Account = d.str()
+	r.Email = d.str()
+	r.Status = d.str()
+	r.Score = int(d.uvarint())
+	r.Kind = d.str()
+	r.JobID = d.str()
+	r.JobIndex = int(d.uvarint())
+	r.LatencyMs = d.varint()
+	r.ProbedAt = fromMs(d.varint())
+	r.CachedFrom = d.str()
+	r.HistoryID = d.uvarint()
+	d.varint() // history position
+	r.Receipt = d.bytes()
+	return r, "", 0, d.err
+}
+
+func encodeRow(r *Result) []byte {
+	e := newEnc(64 + len(r.Email) + len(r.JobID) + len(r.CachedFrom) + len(r.ID))
+	e.uvarint(r.HistoryID).varint(toMs(r.ProbedAt)).varint(r.LatencyMs).uvarint(uint64(r.Score)).
+		str(r.Status).str(r.Email).str(r.JobID).str(r.CachedFrom).str(r.ID)
+	return e.b
+}
+
+func decodeRow(kind string, pos int64, v []byte) (HistoryRow, error) {
+	d := newDec(v, "history row")
+	r := HistoryRow{Kind: kind, Pos: pos}
+	r.ID = d.uvarint()
+	r.ProbedAt = fromMs(d.varint())
+	r.LatencyMs = d.varint()
+	r.Score = int(d.uvarint())
+	r.Status = d.str()
+	r.Email = d.str()
+	r.JobID = d.str()
+	r.CachedFrom = d.str()
+	r.ResultID = d.str()
+	return r, d.err
+}
+
+// cache entries: the result id and its probed_at.
+func encodeCacheEntry(id string, probedMs int64) []byte {
+	return newEnc(12 + len(id)).str(id).varint(probedMs).b
+}
+
+func decodeCacheEntry(v []byte) (id string, probedMs int64, err error) {
+	d := newDec(v, "cache entry")
+	id = d.str()
+	probedMs = d.varint()
+	return id, probedMs, d.err
+}
+
+// prepareResult checks r and fills in its ID and ProbedAt.
+func (db *DB) prepareResult(r *Result, now time.Time) error {
+	if r.Email == "" || r.Status == "" {
+		return invalidf("a result needs an email and a status")
+	}
+	if r.Score < 0 || r.Score > 100 {
+		return invalidf("score %d is not 0 to 100", r.Score)
+	}
+	if r.Kind != KindSingle && r.Kind != KindBatch {
+		return invalidf("result kind %q", r.Kind)
+	}
+	if r.ID == "" {
+		r.ID = NewUUIDv7(now)
+	} else if !validID(r.ID) {
+		return invalidf("result id %q", r.ID)
+	}
+	if r.ProbedAt.IsZero() {
+		r.ProbedAt = now
+	}
+	r.ProbedAt = r.ProbedAt.UTC().Truncate(time.Millisecond)
+	if ms := r.ProbedAt.UnixMilli(); ms < 0 || ms > maxPosMs {
+		return invalidf("probed_at %v out of range", r.ProbedAt)
+	}
+	return nil
+}
+
+// stageResult adds a prepared result's keys to b: the result (under res/,
+// or under jobres/ with a pointer under res/ for a batch result), its
+// history row and, for a fresh probe, its cache entry. The caller holds the
+// account's lock (pa.st).
+func (db *DB) stageResult(b *pebble.Batch, pa *posAlloc, r *Result) error {
+	id, err := db.histIDs.alloc(db, 1)
+	if err != nil {
+		return err
+	}
+	r.HistoryID = id
+	pos, err := pa.next(r.ProbedAt.UnixMilli())
+	if err != nil {
+		return err
+	}
+	kind := byte(histKindSingle)
+	if r.Kind == KindBatch {
+		kind = histKindBatch
+		b.Set(jobResultKey(r.JobID, uint32(r.JobIndex)), encodeResult(r, pos), nil)
+		b.Set(resultKey(r.ID), encodeResultPointer(r.JobID, r.JobIndex), nil)
+	} else {
+		b.Set(resultKey(r.ID), encodeResult(r, pos), nil)
+	}
+	b.Set(histKey(r.Account, kind, pos), encodeRow(r), nil)
+	if r.CachedFrom == "" && !r.SkipCache {
+		b.Set(cacheKey(r.Account, r.Email), encodeCacheEntry(r.ID, r.ProbedAt.UnixMilli()), nil)
+	}
+	return nil
+}
+
+// GetResult returns the result with that id (with its receipt), or
+// ErrNotFound. The caller checks Account before showing it to anyone.
+func (db *DB) GetResult(id string) (Result, error) {
+	if err := db.check(); err != nil {
+		return Result{}, err
+	}
+	v, err := db.get(resultKey(id))
+	if err != nil {
+		return Result{}, fmt.Errorf("result %q: %w", id, err)
+	}
+	r, job, index, err := decodeResult(v)
+	if err != nil || job == "" {
+		return r, err
+	}
+	v, err = db.get(jobResultKey(job, uint32(index)))
+	if err != nil {
+		return Result{}, fmt.Errorf("result %q in job %s: %w", id, job, err)
+	}
+	r, _, _, err = decodeResult(v)
+	return r, err
+}
+
+// LookupCache returns the account's latest fresh result for email (compared
+// lower-cased) if it was probed less than maxAge ago, for a validation
+// with cache: true; ok is false when there is none.
+func (db *DB) LookupCache(account, email string, maxAge time.Duration) (r Result, ok bool, err error) {
+	if err := db.check(); err != nil {
+		return Result{}, false, err
+	}
+	if !db.accountExists(account) {
+		return Result{}, false, fmt.Errorf("%w: account %q", ErrNotFound, account)
+	}
+	v, err := db.get(cacheKey(account, email))
+	if errors.Is(err, ErrNotFound) {
+		cacheMisses.Inc()
+		return Result{}, false, nil
+	}
+	if err != nil {
+		return Result{}, false, err
+	}
+	id, probedMs, err := decodeCacheEntry(v)
+	if err != nil {
+		return Result{}, false, err
+	}
+	if db.now().Sub(fromMs(probedMs)) >= maxAge {
+		cacheMisses.Inc()
+		return Result{}, false, nil
+	}
+	r, err = db.GetResult(id)
+	if errors.Is(err, ErrNotFound) {
+		cacheMisses.Inc()
+		return Result{}, false, nil
+	}
+	if err != nil {
+		return Result{}, false, err
+	}
+	cacheHits.Inc()
+	return r, true, nil
+}
+
+// PurgeCache deletes the cache entries probed maxAge or longer ago; they
+// can no longer be served. It scans every entry: run it rarely.
+func (db *DB) PurgeCache(maxAge time.Duration) (int, error) {
+	if err := db.check(); err != nil {
+		return 0, err
+	}
+	cutoff := db.now().Add(-maxAge).UnixMilli()
+	n := 0
+	b := db.pdb.NewBatch()
+	err := db.scanPrefix([]byte(prefixCache), func(k, v []byte) (bool, error) {
+		_, probedMs, err := decodeCacheEntry(v)
+		if err != nil || probedMs <= cutoff {
+			b.Delete(k, nil)
+			n++
+		}
+		if b.Len() > 1<<20 {
+			if err := db.commit(b, pebble.NoSync); err != nil {
+				return false, err
+			}
+			b = db.pdb.NewBatch()
+		}
+		return true, nil
+	})
+	if err != nil {
+		b.Close()
+		return 0, err
+	}
+	return n, db.commit(b, pebble.NoSync)
+}
+
+// --- history positions and the paging cursor
+
+// A history row's position is a nanosecond timestamp, unique within its
+// account: its probed_at millisecond times 10⁶ plus its rank among the
+// account's rows of that millisecond (0 for the first written, 1 for the
+// next…). Rows are listed by position, newest first; so rows sharing a
+// millisecond come newest-written first, and a position names one row.
+//
+// The paging cursor (spec §4.6: "the probed_at of the last row of the
+// previous page; rows strictly older than it are returned") is the last
+// row's position written as an RFC 3339 date-time: its probed_at when its
+// rank is 0 ("2026-11-21T10:00:00.123Z"), else with the rank in the six
+// extra fractional digits ("2026-11-21T10:00:00.123000042Z"), still a valid
+// ISO 8601 date-time within the right millisecond. Rows strictly older
+// than the cursor's instant are the ones after it: walking pages loses and
+// repeats no row, whatever the limit and however many rows share a
+// millisecond. A client's own cursor with millisecond precision keeps the
+// spec's meaning exactly: rows probed before that millisecond.
+
+const (
+	posPerMs = 1_000_000
+	// maxPosMs keeps positions within int64 (the year 2262).
+	maxPosMs = (math.MaxInt64 - posPerMs) / posPerMs
+)
+
+// FormatCursor writes a position as a cursor.
+func FormatCursor(pos int64) string {
+	t := time.Unix(0, pos).UTC()
+	if pos%posPerMs == 0 {
+		return t.Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	return t.Format("2006-01-02T15:04:05.000000000Z07:00")
+}
+
+// ParseCursor reads a cursor: any RFC 3339 date-time (any offset, any
+// number of fractional digits), as the instant in nanoseconds it names.
+func ParseCursor(s string) (int64, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, invalidf("cursor %q is not an RFC 3339 date-time", s)
+	}
+	switch {
+	case t.Before(time.Unix(0, 0)):
+		return 0, nil
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64, nil
+	}
+	return t.UnixNano(), nil
+}
+
+// posAlloc gives out history positions for one write of one account; the
+// caller holds the account's lock until the batch is applied.
+type posAlloc struct {
+	db      *DB
+	st      *acctState
+	account string
+	mine    []int64 // given out by this write, not yet in Pebble
+	last    int64   // highest of mine and st.lastPos
+}
+
+// next returns a free position for a row probed at probedMs.
+func (pa *posAlloc) next(probedMs int64) (int64, error) {
+	st := pa.st
+	if !st.histLoaded {
+		last, err := pa.highest(0, math.MaxInt64)
+		if err != nil {
+			return 0, err
+		}
+		st.lastPos, st.histLoaded = last, true
+	}
+	if len(pa.mine) == 0 {
+		pa.last = st.lastPos
+	}
+	base := probedMs * posPerMs
+	var pos int64
+	switch {
+	case base > pa.last:
+		// The common case: the newest row of the account.
+		pos = base
+	case pa.last < base+posPerMs-1:
+		// Same millisecond as the newest row: the next rank.
+		pos = pa.last + 1
+	default:
+		// An older millisecond (a clock step back, a late batch
+		// result): the next rank within it, from what is stored. A full
+		// millisecond (10⁶ rows) spills into the next one.
+		for lo := base; ; lo += posPerMs {
+			m, err := pa.highest(lo, lo+posPerMs-1)
+			if err != nil {
+				return 0, err
+			}
+			if m < 0 {
+				pos = lo
+				break
+			}
+			if m < lo+posPerMs-1 {
+				pos = m + 1
+				break
+			}
+		}
+	}
+	pa.mine = append(pa.mine, pos)
+	pa.last = max(pa.last, pos)
+	return pos, nil
+}
+
+// apply records the positions given out once the batch is applied.
+func (pa *posAlloc) apply() {
+	if len(pa.mine) > 0 {
+		pa.st.lastPos = max(pa.st.lastPos, pa.last)
+	}
+}
+
+// highest returns the highest position in [lo, hi] used by the account's
+// rows of either kind or given out by this write, −1 if none.
+func (pa *posAlloc) highest(lo, hi int64) (int64, error) {
+	best := int64(-1)
+	for _, p := range pa.mine {
+		if p >= lo && p <= hi {
+			best = max(best, p)
+		}
+	}
+	for _, kind := range []byte{histKindSingle, histKindBatch} {
+		it, err := pa.db.pdb.NewIter(&pebble.IterOptions{
+			LowerBound: histKey(pa.account, kind, hi),
+			UpperBound: prefixEnd(histKey(pa.account, kind, lo)),
+		})
+		if err != nil {
+			return 0, err
+		}
+		if it.First() {
+			best = max(best, histPos(it.Key()))
+		}
+		if err := errors.Join(it.Error(), it.Close()); err != nil {
+			return 0, err
+		}
+	}
+	return best, nil
+}
+
+// History filters (spec §4.6 kind).
+const (
+	HistoryAll    = "all"
+	HistorySingle = KindSingle
+	HistoryBatch  = KindBatch
+)
+
+// DefaultHistoryLimit is the page size when ListHistory gets limit 0.
+const DefaultHistoryLimit = 50
+
+// HistoryPage is one page of GET /v1/results.
+type HistoryPage struct {
+	Rows []HistoryRow
+	// NextCursor pages on; empty (null) on the last page.
+	NextCursor string
+}
+
+// ListHistory returns the account's history rows of kind (HistoryAll,
+// HistorySingle, HistoryBatch; "" is all), newest first, strictly older
+// than cursor (empty: from the newest), at most limit of them (0: 50).
+func (db *DB) ListHistory(account, kind, cursor string, limit int) (HistoryPage, error) {
+	if err := db.check(); err != nil {
+		return HistoryPage{}, err
+	}
+	var kinds []byte
+	switch kind {
+	case HistoryAll, "":
+		kinds = []byte{histKindSingle, histKindBatch}
+	case HistorySingle:
+		kinds = []byte{histKindSingle}
+	case HistoryBatch:
+		kinds = []byte{histKindBatch}
+	default:
+		return HistoryPage{}, invalidf("history kind %q", kind)
+	}
+	if limit == 0 {
+		limit = DefaultHistoryLimit
+	}
+	if limit < 0 || limit > 10_000 {
+		return HistoryPage{}, invalidf("history limit %d", limit)
+	}
+	before := int64(math.MaxInt64) // rows with pos < before
+	if cursor != "" {
+		c, err := ParseCursor(cursor)
+		if err != nil {
+			return HistoryPage{}, err
+		}
+		before = c
+	}
+	if before <= 0 {
+		return HistoryPage{}, nil
+	}
+	if !db.accountExists(account) {
+		return HistoryPage{}, fmt.Errorf("%w: account %q", ErrNotFound, account)
+	}
+
+	// One iterator per kind, merged by position.
+	its := make([]*pebble.Iterator, 0, 2)
+	defer func() {
+		for _, it := range its {
+			it.Close()
+		}
+	}()
+	for _, k := range kinds {
+		p := histPrefix(account, k)
+		lower := p
+		if before != math.MaxInt64 {
+			lower = histKey(account, k, before-1)
+		}
+		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(p)})
+		if err != nil {
+			return HistoryPage{}, err
+		}
+		its = append(its, it)
+		it.First()
+	}
+	rows := make([]HistoryRow, 0, min(limit+1, 256))
+	for len(rows) <= limit {
+		best := -1
+		for i, it := range its {
+			if !it.Valid() {
+				continue
+			}
+			if best < 0 || bytes.Compare(it.Key()[len(it.Key())-8:], its[best].Key()[len(its[best].Key())-8:]) < 0 {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		it := its[best]
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return HistoryPage{}, err
+		}
+		k := KindSingle
+		if kinds[best] == histKindBatch {
+			k = KindBatch
+		}
+		row, err := decodeRow(k, histPos(it.Key()), v)
+		if err != nil {
+			return HistoryPage{}, err
+		}
+		rows = append(rows, row)
+		it.Next()
+	}
+	for _, it := range its {
+		if err := it.Error(); err != nil {
+			return HistoryPage{}, err
+		}
+	}
+	page := HistoryPage{Rows: rows}
+	if len(rows) > limit {
+		page.Rows = rows[:limit]
+		page.NextCursor = rows[limit-1].Cursor()
+	}
+	return page, nil
+}

@@ -1,0 +1,285 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// putBatchRows writes n batch results for acct at the clock's time
+// through a job, in chunks.
+func (tdb *testDB) putBatchRows(t testing.TB, acct string, n int, chunk int) Job {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		addrs[i] = fmt.Sprintf("b%d@example.com", i)
+	}
+	j, err := tdb.CreateJob(JobSpec{Account: acct, Addresses: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tdb.StartJob(j.ID); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += chunk {
+		var rs []JobResult
+		for k := i; k < min(n, i+chunk); k++ {
+			rs = append(rs, JobResult{Index: k, Result: Result{Email: addrs[k], Status: "valid", Score: 80, LatencyMs: -1}})
+		}
+		if j, err = tdb.PutJobResults(j.ID, rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return j
+}
+
+// walk pages through the account's history and returns every row.
+func walk(t *testing.T, db *DB, acct, kind string, limit int) []HistoryRow {
+	t.Helper()
+	var all []HistoryRow
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 10_000 {
+			t.Fatal("paging does not end")
+		}
+		p, err := db.ListHistory(acct, kind, cursor, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Rows) > limit {
+			t.Fatalf("page of %d rows with limit %d", len(p.Rows), limit)
+		}
+		all = append(all, p.Rows...)
+		if p.NextCursor == "" {
+			return all
+		}
+		if len(p.Rows) != limit {
+			t.Fatalf("short page (%d of %d) with a next cursor", len(p.Rows), limit)
+		}
+		last := p.Rows[len(p.Rows)-1]
+		ct, err := time.Parse(time.RFC3339Nano, p.NextCursor)
+		if err != nil || !ct.Truncate(time.Millisecond).Equal(last.ProbedAt) {
+			t.Fatalf("cursor %q for a row probed at %v", p.NextCursor, last.ProbedAt)
+		}
+		cursor = p.NextCursor
+	}
+}
+
+// Walking pages with any limit yields every row exactly once, newest first,
+// though 1,000 rows share one millisecond; also per kind.
+func TestHistoryPagingLossless(t *testing.T) {
+	db := openTest(t)
+	acct := db.account(t, 10_000)
+	other := db.account(t, 10)
+	db.validate(t, other, result("other@example.com", "valid"))
+
+	t0 := db.clock.Now()
+	// 20 rows in earlier milliseconds, 1,000 in t0, 20 later; single rows
+	// written concurrently, batch rows in chunks, interleaved.
+	db.clock.Set(t0.Add(-20 * time.Millisecond))
+	for range 20 {
+		db.validate(t, acct, result("early@example.com", "valid"))
+		db.clock.Advance(time.Millisecond)
+	}
+	db.clock.Set(t0)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 150 {
+				h, err := db.Hold(acct, 1, "")
+				if err == nil {
+					_, err = db.Charge(h, ChargeRequest{Result: result(fmt.Sprintf("s%d-%d@example.com", g, i), "valid")})
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	db.putBatchRows(t, acct, 400, 37)
+	wg.Wait()
+	for range 20 {
+		db.clock.Advance(time.Millisecond)
+		db.validate(t, acct, result("late@example.com", "risky"))
+	}
+
+	want := map[string]int{HistoryAll: 1040, HistorySingle: 640, HistoryBatch: 400}
+	for _, kind := range []string{HistoryAll, HistorySingle, HistoryBatch} {
+		for _, limit := range []int{1, 7, 50, 200} {
+			rows := walk(t, db.DB, acct, kind, limit)
+			if len(rows) != want[kind] {
+				t.Errorf("kind %s, limit %d: %d rows, want %d", kind, limit, len(rows), want[kind])
+			}
+			seen := make(map[uint64]bool)
+			inT0 := 0
+			for i, r := range rows {
+				if seen[r.ID] {
+					t.Fatalf("kind %s, limit %d: row %d twice", kind, limit, r.ID)
+				}
+				seen[r.ID] = true
+				if kind != HistoryAll && r.Kind != kind {
+					t.Fatalf("kind %s: a %s row", kind, r.Kind)
+				}
+				if r.ProbedAt.Equal(t0) {
+					inT0++
+				}
+				if i == 0 {
+					continue
+				}
+				prev := rows[i-1]
+				// Newest first: by probed_at, then by write order (ids
+				// grow with it within an account).
+				if r.ProbedAt.After(prev.ProbedAt) || r.Pos >= prev.Pos ||
+					r.ProbedAt.Equal(prev.ProbedAt) && r.ID >= prev.ID {
+					t.Fatalf("kind %s, limit %d: row %d (%v, id %d) after row %d (%v, id %d)",
+						kind, limit, i, r.ProbedAt, r.ID, i-1, prev.ProbedAt, prev.ID)
+				}
+			}
+			if kind == HistoryAll && inT0 != 1000 {
+				t.Errorf("%d rows in the shared millisecond", inT0)
+			}
+		}
+	}
+
+	// A client's own millisecond cursor keeps the spec's meaning: rows
+	// probed strictly before that instant.
+	p, err := db.ListHistory(acct, HistoryAll, t0.Format(time.RFC3339Nano), 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Rows) != 20 || p.Rows[0].Email != "early@example.com" || !p.Rows[0].ProbedAt.Before(t0) {
+		t.Errorf("millisecond cursor: %d rows, first %+v", len(p.Rows), p.Rows[0])
+	}
+	if p, _ := db.ListHistory(acct, HistoryAll, "1970-01-01T00:00:00Z", 10); len(p.Rows) != 0 {
+		t.Errorf("cursor at the epoch: %d rows", len(p.Rows))
+	}
+	if _, err := db.ListHistory(acct, "weird", "", 10); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown kind: %v", err)
+	}
+	if _, err := db.ListHistory(acct, HistoryAll, "not a time", 10); !errors.Is(err, ErrInvalid) {
+		t.Errorf("bad cursor: %v", err)
+	}
+	if p, _ := db.ListHistory(acct, "", "", 0); len(p.Rows) != DefaultHistoryLimit {
+		t.Errorf("default limit: %d rows", len(p.Rows))
+	}
+	// Another account sees only its own row.
+	if rows := walk(t, db.DB, other, HistoryAll, 5); len(rows) != 1 {
+		t.Errorf("other account: %d rows", len(rows))
+	}
+	// Positions survive a restart: new rows in t0 go on after the others.
+	db.reopen(t)
+	db.clock.Set(t0)
+	db.validate(t, acct, result("again@example.com", "valid"))
+	if rows := walk(t, db.DB, acct, HistoryAll, 50); len(rows) != 1041 {
+		t.Errorf("after reopen: %d rows", len(rows))
+	}
+}
+
+// A row probed before the newest one (a clock step back, a late batch
+// result) takes its place by probed_at, after the rows already in its
+// millisecond.
+func TestHistoryLateRows(t *testing.T) {
+	db := openTest(t)
+	acct := db.account(t, 100)
+	t0 := db.clock.Now()
+	at := func(d time.Duration, email string) {
+		r := result(email, "valid")
+		r.ProbedAt = t0.Add(d)
+		db.validate(t, acct, r)
+	}
+	at(-10*time.Millisecond, "a")
+	at(-5*time.Millisecond, "b1")
+	at(0, "c")
+	at(-5*time.Millisecond, "b2") // late, into a millisecond that has a row
+	at(-7*time.Millisecond, "d")  // late, into an empty millisecond
+	at(-5*time.Millisecond, "b3")
+	at(0, "c2")
+	var got []string
+	for _, r := range walk(t, db.DB, acct, HistoryAll, 2) {
+		got = append(got, r.Email)
+	}
+	if want := []string{"c2", "c", "b3", "b2", "b1", "d", "a"}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+}
+
+func TestResultsAndCache(t *testing.T) {
+	db := openTest(t)
+	acct := db.account(t, 100)
+	other := db.account(t, 100)
+
+	_, ok, err := db.LookupCache(acct, "Ada@Example.com", time.Hour)
+	if err != nil || ok {
+		t.Fatalf("empty cache: %v, %v", ok, err)
+	}
+	r := result("Ada@Example.com", "valid")
+	r.Receipt = []byte(`{"sig":"x"}`)
+	r.LatencyMs = -1
+	first := db.validate(t, acct, r)
+	got, err := db.GetResult(first.Result.ID)
+	if err != nil || got.Email != "Ada@Example.com" || got.Account != acct || got.Kind != KindSingle || got.LatencyMs != -1 ||
+		string(got.Receipt) != `{"sig":"x"}` || got.HistoryID != first.Result.HistoryID || !got.ProbedAt.Equal(db.clock.Now()) {
+		t.Fatalf("GetResult: %+v, %v", got, err)
+	}
+	_, err = db.GetResult("0190e6b2-2f5e-7c3a-9d5b-0a1b2c3d4e5f")
+	wantErr(t, err, ErrNotFound)
+
+	// Found by any case of the address, for this account only.
+	db.clock.Advance(time.Minute)
+	hit, ok, err := db.LookupCache(acct, "ada@example.COM", time.Hour)
+	if err != nil || !ok || hit.ID != first.Result.ID || string(hit.Receipt) != `{"sig":"x"}` {
+		t.Fatalf("LookupCache: %+v %v %v", hit, ok, err)
+	}
+	if _, ok, _ := db.LookupCache(other, "ada@example.com", time.Hour); ok {
+		t.Error("another account's result served")
+	}
+	// A row served from cache points at its source and does not replace it.
+	cr := result("ada@example.com", "valid")
+	cr.CachedFrom = hit.ID
+	served := db.validate(t, acct, cr)
+	if hit2, _, _ := db.LookupCache(acct, "ada@example.com", time.Hour); hit2.ID != first.Result.ID {
+		t.Errorf("cache now points at %s", hit2.ID)
+	}
+	p, _ := db.ListHistory(acct, HistoryAll, "", 10)
+	if len(p.Rows) != 2 || p.Rows[0].CachedFrom != first.Result.ID || p.Rows[0].ResultID != served.Result.ID || p.Rows[1].LatencyMs != -1 {
+		t.Errorf("history: %+v", p.Rows)
+	}
+	// Too old: a miss.
+	db.clock.Advance(time.Hour)
+	if _, ok, _ := db.LookupCache(acct, "ada@example.com", time.Hour); ok {
+		t.Error("an expired result served")
+	}
+	// SkipCache keeps a result out.
+	u := result("ada@example.com", "unknown")
+	u.SkipCache = true
+	db.validate(t, acct, u)
+	if hit3, ok, _ := db.LookupCache(acct, "ada@example.com", 24*time.Hour); !ok || hit3.ID != first.Result.ID {
+		t.Errorf("SkipCache result replaced the entry: %+v %v", hit3, ok)
+	}
+	// Batch results are served too, from their job's keys.
+	j := db.putBatchRows(t, acct, 3, 3)
+	bhit, ok, err := db.LookupCache(acct, "b1@example.com", time.Hour)
+	if err != nil || !ok || bhit.Kind != KindBatch || bhit.JobID != j.ID || bhit.JobIndex != 1 {
+		t.Fatalf("batch result from cache: %+v %v %v", bhit, ok, err)
+	}
+	if got, err := db.GetResult(bhit.ID); err != nil || got.JobIndex != 1 || got.Email != "b1@example.com" {
+		t.Errorf("GetResult of a batch result: %+v, %v", got, err)
+	}
+
+	// PurgeCache drops what can no longer be served.
+	db.clock.Advance(2 * time.Hour)
+	db.validate(t, acct, result("fresh@example.com", "valid"))
+	n, err := db.PurgeCache(time.Hour)
+	if err != nil || n != 4 {
+		t.Errorf("PurgeCache: %d, %v", n, err)
+	}
+	if _, ok, _ := db.LookupCache(acct, "fresh@example.com", time.Hour); !ok {
+		t.Error("fresh entry purged")
+	}
+}
