@@ -31,6 +31,7 @@ import (
 
 	"github.com/verifyd/verifyd/cmd/verifyd/config"
 	"github.com/verifyd/verifyd/server"
+	"github.com/verifyd/verifyd/server/admin"
 )
 
 func main() {
@@ -142,8 +143,14 @@ func run(cfg config.Config, source string, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("cannot listen on http.listen: %w", err)
 	}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- api.Serve(ln) }()
+
+	adm := admin.New(admin.Options{DB: a.db, Keys: a.keys, Logger: log})
+	if err := adm.Listen(cfg.Admin.Socket); err != nil {
+		return fmt.Errorf("cannot listen on admin.socket: %w", err)
+	}
+	go func() { errc <- adm.Serve() }()
 
 	var metricsSrv *fasthttp.Server
 	metricsAddr := ""
@@ -178,6 +185,9 @@ func run(cfg config.Config, source string, log *slog.Logger) error {
 	defer cancel()
 	if err := api.Shutdown(sctx); err != nil {
 		log.Warn("api shutdown", "err", err)
+	}
+	if err := adm.Shutdown(sctx); err != nil {
+		log.Warn("admin shutdown", "err", err)
 	}
 	if metricsSrv != nil {
 		_ = metricsSrv.ShutdownWithContext(sctx)

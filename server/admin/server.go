@@ -1,0 +1,201 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/verifyd/verifyd/server/receipt"
+	"github.com/verifyd/verifyd/storage"
+)
+
+// Options configures a Server.
+type Options struct {
+	// DB holds accounts, credits and API keys. Required.
+	DB *storage.DB
+	// Keys is the receipt signing key set. Required.
+	Keys *receipt.KeySet
+	// Logger receives the access log (debug), every change (info) and
+	// internal errors; default slog.Default().
+	Logger *slog.Logger
+	// Extra, when set, is called with the router after the built-in routes
+	// are added, for routes of later features (egress, webhooks, backup).
+	// Build their handlers with JSON, DecodeJSON and WriteError.
+	Extra func(r *router.Router)
+}
+
+// Limits of the admin server.
+const (
+	// MaxBodyBytes bounds a request body; larger ones answer 400.
+	MaxBodyBytes = 1 << 20
+	// ReadTimeout and WriteTimeout bound one request and one answer.
+	ReadTimeout  = 30 * time.Second
+	WriteTimeout = 2 * time.Minute
+	// IdleTimeout closes idle keep-alive connections.
+	IdleTimeout = 2 * time.Minute
+)
+
+// Server is the admin API server.
+type Server struct {
+	db   *storage.DB
+	keys *receipt.KeySet
+	log  *slog.Logger
+	srv  *fasthttp.Server
+
+	mu   sync.Mutex
+	ln   net.Listener
+	path string
+	sock os.FileInfo // the socket file Listen made, to remove only that one
+}
+
+// New returns a Server with its routes. Call Listen, then Serve.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{db: opts.DB, keys: opts.Keys, log: opts.Logger.With("pkg", "admin")}
+	r := router.New()
+	r.SaveMatchedRoutePath = true
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleOPTIONS = false
+	s.routes(r)
+	if opts.Extra != nil {
+		opts.Extra(r)
+	}
+	r.NotFound = func(ctx *fasthttp.RequestCtx) {
+		WriteError(ctx, notFound("no such endpoint: %s %s", ctx.Method(), ctx.Path()))
+	}
+	r.HandleMethodNotAllowed = true
+	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
+		WriteError(ctx, badRequest(fmt.Sprintf("method %s is not allowed on %s", ctx.Method(), ctx.Path())))
+	}
+	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
+		WriteError(ctx, fmt.Errorf("handler panicked: %v", v))
+	}
+	s.srv = &fasthttp.Server{
+		Handler:            s.accessLog(r.Handler),
+		Name:               "verifyd-admin",
+		ReadTimeout:        ReadTimeout,
+		WriteTimeout:       WriteTimeout,
+		IdleTimeout:        IdleTimeout,
+		MaxRequestBodySize: MaxBodyBytes,
+		CloseOnShutdown:    true,
+		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
+			msg := "malformed request"
+			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+				msg = fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes)
+			}
+			WriteError(ctx, badRequest(msg))
+		},
+		Logger: fasthttpLogger{s.log},
+	}
+	return s
+}
+
+// routes adds the built-in routes; README.md documents each.
+func (s *Server) routes(r *router.Router) {
+	r.POST("/v1/accounts", JSON(s.createAccount))
+	r.GET("/v1/accounts", JSON(s.listAccounts))
+	r.GET("/v1/accounts/{id}", JSON(s.getAccount))
+	r.POST("/v1/accounts/{id}/plan", JSON(s.setPlan))
+	r.POST("/v1/accounts/{id}/credits", JSON(s.adjustCredits))
+	r.GET("/v1/accounts/{id}/ledger", JSON(s.ledger))
+
+	r.POST("/v1/accounts/{id}/keys", JSON(s.mintKey))
+	r.GET("/v1/accounts/{id}/keys", JSON(s.listKeys))
+	r.POST("/v1/keys/{prefix}/revoke", JSON(s.revokeKey))
+
+	r.GET("/v1/accounts/{id}/webhook-secret", JSON(s.webhookSecret))
+	r.POST("/v1/accounts/{id}/webhook-secret/rotate", JSON(s.rotateWebhookSecret))
+
+	r.POST("/v1/signing-keys/rotate", JSON(s.rotateSigningKey))
+	r.GET("/v1/signing-keys", JSON(s.signingKeys))
+}
+
+// accessLog wraps the router: one debug line and one count per request,
+// an error line for every 500. It logs the route pattern, never the path
+// as sent, which could hold a pasted secret.
+func (s *Server) accessLog(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		start := time.Now()
+		next(ctx)
+		status := ctx.Response.StatusCode()
+		countRequest(status)
+		route, _ := ctx.UserValue(router.MatchedRoutePathParam).(string)
+		if route == "" {
+			route = "(none)"
+		}
+		attrs := []any{"req", ctx.ID(), "method", string(ctx.Method()), "route", route,
+			"status", status, "dur", time.Since(start).Round(time.Microsecond)}
+		if err, ok := ctx.UserValue(errKey{}).(error); ok {
+			s.log.Error("admin request failed", append(attrs, "err", err)...)
+			return
+		}
+		s.log.Debug("admin request", attrs...)
+	}
+}
+
+// Listen creates the admin socket at path, mode 0600, and listens on it;
+// see the package documentation for how. It creates the parent directory
+// (mode 0700) when missing and replaces a stale socket.
+func (s *Server) Listen(path string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		return fmt.Errorf("admin: already listening on %s", s.path)
+	}
+	ln, fi, err := listenSocket(path)
+	if err != nil {
+		return err
+	}
+	s.ln, s.path, s.sock = peerListener{ln}, path, fi
+	s.log.Info("admin API listening", "socket", path, "mode", "0600")
+	return nil
+}
+
+// Addr is the socket path Listen was given ("" before).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.path
+}
+
+// Serve serves the admin API on the socket of Listen until Shutdown.
+func (s *Server) Serve() error {
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	if ln == nil {
+		return errors.New("admin: Serve before Listen")
+	}
+	return s.srv.Serve(ln)
+}
+
+// Shutdown stops accepting, waits for requests in flight until ctx ends,
+// closes the connections and removes the socket file.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.ShutdownWithContext(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		s.ln.Close() // when Serve never ran; else already closed
+		removeSocket(s.path, s.sock)
+	}
+	return err
+}
+
+// fasthttpLogger sends fasthttp's own messages to slog at debug level.
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Debug(fmt.Sprintf(format, args...))
+}
