@@ -38,8 +38,8 @@ type handler func(ctx *fasthttp.RequestCtx, c *caller)
 // Whichever limit trips answers 429 with Retry-After and details.retryAfter.
 func (s *Server) guard(r route, scope string, h handler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if !s.opts.IPLimitsDisabled {
-			if ok, wait := s.ipLimits.allow(s.clientIP(ctx), r, s.opts.IPLimits[r]); !ok {
+		if conf := s.ipConf.Load(); !conf.disabled {
+			if ok, wait := s.ipLimits.allow(s.clientIP(ctx), r, conf.limits[r]); !ok {
 				rateLimited(ctx, wait)
 				return
 			}

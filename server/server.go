@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -86,6 +87,19 @@ type Server struct {
 	ipLimits  *limiter
 	keyLimits *limiter
 	router    *router.Router
+	// ipConf is the per-IP limits in force; SetIPLimits swaps it on reload.
+	ipConf atomic.Pointer[ipLimitConf]
+}
+
+type ipLimitConf struct {
+	limits   [numRoutes]Limit
+	disabled bool
+}
+
+// SetIPLimits changes the per source IP limits (a reload). Windows already
+// counted keep their counts.
+func (s *Server) SetIPLimits(l [numRoutes]Limit, disabled bool) {
+	s.ipConf.Store(&ipLimitConf{limits: l, disabled: disabled})
 }
 
 // New returns a Server with its routes.
@@ -115,6 +129,7 @@ func New(opts Options) *Server {
 		ipLimits:  newLimiter(opts.Now),
 		keyLimits: newLimiter(opts.Now),
 	}
+	s.SetIPLimits(opts.IPLimits, opts.IPLimitsDisabled)
 	r := router.New()
 	r.GET("/healthz", s.healthz)
 	if opts.DB != nil {

@@ -58,12 +58,18 @@ func main() {
 		fmt.Print(text)
 		return
 	}
-	log := newLogger(cfg)
+	level := new(slog.LevelVar)
+	log := newLogger(cfg, level)
 	slog.SetDefault(log)
-	if err := run(cfg, source, log); err != nil {
+	if err := run(cfg, *configPath, source, log, level); err != nil {
 		log.Error("verifyd stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+func fileExistsAt(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // loadConfig reads the file at path, or the default path when path is empty
@@ -81,9 +87,10 @@ func loadConfig(path string) (config.Config, string, error) {
 	return c, path, err
 }
 
-func newLogger(cfg config.Config) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+func newLogger(cfg config.Config, level *slog.LevelVar) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(cfg.LogLevel))
+	level.Set(lv)
 	opts := &slog.HandlerOptions{Level: level}
 	format := cfg.LogFormat
 	if format == "auto" {
@@ -98,7 +105,7 @@ func newLogger(cfg config.Config) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 }
 
-func run(cfg config.Config, source string, log *slog.Logger) error {
+func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.LevelVar) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("cannot create data dir: %w", err)
 	}
@@ -122,7 +129,7 @@ func run(cfg config.Config, source string, log *slog.Logger) error {
 			proxies = append(proxies, netip.PrefixFrom(ip, ip.BitLen()))
 		}
 	}
-	rl := cfg.RateLimits
+	limits := cfg.RateLimits
 	api := server.New(server.Options{
 		DB:               a.db,
 		Keys:             a.keys,
@@ -134,8 +141,8 @@ func run(cfg config.Config, source string, log *slog.Logger) error {
 		MaxSmallBody:     cfg.Limits.MaxBodyBytes,
 		RealtimeBudget:   cfg.Probe.RealtimeBudget,
 		CacheMaxAge:      cfg.Probe.CacheMaxAge,
-		IPLimits:         server.DefaultIPLimits(rl.Window, rl.Validate, rl.Batch, rl.Results, rl.Other),
-		IPLimitsDisabled: rl.Disabled,
+		IPLimits:         server.DefaultIPLimits(limits.Window, limits.Validate, limits.Batch, limits.Results, limits.Other),
+		IPLimitsDisabled: limits.Disabled,
 		TrustedProxies:   proxies,
 		Logger:           log,
 	})
@@ -174,11 +181,34 @@ func run(cfg config.Config, source string, log *slog.Logger) error {
 		"metrics", metricsAddr, "data_dir", cfg.DataDir, "admin_socket", cfg.Admin.Socket)
 	fmt.Fprintf(os.Stderr, "verifyd: API on http://%s  (health: http://%s/healthz)\n", ln.Addr(), ln.Addr())
 
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down", "timeout", cfg.HTTP.ShutdownTimeout)
-	case err := <-errc:
-		return fmt.Errorf("listener failed: %w", err)
+	if path == "" && fileExistsAt(config.DefaultPath) {
+		path = config.DefaultPath
+	}
+	rl := &reloader{path: path, cur: cfg, app: a, api: api, level: level, log: log}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down", "timeout", cfg.HTTP.ShutdownTimeout)
+			break wait
+		case err := <-errc:
+			return fmt.Errorf("listener failed: %w", err)
+		case <-hup:
+			changes, err := rl.reload()
+			if err != nil {
+				log.Error("reload", "err", err)
+				continue
+			}
+			if len(changes) == 0 {
+				changes = []string{"nothing changed"}
+			}
+			for _, c := range changes {
+				log.Info("reloaded", "change", c)
+			}
+		}
 	}
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,6 +40,32 @@ type instance struct {
 	base string // API base URL
 	key  string // the demo key, when this start created the account
 	dir  string // data dir's parent (config and data)
+
+	mu     sync.Mutex
+	stderr []string // every line verifyd logged
+}
+
+// waitLog waits until verifyd logged a line containing every one of subs.
+func (in *instance) waitLog(t *testing.T, subs ...string) string {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		in.mu.Lock()
+		for _, l := range in.stderr {
+			ok := true
+			for _, s := range subs {
+				ok = ok && strings.Contains(l, s)
+			}
+			if ok {
+				in.mu.Unlock()
+				return l
+			}
+		}
+		in.mu.Unlock()
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	t.Fatalf("verifyd never logged %q; it logged:\n%s", subs, strings.Join(in.stderr, "\n"))
+	return ""
 }
 
 // startVerifyd runs the binary with a config file and returns its API base
@@ -82,17 +109,20 @@ func startIn(t *testing.T, dir, config string) *instance {
 	}()
 	re := regexp.MustCompile(`API on (http://[0-9.:]+)`)
 	found := make(chan string, 1)
+	in := &instance{cmd: cmd, dir: dir}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sent := false
 		for sc.Scan() {
+			in.mu.Lock()
+			in.stderr = append(in.stderr, sc.Text())
+			in.mu.Unlock()
 			if m := re.FindStringSubmatch(sc.Text()); m != nil && !sent {
 				found <- m[1]
 				sent = true
 			}
 		}
 	}()
-	in := &instance{cmd: cmd, dir: dir}
 	select {
 	case in.base = <-found:
 	case <-time.After(60 * time.Second):

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"path/filepath"
 	"time"
 
@@ -56,9 +55,9 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 	}); err != nil {
 		return nil, fmt.Errorf("cannot start the resolver: %w", err)
 	}
-	addrs, err := parseAddrs(cfg.Egress.Addresses)
+	addrs, err := egressAddresses(cfg.Egress)
 	if err != nil {
-		return nil, err
+		log.Warn("egress addresses left out", "err", err)
 	}
 	if a.egress, err = egress.New(egress.Options{
 		Addresses:        addrs,
@@ -97,18 +96,6 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 		return nil, err
 	}
 	return a, nil
-}
-
-func parseAddrs(ss []string) ([]netip.Addr, error) {
-	var out []netip.Addr
-	for _, s := range ss {
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return nil, fmt.Errorf("egress address %q: %w", s, err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
 }
 
 // cfgDrain bounds the wait for running probes at shutdown.

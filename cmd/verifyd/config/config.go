@@ -130,8 +130,18 @@ type SMTP struct {
 // Egress configures the pool of source addresses.
 type Egress struct {
 	// Addresses are the source IP addresses SMTP connections bind to. Empty
-	// means the system's choice (one unnamed address).
+	// (here and in AddressesDir) means the system's choice (one unnamed
+	// address).
 	Addresses []string `toml:"addresses"`
+	// AddressesDir adds one egress address per file, the file's name being
+	// the address ("192.0.2.10", "2001:db8::10"; content ignored, names
+	// starting with "." skipped). The verifyd-egress@ADDR.service units
+	// create and remove these files; verifyd reads the directory at start
+	// and on every reload (SIGHUP), so removing a file drains the address.
+	// A missing directory adds nothing; empty disables the feature.
+	// Default /run/verifyd-egress (under /run so that the set of files is
+	// exactly the set of active units, also after a crash or power loss).
+	AddressesDir string `toml:"addresses_dir"`
 	// MaxConnsPerHost caps concurrent sessions per (egress address, MX host).
 	// Default 4.
 	MaxConnsPerHost int `toml:"max_conns_per_host"`
@@ -243,6 +253,7 @@ func Defaults() Config {
 			StartTLS:       true,
 		},
 		Egress: Egress{
+			AddressesDir:     "/run/verifyd-egress",
 			MaxConnsPerHost:  4,
 			MaxRatePerHost:   20,
 			GreylistCooldown: time.Minute,
@@ -426,6 +437,9 @@ func (c *Config) Validate() error {
 			add(key, "%s is listed twice", ip)
 		}
 		seen[ip] = true
+	}
+	if d := c.Egress.AddressesDir; d != "" && !filepath.IsAbs(d) {
+		add("egress.addresses_dir", "must be an absolute path, not %q", d)
 	}
 	atLeast("egress.max_conns_per_host", c.Egress.MaxConnsPerHost, 1)
 	if c.Egress.MaxRatePerHost <= 0 {

@@ -94,6 +94,7 @@ func TestValidateTable(t *testing.T) {
 		{"ttl order", func(c *Config) { c.Resolver.MaxTTL = time.Second }, "resolver.max_ttl"},
 		{"egress dup", func(c *Config) { c.Egress.Addresses = []string{"127.0.1.1", "127.0.1.1"} }, "egress.addresses[1]"},
 		{"egress bad", func(c *Config) { c.Egress.Addresses = []string{"host"} }, "egress.addresses[0]"},
+		{"egress dir", func(c *Config) { c.Egress.AddressesDir = "egress.d" }, "egress.addresses_dir"},
 		{"mail from", func(c *Config) { c.SMTP.MailFrom = "nobody" }, "smtp.mail_from"},
 		{"helo", func(c *Config) { c.SMTP.HeloName = "a b" }, "smtp.helo_name"},
 		{"workers", func(c *Config) { c.Probe.RealtimeWorkers = 0 }, "probe.realtime_workers"},
