@@ -40,9 +40,11 @@ func (e *Engine) VerifyDomain(ctx context.Context, emails []string, prefer netip
 		}
 		if !strings.EqualFold(addr.ASCIIDomain, domain) {
 			p := e.plan(ctx, r, addr)
+			auth := e.startAuth(p, addr.ASCIIDomain)
 			if p.probe {
 				e.probeDomain(ctx, p.route, addr.ASCIIDomain, []*target{{addr: addr, r: r}}, false, prefer)
 			}
+			e.joinAuth(ctx, auth, addr.ASCIIDomain, r)
 			continue
 		}
 		// The first address of the domain resolves it; the others reuse
@@ -56,7 +58,13 @@ func (e *Engine) VerifyDomain(ctx context.Context, emails []string, prefer netip
 		}
 	}
 	if len(targets) > 0 {
+		auth := e.startAuth(plan{route: rt, probe: true}, domain)
 		e.probeDomain(ctx, rt, domain, targets, false, prefer)
+		rs := make([]*Result, len(targets))
+		for i, t := range targets {
+			rs[i] = t.r
+		}
+		e.joinAuth(ctx, auth, domain, rs...)
 	}
 	for _, r := range results {
 		e.finish(r, start)

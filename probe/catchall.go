@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"hash/maphash"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -14,6 +16,8 @@ type catchAllCache struct {
 	ttl time.Duration
 	m   map[string]catchAllEntry
 	seq uint64
+	// seed makes each process's probe local parts its own.
+	seed maphash.Seed
 }
 
 type catchAllEntry struct {
@@ -23,7 +27,7 @@ type catchAllEntry struct {
 }
 
 func newCatchAllCache(max int, ttl time.Duration) *catchAllCache {
-	return &catchAllCache{max: max, ttl: ttl, m: make(map[string]catchAllEntry)}
+	return &catchAllCache{max: max, ttl: ttl, m: make(map[string]catchAllEntry), seed: maphash.MakeSeed()}
 }
 
 func (c *catchAllCache) get(domain string, now time.Time) CatchAll {
@@ -50,4 +54,13 @@ func (c *catchAllCache) put(domain string, v CatchAll, now time.Time) {
 	}
 	c.seq++
 	c.m[domain] = catchAllEntry{v: v, exp: now.Add(c.ttl), seq: c.seq}
+}
+
+// probeLocal is the local part of a domain's catch-all probe: random per
+// process, but the same for a domain every time, so that a greylisting
+// server, which greylists the probe address too, sees the same (client,
+// recipient) pair on the retry and lets it through, as it does the real
+// recipient.
+func (c *catchAllCache) probeLocal(domain string) string {
+	return "verifyd-" + strconv.FormatUint(maphash.String(c.seed, domain), 36)
 }

@@ -27,7 +27,15 @@
 //     pool; Verify waits out the cooldown and retries from the same address
 //     (greylisters remember the client address) while the context's
 //     deadline allows, else the result is unknown with RetryAt set.
-//  6. Verdict and score (Decide in verdict.go): one decision table, printed
+//  6. Auth signals (auth.go, package probe/authsig), with Options.Auth: the
+//     domain's DNS lookups (SPF, DKIM, DMARC, MTA-STS, TLS-RPT, BIMI, CAA,
+//     DNSSEC, DANE, reverse DNS, DNS lists, svc trust) start when the MX
+//     stage has routed the domain and run during the SMTP stage, which also
+//     probes postmaster@ and abuse@ after the catch-all probe; after it,
+//     the engine takes what the lookups learnt within the budget left,
+//     merges the session's keys (TLS, EHLO name against the PTR name) and
+//     counts the positive signals for the score.
+//  7. Verdict and score (Decide in verdict.go): one decision table, printed
 //     in README.md and tested for every combination of evidence.
 //
 // Engine.VerifyDomain is the batch mode: many addresses of one domain in as

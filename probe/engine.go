@@ -11,6 +11,7 @@ import (
 
 	"github.com/verifyd/verifyd/egress"
 	"github.com/verifyd/verifyd/probe/address"
+	"github.com/verifyd/verifyd/probe/authsig"
 	"github.com/verifyd/verifyd/probe/lists"
 	"github.com/verifyd/verifyd/resolver"
 )
@@ -42,6 +43,12 @@ type Options struct {
 	// Default 24 h. CatchAllEntries bounds that cache; default 100,000.
 	CatchAllTTL     time.Duration
 	CatchAllEntries int
+	// Auth, when set, collects the domain's authentication and
+	// deliverability signals (Result.Auth, spec §2.6) concurrently with the
+	// SMTP stage, and the SMTP sessions probe abuse@ and postmaster@ for
+	// it. nil: no auth signals, and no extra RCPT. The engine does not
+	// close it.
+	Auth *authsig.Collector
 	// Now is the engine's clock; default time.Now.
 	Now func() time.Time
 	// Logger receives the engine's lines and, at debug level, SMTP
@@ -119,9 +126,11 @@ func (e *Engine) Verify(ctx context.Context, email string) *Result {
 		return e.finish(r, start)
 	}
 	plan := e.plan(ctx, r, addr)
+	auth := e.startAuth(plan, addr.ASCIIDomain)
 	if plan.probe {
 		e.probeOne(ctx, r, addr, plan.route)
 	}
+	e.joinAuth(ctx, auth, addr.ASCIIDomain, r)
 	return e.finish(r, start)
 }
 

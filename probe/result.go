@@ -3,6 +3,8 @@ package probe
 import (
 	"net/netip"
 	"time"
+
+	"github.com/verifyd/verifyd/probe/authsig"
 )
 
 // Result is the engine's answer for one address: the verdict, the score and
@@ -32,10 +34,20 @@ type Result struct {
 	// Session holds what the SMTP session learnt of the MX, for the
 	// authentication signals (zero when no session was made).
 	Session SessionFacts
+	// Auth is the auth object of spec §2.6: the domain's authentication
+	// and deliverability signals, with the session's keys merged in. nil
+	// when Options.Auth is nil or no SMTP probe was made (the verdict was
+	// decided before SMTP). AuthFlat gives the flat copies of spec §2.5.
+	Auth *authsig.Signals
 }
 
-// Checks is spec §2.5's checks object, less the auth signals (package
-// authsig adds those).
+// AuthFlat returns the auth keys that spec §2.5 repeats flat in the checks
+// object (spf, dkim, dmarc, mta_sts, svc_certified); every key is omitted
+// when Auth is nil.
+func (r *Result) AuthFlat() authsig.Flat { return r.Auth.Flat() }
+
+// Checks is spec §2.5's checks object, less the auth signals (Result.Auth
+// and Result.AuthFlat).
 type Checks struct {
 	Reason         Reason
 	Syntax         bool

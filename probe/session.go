@@ -3,7 +3,6 @@ package probe
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -209,6 +208,7 @@ func (e *Engine) transaction(c *smtpclient.Client, domain string, pending []*tar
 	results, rest, err := c.RcptMany(rcpts)
 	out := txOutcome{egress: egress.OutcomeOK, sessionOK: err == nil}
 	accepted := false
+	perMailbox := false // the server answers per mailbox: role probes mean something
 	for i, res := range results {
 		t := pending[i]
 		cls := res.Class
@@ -223,7 +223,9 @@ func (e *Engine) transaction(c *smtpclient.Client, domain string, pending []*tar
 			continue // in rest too; the next session takes it
 		case smtpclient.Accepted:
 			accepted = true
+			perMailbox = true
 		case smtpclient.NoMailbox:
+			perMailbox = true
 			// A domain that refuses one mailbox is not catch-all.
 			if !cls.Weak {
 				e.catchAll.put(domain, CatchAllNo, e.opts.Now())
@@ -263,6 +265,9 @@ func (e *Engine) transaction(c *smtpclient.Client, domain string, pending []*tar
 	if accepted && out.sessionOK {
 		e.probeCatchAll(c, domain)
 	}
+	if perMailbox && out.sessionOK && len(rest) == 0 {
+		e.probeRoleMailboxes(c, domain)
+	}
 	ca := e.catchAll.get(domain, e.opts.Now())
 	for _, t := range pending {
 		t.r.Evidence.CatchAll = ca
@@ -277,11 +282,13 @@ func (e *Engine) probeCatchAll(c *smtpclient.Client, domain string) {
 	if e.catchAll.get(domain, now) != CatchAllUnknown {
 		return
 	}
-	local := "verifyd-" + strconv.FormatUint(rand.Uint64(), 36)
-	reply, err := c.Rcpt(local + "@" + domain)
-	if err != nil {
-		return
+	reply, err := c.Rcpt(e.catchAll.probeLocal(domain) + "@" + domain)
+	var se *smtpclient.Error
+	if err != nil && !errors.As(err, &se) {
+		return // the session broke: no finding
 	}
+	// A refusal comes back as an *Error with its reply: that is the
+	// finding.
 	switch cls := smtpclient.ClassifyRcpt(reply, 1); {
 	case cls.Class == smtpclient.Accepted:
 		e.catchAll.put(domain, CatchAllYes, now)

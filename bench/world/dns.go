@@ -112,6 +112,8 @@ type dnsIndex struct {
 //     one-label name is a zone of itself);
 //   - the reverse zone 127.in-addr.arpa holds a PTR for every host address,
 //     naming Host.PTR (none when PTR is "-");
+//   - every DNSBLZone is a zone of its own, with an A record at
+//     <reversed address>.<zone> for each listed address (RFC 5782), TTL 300;
 //   - every zone has a synthetic SOA (ns.<zone> hostmaster.<zone>, minimum =
 //     Domain.TTL, 300 for the zones that are not a Domain) and NS ns.<zone>;
 //   - a name belongs to the zone with the longest matching apex.
@@ -466,6 +468,20 @@ func buildDNSIndex(w *World) (*dnsIndex, error) {
 		z.fault.Store(d.DNSFault)
 		z.delay.Store(int64(d.DNSDelay))
 	}
+	listApexes := make([]string, len(w.DNSBL))
+	for i, l := range w.DNSBL {
+		apex, err := dnsName(l.Zone)
+		if err != nil {
+			add("dnsbl %q: %v", l.Zone, err)
+			continue
+		}
+		if _, dup := ix.zones[apex]; dup {
+			add("dnsbl %q: zone %s listed twice", l.Zone, apex)
+			continue
+		}
+		listApexes[i] = apex
+		ix.newZone(apex, dnsDefaultTTL)
+	}
 	hostNames := make([][]string, len(w.Hosts)) // name first, then aliases
 	var implicit []string
 	for i, h := range w.Hosts {
@@ -582,6 +598,22 @@ func buildDNSIndex(w *World) (*dnsIndex, error) {
 		}
 		ix.add(&dns.PTR{Hdr: dns.RR_Header{Name: rev, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: ix.zoneOf(rev).soa.Minttl}, Ptr: target})
 	}
+	for i, l := range w.DNSBL {
+		apex := listApexes[i]
+		if apex == "" {
+			continue
+		}
+		for _, ipText := range slices.Sorted(maps.Keys(l.Listed)) {
+			ip, err := netip.ParseAddr(ipText)
+			code, cerr := netip.ParseAddr(l.Listed[ipText])
+			if err != nil || cerr != nil || !code.Is4() {
+				add("dnsbl %q: bad listing %q: %q", l.Zone, ipText, l.Listed[ipText])
+				continue
+			}
+			owner := dnsblOwner(ip.Unmap(), apex)
+			ix.add(&dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: dnsDefaultTTL}, A: code.AsSlice()})
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -607,6 +639,31 @@ func buildDNSIndex(w *World) (*dnsIndex, error) {
 		}
 	}
 	return ix, nil
+}
+
+// dnsblOwner is the query name of ip in the DNS list zone apex (an fqdn):
+// the address's octets (IPv4, RFC 5782 §2.1) or nibbles (IPv6, §2.4) in
+// reverse order, then the zone.
+func dnsblOwner(ip netip.Addr, apex string) string {
+	var b strings.Builder
+	if ip.Is4() {
+		a := ip.As4()
+		for i := 3; i >= 0; i-- {
+			b.WriteString(strconv.Itoa(int(a[i])))
+			b.WriteByte('.')
+		}
+	} else {
+		const hex = "0123456789abcdef"
+		a := ip.As16()
+		for i := 15; i >= 0; i-- {
+			b.WriteByte(hex[a[i]&0xf])
+			b.WriteByte('.')
+			b.WriteByte(hex[a[i]>>4])
+			b.WriteByte('.')
+		}
+	}
+	b.WriteString(apex)
+	return b.String()
 }
 
 // newZone adds the zone apex with its SOA and NS records; ttl 0 means 300.

@@ -54,8 +54,16 @@ type GenOptions struct {
 	STARTTLS float64
 	// Auth is the fraction of domains publishing the full set of
 	// authentication records (SPF, DKIM, DMARC, MTA-STS, TLS-RPT, BIMI, CAA,
-	// TLSA in a signed zone, the svc trust record).
+	// TLSA in a signed zone, the svc trust record) and having a
+	// registration date (Domain.Registered) for the RDAP and WHOIS servers.
 	Auth float64
+	// DNSBL and DNSWL are the fractions of hosts listed on the generated
+	// block list (zone "dnsbl.<TLD>", code 127.0.0.2) and allow list (zone
+	// "dnswl.<TLD>", code 127.0.5.1). The two zones exist whenever Auth,
+	// DNSBL or DNSWL is set, so a verifier configured with them gets clean
+	// NXDOMAIN answers for the hosts not listed.
+	DNSBL float64
+	DNSWL float64
 
 	// Latency is waited before every SMTP reply, plus 0..Jitter.
 	Latency Duration
@@ -122,7 +130,7 @@ func (o *GenOptions) validate() error {
 		{"null MX", o.NullMX}, {"no MX", o.NoMX}, {"implicit MX", o.ImplicitMX},
 		{"NXDOMAIN", o.NXDomain}, {"SERVFAIL", o.ServFail},
 		{"mailbox full", o.MailboxFull}, {"mailbox disabled", o.MailboxDisabled},
-		{"STARTTLS", o.STARTTLS}, {"auth", o.Auth},
+		{"STARTTLS", o.STARTTLS}, {"auth", o.Auth}, {"DNSBL", o.DNSBL}, {"DNSWL", o.DNSWL},
 	} {
 		if f.v < 0 || f.v > 1 {
 			errs = append(errs, fmt.Errorf("%s fraction %v is not in [0, 1]", f.name, f.v))
@@ -175,6 +183,10 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 		return nil, nil, fmt.Errorf("world: %w", err)
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+	// A second stream for what later versions added (registration dates,
+	// list entries), so that a seed keeps giving the same behaviours,
+	// mailboxes and addresses as before.
+	extra := rand.New(rand.NewPCG(o.Seed^0x5bd1e9955bd1e995, o.Seed+1))
 	n := o.Domains + len(o.DisposableDomains)
 	w := &World{SMTPPort: o.SMTPPort}
 	w.Domains = make([]*Domain, 0, n)
@@ -268,6 +280,7 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 		}
 		if rng.Float64() < o.Auth && !d.NXDomain {
 			addAuthRecords(d, rng)
+			d.Registered = randomRegistration(extra)
 		}
 		// Known mailboxes, then unknown local parts.
 		locals := make([]string, 0, o.AddressesPerDomain)
@@ -327,6 +340,19 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 			d.Mailboxes[t[:at]] = MailboxOK
 		}
 	}
+	if o.Auth > 0 || o.DNSBL > 0 || o.DNSWL > 0 {
+		bl := &DNSBLZone{Zone: GenDNSBLZonePrefix + o.TLD, Listed: map[string]string{}}
+		wl := &DNSBLZone{Zone: GenDNSWLZonePrefix + o.TLD, Listed: map[string]string{}}
+		for _, h := range w.Hosts {
+			if extra.Float64() < o.DNSBL {
+				bl.Listed[h.IP] = GenDNSBLCode
+			}
+			if extra.Float64() < o.DNSWL {
+				wl.Listed[h.IP] = GenDNSWLCode
+			}
+		}
+		w.DNSBL = []*DNSBLZone{bl, wl}
+	}
 	w.Defaults()
 	if err := w.Validate(); err != nil {
 		return nil, nil, err
@@ -357,6 +383,21 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 		exp = append(exp, e)
 	}
 	return w, exp, nil
+}
+
+// The DNS lists of a generated world: zones (prefix + TLD) and the codes
+// listed hosts get.
+const (
+	GenDNSBLZonePrefix = "dnsbl."
+	GenDNSWLZonePrefix = "dnswl."
+	GenDNSBLCode       = "127.0.0.2"
+	GenDNSWLCode       = "127.0.5.1"
+)
+
+// randomRegistration draws a registration date between 1995 and 2025.
+func randomRegistration(rng *rand.Rand) string {
+	start := time.Date(1995, 1, 1, 0, 0, 0, 0, time.UTC)
+	return start.AddDate(0, 0, rng.IntN(30*365)).Format(time.DateOnly)
 }
 
 // addAuthRecords gives d the full set of authentication records, with some

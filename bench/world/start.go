@@ -13,6 +13,12 @@ type Options struct {
 	DNSAddr string
 	// SMTPPort overrides the world's SMTP port; -1 picks a free port.
 	SMTPPort int
+	// RDAPAddr, when set, starts the world's RDAP server on that loopback
+	// "ip:port" ("127.0.0.1:0" picks a port); empty for none.
+	RDAPAddr string
+	// WHOISAddr, when set, starts the world's WHOIS server on that loopback
+	// "ip:port" ("127.0.0.1:0" picks a port); empty for none.
+	WHOISAddr string
 	// Now is the SMTP servers' clock (greylisting); default time.Now.
 	Now func() time.Time
 	// Logger receives debug lines of the servers; default none.
@@ -27,10 +33,14 @@ type Running struct {
 	World *World
 	DNS   *DNSServer
 	SMTP  *SMTPServers
+	// RDAP and WHOIS are nil unless Options asked for them.
+	RDAP  *RDAPServer
+	WHOIS *WHOISServer
 }
 
-// Start brings up w's DNS server and SMTP hosts. w must have passed
-// Defaults and Validate (Load, Parse and Generate see to that).
+// Start brings up w's DNS server and SMTP hosts, and its RDAP and WHOIS
+// servers when Options names their addresses. w must have passed Defaults
+// and Validate (Load, Parse and Generate see to that).
 func Start(w *World, opts Options) (*Running, error) {
 	if opts.DNSAddr == "" {
 		opts.DNSAddr = DefaultDNSAddr
@@ -39,12 +49,24 @@ func Start(w *World, opts Options) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := StartSMTP(w, SMTPOptions{Port: opts.SMTPPort, Now: opts.Now, Logger: opts.Logger})
-	if err != nil {
-		d.Close()
-		return nil, err
+	r := &Running{World: w, DNS: d}
+	if r.SMTP, err = StartSMTP(w, SMTPOptions{Port: opts.SMTPPort, Now: opts.Now, Logger: opts.Logger}); err != nil {
+		r.SMTP = nil
+		return nil, errors.Join(err, r.Close())
 	}
-	return &Running{World: w, DNS: d, SMTP: s}, nil
+	if opts.RDAPAddr != "" {
+		if r.RDAP, err = StartRDAP(w, opts.RDAPAddr); err != nil {
+			r.RDAP = nil
+			return nil, errors.Join(err, r.Close())
+		}
+	}
+	if opts.WHOISAddr != "" {
+		if r.WHOIS, err = StartWHOIS(w, opts.WHOISAddr); err != nil {
+			r.WHOIS = nil
+			return nil, errors.Join(err, r.Close())
+		}
+	}
+	return r, nil
 }
 
 // Log returns the SMTP session log.
@@ -52,5 +74,16 @@ func (r *Running) Log() *SessionLog { return r.SMTP.Log() }
 
 // Close stops every server of the world and waits for them.
 func (r *Running) Close() error {
-	return errors.Join(r.SMTP.Close(), r.DNS.Close())
+	var errs []error
+	if r.WHOIS != nil {
+		errs = append(errs, r.WHOIS.Close())
+	}
+	if r.RDAP != nil {
+		errs = append(errs, r.RDAP.Close())
+	}
+	if r.SMTP != nil {
+		errs = append(errs, r.SMTP.Close())
+	}
+	errs = append(errs, r.DNS.Close())
+	return errors.Join(errs...)
 }

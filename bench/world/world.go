@@ -8,14 +8,18 @@
 // (see Start) brings up:
 //
 //  1. one authoritative DNS server (miekg/dns, UDP and TCP) that serves every
-//     domain as a zone of its own, the zones of the hosts' names, and the
-//     reverse zone 127.in-addr.arpa for the hosts' addresses (dns.go);
+//     domain as a zone of its own, the zones of the hosts' names, the
+//     reverse zone 127.in-addr.arpa for the hosts' addresses, and the DNS
+//     block and allow lists (RFC 5782) of World.DNSBL (dns.go);
 //  2. one SMTP server per host, listening on the host's loopback address
 //     (any 127.x.y.z) at the world's SMTP port, behaving as the host and the
 //     recipient's domain and mailbox say (smtp.go);
 //  3. a session log that records, for every SMTP session, the client address
 //     it came from and what it asked, so tests can see egress rotation and
-//     per-address limits (log.go).
+//     per-address limits (log.go);
+//  4. when Options asks for them, a registry: an RDAP server (RFC 9083) and
+//     a WHOIS server (RFC 3912) serving the domains' registration dates
+//     (rdap.go, whois.go).
 //
 // The generator also writes the verdict that a correct verifier should reach
 // for every address it made (see Expectation), so benchmarks score accuracy
@@ -212,6 +216,46 @@ type Domain struct {
 	// Signed makes answers from the zone carry the AD bit, as a validating
 	// resolver would set it for a DNSSEC-signed zone.
 	Signed bool `json:"signed,omitempty"`
+	// Registered is the domain's registration date, served by the world's
+	// RDAP and WHOIS servers: an RFC 3339 date ("2009-03-14") or date-time
+	// ("2009-03-14T10:00:00Z"). Empty: the registry does not know the
+	// domain (RDAP 404, WHOIS "No match").
+	Registered string `json:"registered,omitempty"`
+}
+
+// RegisteredAt returns Registered as a time, and false when it is empty or
+// not a date.
+func (d *Domain) RegisteredAt() (time.Time, bool) {
+	return parseRegistered(d.Registered)
+}
+
+func parseRegistered(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, false
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t.UTC(), true
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, true
+	}
+	return time.Time{}, false
+}
+
+// DNSBLZone is a DNS block or allow list (RFC 5782) served by the world's
+// DNS server as a zone of its own: a listed address has an A record at
+// <reversed address>.<zone> (RFC 5782 §2.1 for IPv4, §2.4 for IPv6) with
+// the code it is listed with; any other query name of the zone is
+// NXDOMAIN. Whether the zone is a block or an allow list is the client's
+// configuration; the server answers both the same way.
+type DNSBLZone struct {
+	// Zone is the list's zone ("dnsbl.test"), lower-case, no trailing dot.
+	Zone string `json:"zone"`
+	// Listed maps a listed address (IPv4 or IPv6, as text) to the A record
+	// answered for it: "127.0.0.2" for a plain listing, "127.0.5.1" for a
+	// dnswl.org-style allow listing, "127.255.255.254" for an operator's
+	// error code.
+	Listed map[string]string `json:"listed,omitempty"`
 }
 
 // World is a whole simulated world.
@@ -220,6 +264,8 @@ type World struct {
 	SMTPPort int       `json:"smtp_port,omitempty"`
 	Hosts    []*Host   `json:"hosts"`
 	Domains  []*Domain `json:"domains"`
+	// DNSBL are the DNS block and allow lists the DNS server serves.
+	DNSBL []*DNSBLZone `json:"dnsbl,omitempty"`
 
 	idx atomic.Pointer[index] // built on first use; see Reindex
 }
@@ -279,6 +325,11 @@ func (w *World) Defaults() {
 		}
 		if d.GreylistDelay == 0 {
 			d.GreylistDelay = Duration(time.Minute)
+		}
+	}
+	for _, z := range w.DNSBL {
+		if z != nil {
+			z.Zone = strings.ToLower(strings.TrimSuffix(z.Zone, "."))
 		}
 	}
 	for _, h := range w.Hosts {
@@ -360,6 +411,30 @@ func (w *World) Validate() error {
 		for _, a := range d.A {
 			if _, err := netip.ParseAddr(a); err != nil {
 				add("domains[%d] %s: bad A %q", i, d.Name, a)
+			}
+		}
+		if _, ok := d.RegisteredAt(); d.Registered != "" && !ok {
+			add("domains[%d] %s: registered %q is not an RFC 3339 date or date-time", i, d.Name, d.Registered)
+		}
+	}
+	zones := map[string]bool{}
+	for i, z := range w.DNSBL {
+		switch {
+		case z == nil || z.Zone == "":
+			add("dnsbl[%d]: zone is empty", i)
+			continue
+		case zones[z.Zone]:
+			add("dnsbl[%d]: zone %s listed twice", i, z.Zone)
+		case names[z.Zone]:
+			add("dnsbl[%d]: zone %s is also a domain", i, z.Zone)
+		}
+		zones[z.Zone] = true
+		for ip, code := range z.Listed {
+			if _, err := netip.ParseAddr(ip); err != nil {
+				add("dnsbl[%d] %s: bad listed address %q", i, z.Zone, ip)
+			}
+			if c, err := netip.ParseAddr(code); err != nil || !c.Is4() {
+				add("dnsbl[%d] %s: code %q of %s is not an IPv4 address", i, z.Zone, code, ip)
 			}
 		}
 	}

@@ -115,7 +115,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	c.ctx = ctx
-	err = cmd.run(c, args[2:])
+	rest := args[1:]
+	if cmd.name != "" {
+		rest = args[2:]
+	}
+	err = cmd.run(c, rest)
 	if c.client != nil {
 		c.client.Close()
 	}
@@ -166,6 +170,9 @@ func lookup(args []string) (*command, error) {
 	var inGroup []string
 	for i := range commands {
 		if commands[i].group == group {
+			if commands[i].name == "" {
+				return &commands[i], nil // a command of one word: verifyctl backup DIR
+			}
 			inGroup = append(inGroup, "  "+commands[i].usageLine())
 			if len(args) > 1 && commands[i].name == args[1] {
 				return &commands[i], nil
@@ -183,7 +190,10 @@ func lookup(args []string) (*command, error) {
 }
 
 func (cmd *command) usageLine() string {
-	s := "verifyctl " + cmd.group + " " + cmd.name
+	s := "verifyctl " + cmd.group
+	if cmd.name != "" {
+		s += " " + cmd.name
+	}
 	if cmd.synopsis != "" {
 		s += " " + cmd.synopsis
 	}

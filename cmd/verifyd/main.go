@@ -153,7 +153,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	errc := make(chan error, 3)
 	go func() { errc <- api.Serve(ln) }()
 
-	adm := admin.New(admin.Options{DB: a.db, Keys: a.keys, Logger: log})
+	adm := admin.New(admin.Options{DB: a.db, Keys: a.keys, Logger: log, Extra: a.opsRoutes(cfg.DataDir)})
 	if err := adm.Listen(cfg.Admin.Socket); err != nil {
 		return fmt.Errorf("cannot listen on admin.socket: %w", err)
 	}

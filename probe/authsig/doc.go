@@ -1,14 +1,28 @@
-// Package authsig reads a domain's authentication and deliverability signals
-// out of DNS answers: the record parsers and the posture logic behind the
-// auth object of the receipt (spec §2.6). It is pure: every function takes
+// Package authsig finds a domain's authentication and deliverability
+// signals, the auth object of the receipt (spec §2.6), in two layers.
+//
+// The record parsers and the posture logic are pure: every function takes
 // the records the caller looked up (TXT records already joined from their
 // character-strings, one string per record, RFC 7208 §3.3) and returns typed
-// results. It does no I/O. The walks that need several lookups (FollowSPF,
-// DiscoverDMARC) take the lookup as a TXTLookup function, so the orchestrator
+// results, without I/O. The walks that need several lookups (FollowSPF,
+// DiscoverDMARC) take the lookup as a TXTLookup function, so the caller
 // decides how DNS is done (its caching resolver, its context and time
 // budget) and tests use a map.
 //
-// The orchestrator queries these names for a domain D and hands the answers
+// The Collector does the lookups, on resolver.Interface: for a domain and
+// its first MX host it starts every lookup below at once, in the
+// background, while the probe engine runs its SMTP session; Pending.Wait
+// takes what was learnt when the session ends, leaving out the keys whose
+// lookups failed or had not finished; the outcome is cached per domain for
+// the TTLs of its answers. Signals is the auth object with its JSON keys;
+// MergeSession and MergeMailboxes add what the SMTP session learnt (TLS,
+// the EHLO name against the PTR name, postmaster@ and abuse@). DomainAge
+// finds registration dates over RDAP (RFC 9082, RFC 9083, with the RFC 9224
+// bootstrap file shipped with the binary) or WHOIS (RFC 3912), in the
+// background, never on the path of a probe. README.md has the table of the
+// 29 keys and when each is present.
+//
+// The collector queries these names for a domain D and hands the answers
 // to the function named. When a lookup fails (timeout, SERVFAIL), it omits
 // the signal's keys from the receipt instead of guessing; NXDOMAIN and NODATA
 // are answers (no records), not failures.
@@ -72,6 +86,20 @@
 //     verifyd trust programme of README.md. Trust wants exactly one strict
 //     "v=SVC1; k=<key id>; l=<1-5>" record whose key id the operator has
 //     issued (TrustKeys).
+//
+//  10. dnssec, dane: the AD bit of the MX answer of D (RFC 4035 §3.2.3, as
+//     the validating upstream sets it); when that is set, TLSA at
+//     _25._tcp.<MX host> (RFC 7672 §2.2): dane is an authenticated RRset
+//     with a DANE-TA(2) or DANE-EE(3) record of a known selector and
+//     matching type (§3.1).
+//
+//  11. ptr, fcrdns: PTR of the first address of the first MX host, then the
+//     forward lookup of each PTR name (RFC 8601 §3 iprev).
+//
+//  12. From the SMTP session (not DNS): tls_version and tls_cipher of
+//     STARTTLS, helo_matches_rdns (the EHLO name against the PTR names,
+//     RFC 5321 §4.1.4), abuse_mailbox and postmaster_mailbox (RCPT probes,
+//     RFC 2142, RFC 5321 §4.5.1). domain_age_days from DomainAge.
 //
 // Every record grammar above except SPF is a variant of the RFC 6376 §3.2
 // tag-list, parsed by one parser (ParseTagList and its internal variants):

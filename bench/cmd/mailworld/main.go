@@ -8,6 +8,8 @@
 //	    -latency 100ms -write-world w.json -write-expected expected.jsonl
 //	                                            generate, save and serve
 //	mailworld -gen ... -no-serve                generate and save only
+//	mailworld -gen ... -rdap 127.0.53.1:8043 -whois 127.0.53.1:4343
+//	                                            also serve registration dates
 //
 // Point a verifier at it with its DNS upstream set to the -dns address and
 // its SMTP port set to the world's port (default 2525). mailworld runs until
@@ -43,6 +45,8 @@ func run() error {
 		noServe     = flag.Bool("no-serve", false, "generate and save, then exit")
 		dnsAddr     = flag.String("dns", world.DefaultDNSAddr, "DNS server address ip:port")
 		smtpPort    = flag.Int("smtp-port", 0, "SMTP port of every host (default: the world's, 2525)")
+		rdapAddr    = flag.String("rdap", "", "serve the domains' registration dates over RDAP (HTTP) on this loopback ip:port")
+		whoisAddr   = flag.String("whois", "", "serve the domains' registration dates over WHOIS on this loopback ip:port")
 		verbose     = flag.Bool("v", false, "log every session at debug level")
 		o           world.GenOptions
 	)
@@ -65,7 +69,9 @@ func run() error {
 	flag.Float64Var(&o.MailboxFull, "full", 0.01, "with -gen: fraction of full mailboxes")
 	flag.Float64Var(&o.MailboxDisabled, "disabled", 0.01, "with -gen: fraction of disabled mailboxes")
 	flag.Float64Var(&o.STARTTLS, "starttls", 0.3, "with -gen: fraction of hosts offering STARTTLS")
-	flag.Float64Var(&o.Auth, "auth", 0.3, "with -gen: fraction of domains with authentication records")
+	flag.Float64Var(&o.Auth, "auth", 0.3, "with -gen: fraction of domains with authentication records and a registration date")
+	flag.Float64Var(&o.DNSBL, "dnsbl", 0.05, "with -gen: fraction of hosts listed on the block list dnsbl.<tld>")
+	flag.Float64Var(&o.DNSWL, "dnswl", 0.2, "with -gen: fraction of hosts listed on the allow list dnswl.<tld>")
 	latency := flag.Duration("latency", 0, "with -gen: delay before every SMTP reply")
 	jitter := flag.Duration("jitter", 0, "with -gen: random extra delay up to this")
 	greyDelay := flag.Duration("greylist-delay", 2*time.Second, "with -gen: how long greylisting lasts")
@@ -112,7 +118,7 @@ func run() error {
 		return fmt.Errorf("give -world FILE or -gen (see -h)")
 	}
 
-	opts := world.Options{DNSAddr: *dnsAddr, SMTPPort: *smtpPort}
+	opts := world.Options{DNSAddr: *dnsAddr, SMTPPort: *smtpPort, RDAPAddr: *rdapAddr, WHOISAddr: *whoisAddr}
 	if *verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -123,6 +129,12 @@ func run() error {
 	defer r.Close()
 	fmt.Fprintf(os.Stderr, "mailworld: serving %d domains: DNS on %s (udp+tcp), %d SMTP hosts on port %d; started in %s\n",
 		len(w.Domains), r.DNS.Addr(), len(w.Hosts), r.SMTP.Port(), time.Since(start).Round(time.Millisecond))
+	if r.RDAP != nil {
+		fmt.Fprintf(os.Stderr, "mailworld: RDAP at %s\n", r.RDAP.URL())
+	}
+	if r.WHOIS != nil {
+		fmt.Fprintf(os.Stderr, "mailworld: WHOIS on %s\n", r.WHOIS.Addr())
+	}
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)

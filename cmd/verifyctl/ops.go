@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/verifyd/verifyd/server/admin/adminapi"
+)
+
+func init() {
+	commands = append(commands,
+		command{"backup", "", "DIR", "write a consistent copy of verifyd's data (database checkpoint and signing keys) to a new directory DIR", backup},
+		command{"egress", "list", "", "each egress address: sessions in flight, recent reply classes, cooldowns per destination, health", egressList},
+	)
+}
+
+// egressStatus is what GET /v1/egress answers per address.
+type egressStatus struct {
+	Addr      string                     `json:"addr"`
+	InFlight  int                        `json:"in_flight"`
+	Sessions  uint64                     `json:"sessions"`
+	Outcomes  map[string]uint64          `json:"outcomes"`
+	Recent    []struct{ Outcome string } `json:"recent"`
+	Cooldowns []struct {
+		Dest    string    `json:"dest"`
+		Until   time.Time `json:"until"`
+		Repeats int       `json:"repeats"`
+	} `json:"cooldowns"`
+	PolicyBlocks   int    `json:"policy_blocks"`
+	Draining       bool   `json:"draining"`
+	Disabled       bool   `json:"disabled"`
+	DisabledReason string `json:"disabled_reason"`
+}
+
+func backup(c *cli, args []string) error {
+	cmd := this("backup", "")
+	pos, err := c.parse(c.flagSet("backup"), cmd, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(pos[0])
+	if err != nil {
+		return err
+	}
+	var out map[string]string
+	err = c.call(func(ctx context.Context, ac *adminapi.Client) error {
+		return ac.Do(ctx, http.MethodPost, "/v1/backup", map[string]string{"dir": dir}, &out)
+	})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(out)
+	}
+	fmt.Fprintf(c.stdout, "backup written to %s\nrestore: stop verifyd, point data_dir at a copy of it (or copy it into data_dir), start verifyd\n", dir)
+	return nil
+}
+
+func egressList(c *cli, args []string) error {
+	cmd := this("egress", "list")
+	if _, err := c.parse(c.flagSet("egress list"), cmd, args, 0, 0); err != nil {
+		return err
+	}
+	var st []egressStatus
+	err := c.call(func(ctx context.Context, ac *adminapi.Client) error {
+		return ac.Do(ctx, http.MethodGet, "/v1/egress", nil, &st)
+	})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(st)
+	}
+	rows := make([][]string, 0, len(st))
+	for _, s := range st {
+		state := "active"
+		switch {
+		case s.Disabled:
+			state = "disabled: " + s.DisabledReason
+		case s.Draining:
+			state = "draining"
+		}
+		recent := map[string]int{}
+		for _, r := range s.Recent {
+			recent[r.Outcome]++
+		}
+		var rc []string
+		for k, n := range recent {
+			rc = append(rc, k+"="+strconv.Itoa(n))
+		}
+		sort.Strings(rc)
+		var cool []string
+		for _, cd := range s.Cooldowns {
+			cool = append(cool, fmt.Sprintf("%s until %s", cd.Dest, cd.Until.UTC().Format(time.TimeOnly)))
+		}
+		addr := s.Addr
+		if addr == "" || addr == "invalid IP" {
+			addr = "(system)"
+		}
+		rows = append(rows, []string{addr, state, strconv.Itoa(s.InFlight), strconv.FormatUint(s.Sessions, 10),
+			strconv.Itoa(s.PolicyBlocks), strings.Join(rc, " "), strings.Join(cool, ", ")})
+	}
+	return c.printTable([]string{"ADDRESS", "STATE", "IN FLIGHT", "SESSIONS", "POLICY BLOCKS", "RECENT", "COOLDOWNS"}, rows)
+}

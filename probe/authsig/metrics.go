@@ -1,0 +1,40 @@
+package authsig
+
+import "github.com/VictoriaMetrics/metrics"
+
+// Metrics of the collector and the domain-age lookups (names
+// verifyd_authsig_<what>_<unit>):
+//
+//	verifyd_authsig_collections_total{source}             collections by where the signals came from:
+//	                                                       "cache", "joined" (a flight under way), "lookup"
+//	verifyd_authsig_collection_duration_seconds           time of one collection's lookups
+//	verifyd_authsig_lookup_failures_total                 lookups that failed (keys left out)
+//	verifyd_authsig_domain_age_lookups_total{source,outcome}
+//	                                                       registration-date lookups: source "rdap" or
+//	                                                       "whois", outcome "found", "not_found", "error"
+//	verifyd_authsig_domain_age_dropped_total              background lookups dropped (queue full)
+var (
+	collectionsCached  = metrics.NewCounter(`verifyd_authsig_collections_total{source="cache"}`)
+	collectionsJoined  = metrics.NewCounter(`verifyd_authsig_collections_total{source="joined"}`)
+	collectionsRun     = metrics.NewCounter(`verifyd_authsig_collections_total{source="lookup"}`)
+	collectionDuration = metrics.NewHistogram(`verifyd_authsig_collection_duration_seconds`)
+	lookupFailures     = metrics.NewCounter(`verifyd_authsig_lookup_failures_total`)
+	ageDropped         = metrics.NewCounter(`verifyd_authsig_domain_age_dropped_total`)
+
+	ageLookups = map[[2]string]*metrics.Counter{}
+)
+
+func init() {
+	for _, src := range []string{"rdap", "whois"} {
+		for _, out := range []string{"found", "not_found", "error"} {
+			ageLookups[[2]string{src, out}] = metrics.NewCounter(
+				`verifyd_authsig_domain_age_lookups_total{source="` + src + `",outcome="` + out + `"}`)
+		}
+	}
+}
+
+func countAgeLookup(source, outcome string) {
+	if c := ageLookups[[2]string{source, outcome}]; c != nil {
+		c.Inc()
+	}
+}
