@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"time"
 
 	"github.com/verifyd/verifyd/cmd/verifyd/config"
 	"github.com/verifyd/verifyd/egress"
 	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/probe/authsig"
 	"github.com/verifyd/verifyd/probe/lists"
 	"github.com/verifyd/verifyd/resolver"
 	"github.com/verifyd/verifyd/server/receipt"
@@ -25,6 +27,8 @@ type app struct {
 	lists  *lists.Store
 	engine *probe.Engine
 	pools  *probe.Pools
+	auth   *authsig.Collector
+	age    *authsig.DomainAge
 }
 
 // open builds every part in dependency order; on error it closes what it
@@ -74,7 +78,27 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 	if a.lists, err = lists.NewStore(cfg.Probe.ListsDir); err != nil {
 		return nil, fmt.Errorf("cannot load lists: %w", err)
 	}
+	if cfg.Probe.AuthSignals {
+		ageOpts := authsig.AgeOptions{Resolver: a.res, RDAP: cfg.Probe.RDAPServers, WHOIS: cfg.Probe.WHOISServers}
+		if cfg.Probe.RegistryAllowPrivate {
+			ageOpts.Allow = func(netip.Addr) bool { return true }
+		}
+		if a.age, err = authsig.NewDomainAge(ageOpts); err != nil {
+			return nil, fmt.Errorf("cannot start domain age lookups: %w", err)
+		}
+		if a.auth, err = authsig.NewCollector(authsig.CollectorOptions{
+			Resolver:      a.res,
+			DKIMSelectors: cfg.Probe.DKIMSelectors,
+			TrustKeys:     cfg.Probe.TrustKeys,
+			DNSBL:         cfg.Probe.DNSBLZones,
+			DNSWL:         cfg.Probe.DNSWLZones,
+			Age:           a.age,
+		}); err != nil {
+			return nil, fmt.Errorf("cannot start the auth signals: %w", err)
+		}
+	}
 	if a.engine, err = probe.New(probe.Options{
+		Auth:           a.auth,
 		Resolver:       a.res,
 		Egress:         a.egress,
 		Lists:          a.lists.Get,
@@ -107,6 +131,12 @@ func (a *app) close(log *slog.Logger) {
 		if err := a.pools.Close(cfgDrain); err != nil {
 			log.Warn("probe pools did not drain", "err", err)
 		}
+	}
+	if a.auth != nil {
+		a.auth.Close()
+	}
+	if a.age != nil {
+		a.age.Close()
 	}
 	if a.egress != nil {
 		if err := a.egress.Close(); err != nil {

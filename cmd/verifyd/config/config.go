@@ -52,6 +52,7 @@ type Config struct {
 	Limits     Limits     `toml:"limits"`
 	RateLimits RateLimits `toml:"rate_limits"`
 	Webhooks   Webhooks   `toml:"webhooks"`
+	Jobs       Jobs       `toml:"jobs"`
 }
 
 // HTTP is the public API listener.
@@ -180,6 +181,21 @@ type Probe struct {
 	DNSBLZones []string `toml:"dnsbl_zones"`
 	// DNSWLZones are queried for the MX address.
 	DNSWLZones []string `toml:"dnswl_zones"`
+	// AuthSignals collects the domain's authentication signals (spec
+	// §2.6) beside each SMTP probe. Default true.
+	AuthSignals bool `toml:"auth_signals"`
+	// TrustKeys are the svc trust programme's issued key ids, each with the
+	// highest level (1-5) a domain using it may claim; a domain whose
+	// _svc-trust record names another key is not certified.
+	TrustKeys map[string]int `toml:"trust_keys"`
+	// RDAPServers and WHOISServers override the registration-age sources
+	// per TLD ("com" → "https://rdap.example/", "test" → "127.0.0.1:4343").
+	// Default: the RDAP bootstrap shipped with verifyd (RFC 9224).
+	RDAPServers  map[string]string `toml:"rdap_servers"`
+	WHOISServers map[string]string `toml:"whois_servers"`
+	// RegistryAllowPrivate lets RDAP and WHOIS reach loopback and private
+	// addresses (the simulated world, tests). Default false.
+	RegistryAllowPrivate bool `toml:"registry_allow_private"`
 }
 
 // Limits are the request limits of spec §8.
@@ -213,6 +229,37 @@ type Webhooks struct {
 	// AllowPrivate allows delivery to loopback, private and link-local
 	// addresses. Default false (SSRF guard).
 	AllowPrivate bool `toml:"allow_private"`
+	// RetrySchedule is the wait after each failed attempt; the last one
+	// repeats. Default ["30s", "2m", "10m", "1h", "6h"] (spec §6).
+	RetrySchedule []time.Duration `toml:"retry_schedule"`
+	// GiveUpAfter is how long after an event was created a delivery that
+	// still fails moves to the dead-letter queue. Default 24h (spec §6).
+	GiveUpAfter time.Duration `toml:"give_up_after"`
+	// Concurrency bounds the deliveries in flight. Default 16.
+	Concurrency int `toml:"concurrency"`
+}
+
+// Jobs configures the batch scheduler (server/jobs).
+type Jobs struct {
+	// RetryWindow is how long after its first greylisting an address of a
+	// batch is retried; then its result is final (unknown). Default 30m.
+	RetryWindow time.Duration `toml:"retry_window"`
+	// Concurrency bounds the domain groups (engine calls) in flight, all
+	// jobs together; more than probe.batch_workers only queue. Default
+	// 1024.
+	Concurrency int `toml:"concurrency"`
+	// DomainConcurrency bounds the groups of one domain in flight, all jobs
+	// together. Default 4.
+	DomainConcurrency int `toml:"domain_concurrency"`
+	// GroupSize is the most addresses of one engine call (one SMTP
+	// session). Default 100.
+	GroupSize int `toml:"group_size"`
+	// GroupTimeout bounds one engine call. Default 10m.
+	GroupTimeout time.Duration `toml:"group_timeout"`
+	// MaxFailures consecutive failures of one engine call, or of a job's
+	// result writes, fail the job (retried 1s, 2s, 4s … up to 1m apart).
+	// Default 10.
+	MaxFailures int `toml:"max_failures"`
 }
 
 // Defaults returns the configuration verifyd runs with when no file is given.
@@ -266,6 +313,7 @@ func Defaults() Config {
 			CatchAllTTL:     24 * time.Hour,
 			ListsDir:        "/etc/verifyd/lists",
 			CacheMaxAge:     24 * time.Hour,
+			AuthSignals:     true,
 		},
 		Limits: Limits{
 			BatchMaxEmails:    100000,
@@ -279,7 +327,20 @@ func Defaults() Config {
 			Results:  120,
 			Other:    300,
 		},
-		Webhooks: Webhooks{Timeout: 10 * time.Second},
+		Webhooks: Webhooks{
+			Timeout:       10 * time.Second,
+			RetrySchedule: []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour},
+			GiveUpAfter:   24 * time.Hour,
+			Concurrency:   16,
+		},
+		Jobs: Jobs{
+			RetryWindow:       30 * time.Minute,
+			Concurrency:       1024,
+			DomainConcurrency: 4,
+			GroupSize:         100,
+			GroupTimeout:      10 * time.Minute,
+			MaxFailures:       10,
+		},
 	}
 }
 
@@ -455,6 +516,11 @@ func (c *Config) Validate() error {
 	atLeast("probe.batch_workers", c.Probe.BatchWorkers, 1)
 	positive("probe.catch_all_ttl", c.Probe.CatchAllTTL)
 	positive("probe.cache_max_age", c.Probe.CacheMaxAge)
+	for k, lvl := range c.Probe.TrustKeys {
+		if lvl < 1 || lvl > 5 {
+			add("probe.trust_keys."+k, "level must be 1-5, not %d", lvl)
+		}
+	}
 
 	atLeast("limits.batch_max_emails", c.Limits.BatchMaxEmails, 1)
 	atLeast("limits.batch_max_body_bytes", c.Limits.BatchMaxBodyBytes, 1024)
@@ -467,6 +533,21 @@ func (c *Config) Validate() error {
 	atLeast("rate_limits.other", c.RateLimits.Other, 1)
 
 	positive("webhooks.timeout", c.Webhooks.Timeout)
+	if len(c.Webhooks.RetrySchedule) == 0 {
+		add("webhooks.retry_schedule", "must list at least one delay")
+	}
+	for i, d := range c.Webhooks.RetrySchedule {
+		positive(fmt.Sprintf("webhooks.retry_schedule[%d]", i), d)
+	}
+	positive("webhooks.give_up_after", c.Webhooks.GiveUpAfter)
+	atLeast("webhooks.concurrency", c.Webhooks.Concurrency, 1)
+
+	positive("jobs.retry_window", c.Jobs.RetryWindow)
+	atLeast("jobs.concurrency", c.Jobs.Concurrency, 1)
+	atLeast("jobs.domain_concurrency", c.Jobs.DomainConcurrency, 1)
+	atLeast("jobs.group_size", c.Jobs.GroupSize, 1)
+	positive("jobs.group_timeout", c.Jobs.GroupTimeout)
+	atLeast("jobs.max_failures", c.Jobs.MaxFailures, 1)
 	return errors.Join(errs...)
 }
 
