@@ -262,7 +262,10 @@ func (e *Engine) transaction(c *smtpclient.Client, domain string, pending []*tar
 		}
 		out.progress = true
 	}
-	if accepted && out.sessionOK {
+	// After a greylisting the probe goes out too, though nothing was
+	// accepted: its (client, recipient) pair starts waiting alongside the
+	// real one, so the retry learns the catch-all finding as well.
+	if (accepted || out.greylisted) && out.sessionOK {
 		e.probeCatchAll(c, domain)
 	}
 	if perMailbox && out.sessionOK && len(rest) == 0 {
