@@ -40,6 +40,7 @@ command_timeout = "4s"
 [egress]
 addresses = ["127.0.0.2", "127.0.0.3"]
 greylist_cooldown = "3s"
+self_check_interval = "0s"
 [probe]
 realtime_budget = "15s"
 lists_dir = "$work/lists"

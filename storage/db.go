@@ -137,6 +137,10 @@ func (db *DB) Close() error {
 	if db.closed.Swap(true) {
 		return ErrClosed
 	}
+	exported.CompareAndSwap(db, nil)
+	snapMu.Lock() // wait out a scrape reading this DB
+	snap = nil
+	snapMu.Unlock()
 	close(db.stop)
 	db.wg.Wait()
 	return db.pdb.Close()

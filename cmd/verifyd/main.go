@@ -30,6 +30,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/verifyd/verifyd/cmd/verifyd/config"
+	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/server"
 	"github.com/verifyd/verifyd/server/admin"
 )
@@ -181,6 +182,12 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		"metrics", metricsAddr, "data_dir", cfg.DataDir, "admin_socket", cfg.Admin.Socket)
 	fmt.Fprintf(os.Stderr, "verifyd: API on http://%s  (health: http://%s/healthz)\n", ln.Addr(), ln.Addr())
 
+	if cfg.Egress.SelfCheckInterval > 0 {
+		go probe.RunSelfChecks(ctx, cfg.Egress.SelfCheckInterval, probe.SelfCheckOptions{
+			Resolver: a.res, Pool: a.egress, HeloName: cfg.SMTP.HeloName,
+			DNSBLZones: cfg.Probe.DNSBLZones, Enforce: cfg.Egress.SelfCheckEnforce, Logger: log,
+		})
+	}
 	if path == "" && fileExistsAt(config.DefaultPath) {
 		path = config.DefaultPath
 	}

@@ -44,6 +44,7 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 	if a.db, err = storage.Open(filepath.Join(cfg.DataDir, "db"), storage.Options{Logger: log}); err != nil {
 		return nil, fmt.Errorf("cannot open storage: %w", err)
 	}
+	a.db.ExportMetrics()
 	if a.keys, err = receipt.NewKeySet(receipt.NewFileStore(filepath.Join(cfg.DataDir, "signing"))); err != nil {
 		return nil, fmt.Errorf("cannot load signing keys: %w", err)
 	}

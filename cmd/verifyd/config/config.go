@@ -154,6 +154,15 @@ type Egress struct {
 	GreylistCooldown time.Duration `toml:"greylist_cooldown"`
 	// MaxCooldown caps the cooldown backoff. Default 30m.
 	MaxCooldown time.Duration `toml:"max_cooldown"`
+	// SelfCheckInterval is how often every egress address is checked as
+	// receiving MTAs judge it: forward-confirmed reverse DNS, the HELO name
+	// among its PTR names, no listing on probe.dnsbl_zones. Default 10m;
+	// 0 disables the check.
+	SelfCheckInterval time.Duration `toml:"self_check_interval"`
+	// SelfCheckEnforce takes failing addresses out of rotation (never the
+	// last active one) and back in once they pass; false only reports.
+	// Default true.
+	SelfCheckEnforce bool `toml:"self_check_enforce"`
 }
 
 // Probe configures the validation engine.
@@ -300,11 +309,13 @@ func Defaults() Config {
 			StartTLS:       true,
 		},
 		Egress: Egress{
-			AddressesDir:     "/run/verifyd-egress",
-			MaxConnsPerHost:  4,
-			MaxRatePerHost:   20,
-			GreylistCooldown: time.Minute,
-			MaxCooldown:      30 * time.Minute,
+			AddressesDir:      "/run/verifyd-egress",
+			MaxConnsPerHost:   4,
+			MaxRatePerHost:    20,
+			GreylistCooldown:  time.Minute,
+			MaxCooldown:       30 * time.Minute,
+			SelfCheckInterval: 10 * time.Minute,
+			SelfCheckEnforce:  true,
 		},
 		Probe: Probe{
 			RealtimeBudget:  15 * time.Second,
@@ -511,6 +522,9 @@ func (c *Config) Validate() error {
 		add("egress.max_cooldown", "must be at least egress.greylist_cooldown (%s), not %s", c.Egress.GreylistCooldown, c.Egress.MaxCooldown)
 	}
 
+	if c.Egress.SelfCheckInterval < 0 {
+		add("egress.self_check_interval", "must not be negative")
+	}
 	positive("probe.realtime_budget", c.Probe.RealtimeBudget)
 	atLeast("probe.realtime_workers", c.Probe.RealtimeWorkers, 1)
 	atLeast("probe.batch_workers", c.Probe.BatchWorkers, 1)

@@ -1,0 +1,162 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/probe/authsig"
+	"github.com/verifyd/verifyd/resolver"
+)
+
+// SelfCheckOptions configures the egress self-check.
+type SelfCheckOptions struct {
+	Resolver resolver.Interface
+	Pool     *egress.Pool
+	// HeloName is what the prober says in EHLO; it must be a PTR name of
+	// every egress address.
+	HeloName string
+	// DNSBLZones are the block lists every egress address is checked on.
+	DNSBLZones []string
+	// Enforce takes failing addresses out of rotation (and back in once
+	// they pass); without it findings are only reported.
+	Enforce bool
+	Logger  *slog.Logger
+}
+
+// selfCheckPrefix marks the disable reasons the self-check set, so that
+// it re-enables only what it disabled.
+const selfCheckPrefix = "self-check: "
+
+var (
+	selfCheckRuns     = metrics.NewCounter("verifyd_egress_selfcheck_runs_total")
+	selfCheckFailing  = metrics.NewCounter("verifyd_egress_selfcheck_failures_total")
+	selfCheckDisabled = metrics.NewCounter("verifyd_egress_selfcheck_disabled_total")
+)
+
+// SelfCheck checks every named egress address of the pool, as receiving
+// MTAs will judge it: a reverse DNS name (PTR) that resolves back to the
+// address (forward-confirmed rDNS), the HELO name among those names, and no
+// listing on the configured DNS block lists (RFC 5782 return codes; list
+// operators' error codes are not listings). It returns the findings per
+// address (an empty slice for one that passed). With Enforce, a failing
+// address is disabled in the pool, which emits the pool's event (and so a
+// reputation warning), unless it is the last active address: then it is
+// only reported, since a pool with no address cannot probe at all. An
+// address the self-check disabled is enabled again once it passes.
+func SelfCheck(ctx context.Context, o SelfCheckOptions) map[netip.Addr][]string {
+	selfCheckRuns.Inc()
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	out := map[netip.Addr][]string{}
+	snap := o.Pool.Snapshot()
+	active := 0
+	for _, s := range snap {
+		if !s.Disabled && !s.Draining {
+			active++
+		}
+	}
+	for _, s := range snap {
+		if !s.Addr.IsValid() || s.Draining {
+			continue // the system's address is not ours to name
+		}
+		findings := checkAddr(ctx, o, s.Addr)
+		out[s.Addr] = findings
+		ours := s.Disabled && strings.HasPrefix(s.DisabledReason, selfCheckPrefix)
+		switch {
+		case len(findings) > 0:
+			selfCheckFailing.Inc()
+			log.Warn("egress self-check failed", "addr", s.Addr, "findings", strings.Join(findings, "; "))
+			if !o.Enforce || s.Disabled {
+				continue
+			}
+			if active <= 1 {
+				log.Error("egress address fails its self-check but is the last active one; kept in rotation", "addr", s.Addr)
+				continue
+			}
+			if err := o.Pool.Disable(s.Addr, selfCheckPrefix+strings.Join(findings, "; ")); err == nil {
+				active--
+				selfCheckDisabled.Inc()
+			}
+		case ours:
+			if err := o.Pool.Enable(s.Addr); err == nil {
+				log.Info("egress address passes its self-check again", "addr", s.Addr)
+			}
+		}
+	}
+	return out
+}
+
+// checkAddr returns what is wrong with one egress address; a lookup that
+// fails temporarily is not a finding (the next run decides).
+func checkAddr(ctx context.Context, o SelfCheckOptions, addr netip.Addr) []string {
+	var findings []string
+	ptr, err := o.Resolver.LookupPTR(ctx, addr)
+	switch {
+	case errors.Is(err, resolver.ErrNXDomain), errors.Is(err, resolver.ErrNoData):
+		findings = append(findings, "no reverse DNS (PTR) name")
+	case err != nil:
+	default:
+		confirmed := false
+		for _, name := range ptr.Names {
+			ips, err := o.Resolver.LookupIP(ctx, "ip", name)
+			if err != nil {
+				continue
+			}
+			for _, ip := range ips.IPs {
+				if ip.Unmap() == addr.Unmap() {
+					confirmed = true
+				}
+			}
+		}
+		if !confirmed {
+			findings = append(findings, fmt.Sprintf("reverse DNS %v does not resolve back to the address", ptr.Names))
+		}
+		helo := strings.TrimSuffix(strings.ToLower(o.HeloName), ".")
+		match := false
+		for _, name := range ptr.Names {
+			match = match || strings.EqualFold(strings.TrimSuffix(name, "."), helo)
+		}
+		if !match {
+			findings = append(findings, fmt.Sprintf("HELO name %s is not a reverse DNS name of the address %v", helo, ptr.Names))
+		}
+	}
+	for _, zone := range o.DNSBLZones {
+		q, err := authsig.DNSBLName(addr, zone)
+		if err != nil {
+			continue
+		}
+		res, err := o.Resolver.LookupIP(ctx, "ip4", q)
+		if err != nil {
+			continue // NXDOMAIN: not listed; a failure: unknown
+		}
+		listed, err := authsig.ClassifyDNSBL(res.IPs)
+		if err == nil && listed {
+			findings = append(findings, "listed on "+zone)
+		}
+	}
+	return findings
+}
+
+// RunSelfChecks runs SelfCheck now and then every interval until ctx ends.
+func RunSelfChecks(ctx context.Context, every time.Duration, o SelfCheckOptions) {
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		SelfCheck(cctx, o)
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
