@@ -26,8 +26,16 @@ run: build
 demo: build
 	./bench/demo.sh
 
-# bench runs the Go benchmarks of every package, a few rounds each.
+# bench runs verifybench's short run (under 3 minutes): a generated world,
+# a real verifyd, five scenarios; writes bench/RESULTS.md, the plot and a
+# JSON result in bench/results/. BENCHFLAGS passes flags (e.g. -full,
+# -compare OTHER_VERIFYD); see bench/README.md.
 bench:
+	$(GO) run ./bench/cmd/verifybench $(BENCHFLAGS)
+
+# microbench runs the Go benchmarks of every package, a few rounds each.
+.PHONY: microbench
+microbench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 -benchtime 1s ./...
 
 # lists refreshes the engine's list data from the npm registry.
@@ -47,8 +55,82 @@ lint: vet $(STATICCHECK)
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(STATICCHECK) ./...
 
-test: lint
+test: lint systemd-verify
 	$(GO) test -race -shuffle=on -count=1 ./...
 
 clean:
 	rm -rf $(BIN)
+
+# ---- installation (systemd/README.md, docs/operations.md) -----------------
+# make install [DESTDIR=/tmp/pkg] [PREFIX=/usr] puts verifyd where a Debian
+# admin expects it. Files under /etc are installed only when absent, so a
+# reinstall or upgrade never overwrites the operator's configuration. With
+# DESTDIR empty it also creates the verifyd user and directories and
+# reloads systemd, if systemd runs.
+PREFIX      ?= /usr
+SBINDIR     ?= $(PREFIX)/sbin
+BINDIR      ?= $(PREFIX)/bin
+LIBEXECDIR  ?= $(PREFIX)/libexec
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+DOCDIR      ?= $(PREFIX)/share/doc/verifyd
+SHAREDIR    ?= $(PREFIX)/share/verifyd
+INSTALL     ?= install
+# The unit files name /usr/sbin, /usr/libexec and /usr/share/doc; another
+# PREFIX is substituted in.
+UNIT_SED     = -e 's|/usr/sbin/|$(SBINDIR)/|g' -e 's|/usr/libexec/|$(LIBEXECDIR)/|g' \
+               -e 's|/usr/share/doc/verifyd|$(DOCDIR)|g'
+
+.PHONY: install uninstall systemd-verify
+install: build
+	$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/verifyd \
+		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+		$(DESTDIR)$(DOCDIR) $(DESTDIR)$(SHAREDIR)/lists/LICENSES
+	$(INSTALL) -m 0755 $(BIN)/verifyd $(DESTDIR)$(SBINDIR)/verifyd
+	$(INSTALL) -m 0755 $(BIN)/verifyctl $(DESTDIR)$(BINDIR)/verifyctl
+	sed $(UNIT_SED) systemd/verifyd-egress.sh >$(DESTDIR)$(LIBEXECDIR)/verifyd/verifyd-egress
+	chmod 0755 $(DESTDIR)$(LIBEXECDIR)/verifyd/verifyd-egress
+	for u in verifyd.service verifyd-egress@.service; do \
+		sed $(UNIT_SED) systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u && chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; \
+	done
+	$(INSTALL) -m 0644 systemd/verifyd.sysusers $(DESTDIR)$(SYSUSERSDIR)/verifyd.conf
+	$(INSTALL) -m 0644 systemd/verifyd.tmpfiles $(DESTDIR)$(TMPFILESDIR)/verifyd.conf
+	$(INSTALL) -m 0644 docs/operations.md systemd/verifyd.toml.example $(DESTDIR)$(DOCDIR)/
+	$(INSTALL) -m 0644 systemd/README.md $(DESTDIR)$(DOCDIR)/systemd.md
+	$(INSTALL) -m 0644 probe/lists/data/*.txt $(DESTDIR)$(SHAREDIR)/lists/
+	$(INSTALL) -m 0644 probe/lists/data/LICENSES/*.txt $(DESTDIR)$(SHAREDIR)/lists/LICENSES/
+	$(INSTALL) -d -m 0755 $(DESTDIR)/etc/verifyd $(DESTDIR)/etc/verifyd/lists
+	@for f in verifyd.toml:systemd/verifyd.toml.example lists/README:systemd/lists.README; do \
+		dst=$(DESTDIR)/etc/verifyd/$${f%%:*}; \
+		if [ -e "$$dst" ]; then echo "kept $$dst"; \
+		else echo "$(INSTALL) -m 0644 $${f#*:} $$dst"; $(INSTALL) -m 0644 $${f#*:} "$$dst" || exit 1; fi; \
+	done
+	@if [ -z "$(DESTDIR)" ]; then \
+		if command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/verifyd.conf; fi; \
+		if command -v systemd-tmpfiles >/dev/null; then systemd-tmpfiles --create $(TMPFILESDIR)/verifyd.conf; fi; \
+		if [ -d /run/systemd/system ]; then systemctl daemon-reload; \
+			echo "next: systemctl enable --now verifyd (see $(DOCDIR)/operations.md)"; fi; \
+	fi
+
+# uninstall removes what install put outside /etc; the configuration in
+# /etc/verifyd, the data in /var/lib/verifyd and the backups stay.
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/verifyd $(DESTDIR)$(BINDIR)/verifyctl \
+		$(DESTDIR)$(LIBEXECDIR)/verifyd/verifyd-egress \
+		$(DESTDIR)$(UNITDIR)/verifyd.service $(DESTDIR)$(UNITDIR)/verifyd-egress@.service \
+		$(DESTDIR)$(SYSUSERSDIR)/verifyd.conf $(DESTDIR)$(TMPFILESDIR)/verifyd.conf
+	rm -rf $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SHAREDIR)
+	-rmdir $(DESTDIR)$(LIBEXECDIR)/verifyd
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
+
+# systemd-verify installs into a scratch root and runs "systemd-analyze
+# verify" and the offline "systemd-analyze security" on the units (no
+# running systemd needed); it installs systemd-analyze with apt-get when
+# missing. The exposure limits are the scores recorded in systemd/README.md
+# (x10): a change that weakens the sandbox fails it.
+VERIFYD_EXPOSURE_MAX ?= 11
+EGRESS_EXPOSURE_MAX  ?= 5
+systemd-verify: build
+	MAKE="$(MAKE)" VERIFYD_EXPOSURE_MAX=$(VERIFYD_EXPOSURE_MAX) EGRESS_EXPOSURE_MAX=$(EGRESS_EXPOSURE_MAX) \
+		./systemd/verify.sh

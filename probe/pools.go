@@ -88,10 +88,15 @@ func init() {
 
 // Verify runs Engine.Verify on a real-time worker and waits for it, or for
 // ctx to end. A probe whose ctx ended before a worker took it is not run.
+//
+// A probe a worker has started is waited for even past ctx's end: the
+// engine ends it at the deadline itself (a tarpit's result, unknown/timeout,
+// comes exactly then), and dropping it would turn a verdict into an error.
 func (p *Pools) Verify(ctx context.Context, email string) (*Result, error) {
 	ch := make(chan *Result, 1)
+	var started atomic.Bool
 	err := submit(p.realtime, func() {
-		if ctx.Err() != nil {
+		if !started.CompareAndSwap(false, true) || ctx.Err() != nil {
 			ch <- nil
 			return
 		}
@@ -107,15 +112,23 @@ func (p *Pools) Verify(ctx context.Context, email string) (*Result, error) {
 		}
 		return r, nil
 	case <-ctx.Done():
+		if started.CompareAndSwap(false, true) {
+			return nil, ctx.Err() // no worker took it: it will not run
+		}
+		if r := <-ch; r != nil {
+			return r, nil
+		}
 		return nil, ctx.Err()
 	}
 }
 
 // VerifyDomain runs Engine.VerifyDomain on a batch worker and waits for it.
+// Like Verify, work a worker has started is waited for.
 func (p *Pools) VerifyDomain(ctx context.Context, emails []string, prefer netip.Addr) ([]*Result, error) {
 	ch := make(chan []*Result, 1)
+	var started atomic.Bool
 	err := submit(p.batch, func() {
-		if ctx.Err() != nil {
+		if !started.CompareAndSwap(false, true) || ctx.Err() != nil {
 			ch <- nil
 			return
 		}
@@ -131,6 +144,12 @@ func (p *Pools) VerifyDomain(ctx context.Context, emails []string, prefer netip.
 		}
 		return rs, nil
 	case <-ctx.Done():
+		if started.CompareAndSwap(false, true) {
+			return nil, ctx.Err()
+		}
+		if rs := <-ch; rs != nil {
+			return rs, nil
+		}
 		return nil, ctx.Err()
 	}
 }

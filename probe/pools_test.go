@@ -81,3 +81,28 @@ func TestPoolsContextEndsBeforeWorker(t *testing.T) {
 		t.Fatalf("canceled: %v", err)
 	}
 }
+
+// TestPoolsBudgetEndsOnTarpit: a probe that runs into its deadline (a
+// tarpit, with replies allowed longer than the budget) is a verdict,
+// unknown/timeout, not an error, however the deadline races the answer.
+func TestPoolsBudgetEndsOnTarpit(t *testing.T) {
+	w := &world.World{
+		Hosts:   []*world.Host{{Name: "mx.pit.test", IP: "127.65.1.1", Mode: world.HostTarpit}},
+		Domains: []*world.Domain{{Name: "pit.test", MX: []world.MX{{Pref: 10, Host: "mx.pit.test"}}}},
+	}
+	w.Defaults()
+	e := startEnv(t, w, envOptions{cmdTO: 30 * time.Second})
+	pools, err := NewPools(e.engine, PoolOptions{Realtime: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pools.Close(10 * time.Second)
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		r, err := pools.Verify(ctx, "a@pit.test")
+		cancel()
+		if err != nil || r.Status != StatusUnknown || r.Reason != ReasonTimeout {
+			t.Fatalf("tarpit at the budget's end: %+v %v", r, err)
+		}
+	}
+}
