@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/server/receipt"
+	"github.com/verifyd/verifyd/storage"
+)
+
+// instantVerifier answers at once, so that a request's latency is the API's
+// own: auth, limits, idempotency, the credit hold, the synced charge with
+// the result, history and cache writes, and the signature.
+type instantVerifier struct{}
+
+func (instantVerifier) Verify(_ context.Context, email string) (*probe.Result, error) {
+	return &probe.Result{
+		Email: email, Status: probe.StatusValid, Reason: probe.ReasonOK, Score: 90, ProbedAt: time.Now(),
+		Latency: 0, Checks: probe.Checks{Syntax: true, MX: true, Domain: "bench.test", MXHost: "mx.bench.test"},
+	}, nil
+}
+
+// benchServer starts the API on loopback with real storage and keys.
+func benchServer(b *testing.B, v Verifier) (addr, key string) {
+	dir := b.TempDir()
+	db, err := storage.Open(dir+"/db", storage.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	keys, err := receipt.NewKeySet(receipt.NewFileStore(dir + "/signing"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	acct, err := db.CreateAccount("bench", storage.PlanEnterprise)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.AddCredits(acct.ID, 1<<40, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	key, _, err = db.MintKey(acct.ID, []string{ScopeRead, ScopeWrite}, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := New(Options{DB: db, Keys: keys, Verifier: v, IPLimitsDisabled: true, Logger: slog.New(slog.DiscardHandler)})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go s.Serve(ln)
+	b.Cleanup(func() { s.Shutdown(context.Background()) })
+	return ln.Addr().String(), key
+}
+
+// load sends n requests with conc clients and returns the latencies.
+func load(b *testing.B, addr string, conc, n int, req func(i int, r *fasthttp.Request)) ([]time.Duration, time.Duration) {
+	c := &fasthttp.HostClient{Addr: addr, MaxConns: conc}
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rq, rs := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(rq)
+			defer fasthttp.ReleaseResponse(rs)
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				rq.Reset()
+				req(i, rq)
+				t0 := time.Now()
+				if err := c.Do(rq, rs); err != nil || rs.StatusCode() != 200 {
+					b.Errorf("request %d: %v %d %s", i, err, rs.StatusCode(), rs.Body())
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	return lat, time.Since(start)
+}
+
+func pct(lat []time.Duration, p float64) time.Duration {
+	s := append([]time.Duration(nil), lat...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[int(p*float64(len(s)-1))]
+}
+
+// BenchmarkAPIOverhead measures what the API adds to a fresh validation:
+// with an engine that answers at once, the request's whole latency is the
+// API's (auth, limits, hold, synced charge with result, history and cache,
+// signing). 64 concurrent clients, each request a new address.
+func BenchmarkAPIOverhead(b *testing.B) {
+	addr, key := benchServer(b, instantVerifier{})
+	const conc = 64
+	n := max(b.N, conc*20)
+	b.ResetTimer()
+	lat, el := load(b, addr, conc, n, func(i int, r *fasthttp.Request) {
+		r.SetRequestURI("http://" + addr + "/v1/validate")
+		r.Header.SetMethod("POST")
+		r.Header.Set("Authorization", "Bearer "+key)
+		r.SetBodyString(fmt.Sprintf(`{"email":"user%d@bench.test"}`, i))
+	})
+	b.ReportMetric(float64(n)/el.Seconds(), "req/s")
+	b.ReportMetric(float64(pct(lat, 0.5).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(pct(lat, 0.99).Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkCacheHits measures POST /v1/validate with cache: true hits
+// through the whole stack (auth, limits, cache lookup, hold, synced charge
+// with history, re-signing), 256 concurrent clients on 1,000 addresses.
+func BenchmarkCacheHits(b *testing.B) {
+	addr, key := benchServer(b, instantVerifier{})
+	const addrs = 1000
+	body := func(i int) string { return fmt.Sprintf(`{"email":"user%d@bench.test","cache":true}`, i%addrs) }
+	req := func(i int, r *fasthttp.Request) {
+		r.SetRequestURI("http://" + addr + "/v1/validate")
+		r.Header.SetMethod("POST")
+		r.Header.Set("Authorization", "Bearer "+key)
+		r.SetBodyString(body(i))
+	}
+	load(b, addr, 64, addrs, req) // fill the cache
+	const conc = 256
+	n := max(b.N, conc*40)
+	b.ResetTimer()
+	lat, el := load(b, addr, conc, n, req)
+	b.ReportMetric(float64(n)/el.Seconds(), "req/s")
+	b.ReportMetric(float64(pct(lat, 0.5).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(pct(lat, 0.99).Microseconds())/1000, "p99-ms")
+}
