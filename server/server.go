@@ -214,7 +214,7 @@ func (s *Server) jwks(ctx *fasthttp.RequestCtx) {
 
 // internal answers 500 for an unexpected error, logged but not shown.
 func (s *Server) internal(ctx *fasthttp.RequestCtx, what string, err error) {
-	s.log.Error("internal error", "what", what, "err", err, "path", string(ctx.Path()))
+	s.reqLog(ctx).Error("internal error", "what", what, "err", err, "path", string(ctx.Path()))
 	writeError(ctx, &APIError{Code: CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
 }
 
@@ -230,4 +230,9 @@ type fasthttpLogger struct{ log *slog.Logger }
 
 func (l fasthttpLogger) Printf(format string, args ...any) {
 	l.log.Debug(fmt.Sprintf(format, args...))
+}
+
+// reqLog is the logger of one request: every line carries its id.
+func (s *Server) reqLog(ctx *fasthttp.RequestCtx) *slog.Logger {
+	return s.log.With("request_id", requestID(ctx))
 }

@@ -71,7 +71,7 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *caller, idem *storag
 	cancel()
 	if err != nil || res == nil {
 		if _, rerr := s.db.Release(hold, "engine error"); rerr != nil {
-			s.log.Error("release hold", "err", rerr)
+			s.reqLog(ctx).Error("release hold", "err", rerr)
 		}
 		s.abortIdem(idem)
 		s.internal(ctx, "verify", fmt.Errorf("engine: %w", err))
@@ -96,13 +96,13 @@ func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *caller, idem *stora
 	prev, ok, err := s.db.LookupCache(c.account, strings.ToLower(email), s.opts.CacheMaxAge)
 	if err != nil || !ok {
 		if err != nil {
-			s.log.Warn("cache lookup", "err", err)
+			s.reqLog(ctx).Warn("cache lookup", "err", err)
 		}
 		return false
 	}
 	var rec receiptJSON
 	if err := json.Unmarshal(prev.Receipt, &rec); err != nil {
-		s.log.Warn("cached receipt unreadable", "result", prev.ID, "err", err)
+		s.reqLog(ctx).Warn("cached receipt unreadable", "result", prev.ID, "err", err)
 		return false
 	}
 	hold, err := s.db.Hold(c.account, 1, requestID(ctx))
@@ -153,7 +153,7 @@ func (s *Server) charge(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemR
 	})
 	if err != nil {
 		if _, rerr := s.db.Release(hold, "charge failed"); rerr != nil && !errors.Is(rerr, storage.ErrHoldNotActive) {
-			s.log.Error("release hold", "err", rerr)
+			s.reqLog(ctx).Error("release hold", "err", rerr)
 		}
 		s.abortIdem(idem)
 		s.internal(ctx, "charge", err)
@@ -183,7 +183,7 @@ func (s *Server) answer(ctx *fasthttp.RequestCtx, idem *storage.IdemRef, r respo
 	if idem != nil {
 		resp := storage.IdemResponse{Status: ctx.Response.StatusCode(), Body: append([]byte(nil), ctx.Response.Body()...)}
 		if err := s.db.CompleteIdem(*idem, resp); err != nil {
-			s.log.Warn("idempotency record", "err", err)
+			s.reqLog(ctx).Warn("idempotency record", "err", err)
 		}
 	}
 }
@@ -219,7 +219,7 @@ func (s *Server) beginIdem(ctx *fasthttp.RequestCtx, c *caller, endpoint string,
 	for {
 		out, rec, err := s.db.BeginIdem(r, sum[:])
 		if err != nil {
-			s.log.Warn("idempotency store unavailable; processing without it", "err", err)
+			s.reqLog(ctx).Warn("idempotency store unavailable; processing without it", "err", err)
 			return nil, false
 		}
 		switch out {
