@@ -108,19 +108,22 @@ func pct(lat []time.Duration, p float64) time.Duration {
 // API's (auth, limits, hold, synced charge with result, history and cache,
 // signing). 64 concurrent clients, each request a new address.
 func BenchmarkAPIOverhead(b *testing.B) {
-	addr, key := benchServer(b, instantVerifier{})
-	const conc = 64
-	n := max(b.N, conc*20)
-	b.ResetTimer()
-	lat, el := load(b, addr, conc, n, func(i int, r *fasthttp.Request) {
-		r.SetRequestURI("http://" + addr + "/v1/validate")
-		r.Header.SetMethod("POST")
-		r.Header.Set("Authorization", "Bearer "+key)
-		r.SetBodyString(fmt.Sprintf(`{"email":"user%d@bench.test"}`, i))
-	})
-	b.ReportMetric(float64(n)/el.Seconds(), "req/s")
-	b.ReportMetric(float64(pct(lat, 0.5).Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(pct(lat, 0.99).Microseconds())/1000, "p99-ms")
+	for _, conc := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("conc=%d", conc), func(b *testing.B) {
+			addr, key := benchServer(b, instantVerifier{})
+			n := max(b.N, conc*50)
+			b.ResetTimer()
+			lat, el := load(b, addr, conc, n, func(i int, r *fasthttp.Request) {
+				r.SetRequestURI("http://" + addr + "/v1/validate")
+				r.Header.SetMethod("POST")
+				r.Header.Set("Authorization", "Bearer "+key)
+				r.SetBodyString(fmt.Sprintf(`{"email":"user%d@bench.test"}`, i))
+			})
+			b.ReportMetric(float64(n)/el.Seconds(), "req/s")
+			b.ReportMetric(float64(pct(lat, 0.5).Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(pct(lat, 0.99).Microseconds())/1000, "p99-ms")
+		})
+	}
 }
 
 // BenchmarkCacheHits measures POST /v1/validate with cache: true hits
