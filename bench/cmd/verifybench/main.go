@@ -1,0 +1,242 @@
+// Command verifybench is verifyd's benchmark harness. It starts a generated
+// simulated mail world (mailworld, a process of its own) and a real verifyd
+// configured for it, then runs five scenarios over HTTP with its own load
+// generator, each bounded in count and time:
+//
+//  1. fresh single validations at increasing concurrency: throughput,
+//     p50/p90/p99 latency, API overhead, verifyd CPU per probe;
+//  2. single validations answered from the cache (cache: true): the API's
+//     own ceiling;
+//  3. one large batch: upload, completion and CSV download times;
+//  4. single validations while a batch runs: their p99;
+//  5. accuracy: every verdict against the world's expected verdict, as a
+//     confusion matrix.
+//
+// verifyd's CPU time and peak RSS come from /proc/<pid> for each load. The
+// result is written as bench/results/<timestamp>.json, the human report as
+// bench/RESULTS.md, and the latency-against-throughput plot as
+// bench/results/latency-throughput.svg.
+//
+//	verifybench                         the short run of `make bench` (under 3 minutes)
+//	verifybench -full                   the whole set: 10,000 domains, 100 ms, 100,000-address batch
+//	verifybench -compare OTHER_VERIFYD  also run another verifyd binary, alternately, and print B/A
+//
+// Every process it starts is stopped by PID at the end, on SIGINT and
+// SIGTERM too. bench/README.md describes the flags and the outputs.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/verifyd/verifyd/bench/harness"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	fs := flag.NewFlagSet("verifybench", flag.ContinueOnError)
+	s := harness.ShortOptions()
+	full := fs.Bool("full", false, "the whole set: 10,000 domains, 100 ms per SMTP reply, levels 64-2048, a 100,000-address batch (defaults below are the short run's)")
+	quiet := fs.Bool("q", false, "no progress lines")
+
+	// Every other flag overrides a field of the chosen mode's options;
+	// only the flags given are applied.
+	type setter func(o *harness.Options) error
+	setters := map[string]setter{}
+	str := func(name, def, usage string, set func(*harness.Options, string)) {
+		v := fs.String(name, def, usage)
+		setters[name] = func(o *harness.Options) error { set(o, *v); return nil }
+	}
+	integer := func(name string, def int, usage string, set func(*harness.Options, int)) {
+		v := fs.Int(name, def, usage)
+		setters[name] = func(o *harness.Options) error { set(o, *v); return nil }
+	}
+	float := func(name string, def float64, usage string, set func(*harness.Options, float64)) {
+		v := fs.Float64(name, def, usage)
+		setters[name] = func(o *harness.Options) error { set(o, *v); return nil }
+	}
+	dur := func(name string, def time.Duration, usage string, set func(*harness.Options, time.Duration)) {
+		v := fs.Duration(name, def, usage)
+		setters[name] = func(o *harness.Options) error { set(o, *v); return nil }
+	}
+	ints := func(name string, def []int, usage string, set func(*harness.Options, []int)) {
+		v := fs.String(name, joinInts(def), usage)
+		setters[name] = func(o *harness.Options) error {
+			l, err := parseInts(*v)
+			if err != nil {
+				return fmt.Errorf("-%s: %w", name, err)
+			}
+			set(o, l)
+			return nil
+		}
+	}
+
+	str("verifyd", "", "verifyd binary under test (default: go build ./cmd/verifyd)", func(o *harness.Options, v string) { o.Verifyd = v })
+	str("compare", "", "a second verifyd binary (B), run alternately against the same world; prints B/A ratios", func(o *harness.Options, v string) { o.Compare = v })
+	str("mailworld", "", "mailworld binary (default: go build ./bench/cmd/mailworld)", func(o *harness.Options, v string) { o.Mailworld = v })
+
+	integer("domains", s.World.Domains, "world: number of domains (10 addresses each)", func(o *harness.Options, v int) { o.World.Domains = v })
+	dur("latency", s.World.Latency, "world: delay before every SMTP reply", func(o *harness.Options, v time.Duration) { o.World.Latency = v })
+	dur("jitter", s.World.Jitter, "world: random extra delay up to this", func(o *harness.Options, v time.Duration) { o.World.Jitter = v })
+	float("starttls", s.World.STARTTLS, "world: fraction of hosts offering STARTTLS", func(o *harness.Options, v float64) { o.World.STARTTLS = v })
+	float("catchall", s.World.CatchAll, "world: fraction of catch-all domains", func(o *harness.Options, v float64) { o.World.CatchAll = v })
+	float("greylist", s.World.Greylist, "world: fraction of greylisting domains", func(o *harness.Options, v float64) { o.World.Greylist = v })
+	float("tarpit", s.World.Tarpit, "world: fraction of tarpit hosts", func(o *harness.Options, v float64) { o.World.Tarpit = v })
+	float("auth", s.World.Auth, "world: fraction of domains with authentication records", func(o *harness.Options, v float64) { o.World.Auth = v })
+	str("disposable", s.World.Disposable, "world: domains made and expected disposable (must be on verifyd's list)", func(o *harness.Options, v string) { o.World.Disposable = v })
+	integer("seed", int(s.World.Seed), "world and address order: random seed", func(o *harness.Options, v int) { o.World.Seed = uint64(v) })
+	str("dns", s.World.DNS, "world: DNS address (loopback; port 0 picks one)", func(o *harness.Options, v string) { o.World.DNS = v })
+	str("world-flags", "", "world: further mailworld flags, space-separated (e.g. \"-refuse 0.02 -busy 0\")", func(o *harness.Options, v string) { o.World.Extra = strings.Fields(v) })
+
+	ints("levels", s.FreshLevels, "scenario 1: concurrency levels, comma-separated", func(o *harness.Options, v []int) { o.FreshLevels = v })
+	integer("count", s.FreshCount, "scenario 1: at most this many requests per level", func(o *harness.Options, v int) { o.FreshCount = v })
+	dur("level-time", s.FreshDuration, "scenario 1: stop sending after this long per level", func(o *harness.Options, v time.Duration) { o.FreshDuration = v })
+	ints("cache-levels", s.CacheLevels, "scenario 2: concurrency levels", func(o *harness.Options, v []int) { o.CacheLevels = v })
+	integer("cache-count", s.CacheCount, "scenario 2: at most this many requests per level", func(o *harness.Options, v int) { o.CacheCount = v })
+	dur("cache-time", s.CacheDuration, "scenario 2: stop sending after this long per level", func(o *harness.Options, v time.Duration) { o.CacheDuration = v })
+	integer("batch", s.BatchSize, "scenario 3: addresses in the batch (at most the world's)", func(o *harness.Options, v int) { o.BatchSize = v })
+	dur("batch-timeout", s.BatchTimeout, "scenarios 3 and 4: how long to wait for a batch to complete", func(o *harness.Options, v time.Duration) { o.BatchTimeout = v })
+	integer("mixed-batch", s.MixedBatchSize, "scenario 4: addresses in the batch", func(o *harness.Options, v int) { o.MixedBatchSize = v })
+	integer("mixed-concurrency", s.MixedConcurrency, "scenario 4: concurrency of the single validations", func(o *harness.Options, v int) { o.MixedConcurrency = v })
+	str("scenarios", "", "run only these scenarios, comma-separated: fresh,cache,batch,mixed,accuracy (cache and accuracy use fresh's receipts)",
+		func(o *harness.Options, v string) { o.Scenarios = strings.Split(v, ",") })
+
+	integer("egress", len(s.Config.Egress), "verifyd: number of egress addresses, 1-16 (A's from 127.0.0.2, B's from 127.0.0.18)", func(o *harness.Options, v int) {
+		o.Config.Egress = harness.EgressRange(netip.MustParseAddr("127.0.0.2"), min(max(v, 1), 16))
+	})
+	integer("realtime-workers", s.Config.RealtimeWorkers, "verifyd: probe.realtime_workers", func(o *harness.Options, v int) { o.Config.RealtimeWorkers = v })
+	integer("batch-workers", s.Config.BatchWorkers, "verifyd: probe.batch_workers", func(o *harness.Options, v int) { o.Config.BatchWorkers = v })
+	dur("command-timeout", s.Config.CommandTimeout, "verifyd: smtp.command_timeout (a tarpit costs this)", func(o *harness.Options, v time.Duration) { o.Config.CommandTimeout = v })
+	integer("credits", int(s.Credits), "the demo account's balance for the run", func(o *harness.Options, v int) { o.Credits = int64(v) })
+	dur("timeout", s.RequestTimeout, "load generator: bound of one request", func(o *harness.Options, v time.Duration) { o.RequestTimeout = v })
+	dur("max-time", s.MaxTime, "bound of the whole run; scenarios left are skipped", func(o *harness.Options, v time.Duration) { o.MaxTime = v })
+
+	str("out", s.OutDir, "directory of the JSON results (relative to the module root)", func(o *harness.Options, v string) { o.OutDir = v })
+	str("report", s.Report, "the Markdown report", func(o *harness.Options, v string) { o.Report = v })
+	str("plot", s.Plot, "the SVG plot of latency against throughput", func(o *harness.Options, v string) { o.Plot = v })
+	noReport := fs.Bool("no-report", false, "write the JSON result only, not the report and the plot")
+	str("work", "", "work directory for binaries, world, data and logs (default: a temporary one, removed at the end)", func(o *harness.Options, v string) { o.WorkDir = v })
+	keep := fs.Bool("keep", false, "keep the temporary work directory (logs of every process)")
+
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: verifybench [-full] [-compare OTHER_VERIFYD] [flags]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "verifybench: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	o := harness.ShortOptions()
+	if *full {
+		o = harness.FullOptions()
+	}
+	var ferr error
+	fs.Visit(func(f *flag.Flag) {
+		if set, ok := setters[f.Name]; ok && ferr == nil {
+			ferr = set(&o)
+		}
+	})
+	if ferr != nil {
+		fmt.Fprintln(os.Stderr, "verifybench:", ferr)
+		return 2
+	}
+	o.NoReport = *noReport
+	o.Keep = *keep
+	o.Command = command()
+	if !*quiet {
+		o.Log = os.Stderr
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	res, err := harness.Run(ctx, o)
+	if res != nil && !*quiet {
+		summary(res)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "verifybench:", err)
+		return 1
+	}
+	if res.Interrupted {
+		return 130
+	}
+	return 0
+}
+
+// command is the command line as a reader would type it.
+func command() string {
+	args := append([]string{"verifybench"}, os.Args[1:]...)
+	c := strings.Join(args, " ")
+	if os.Getenv("MAKELEVEL") != "" {
+		c = "make bench  # " + c
+	}
+	return c
+}
+
+// summary prints the targets of each run.
+func summary(res *harness.Result) {
+	for _, run := range res.Runs {
+		fmt.Fprintf(os.Stderr, "\nverifyd %s (%s):\n", run.Label, run.Binary)
+		for _, t := range run.Targets {
+			mark := "  n/a    "
+			if t.Met != nil {
+				mark = "  NOT MET"
+				if *t.Met {
+					mark = "  met    "
+				}
+			}
+			val := "—"
+			if t.Met != nil || t.Value != 0 {
+				val = strconv.FormatFloat(t.Value, 'f', 2, 64) + " " + t.Unit
+			}
+			fmt.Fprintf(os.Stderr, "%s %-42s %-22s target %s\n", mark, t.Name, val, t.Target)
+		}
+	}
+	if len(res.Ratios) > 0 {
+		fmt.Fprintf(os.Stderr, "\nB/A (B = %s, A = %s):\n", res.Runs[1].Binary, res.Runs[0].Binary)
+		for _, r := range res.Ratios {
+			fmt.Fprintf(os.Stderr, "  %-44s A %-12.3f B %-12.3f B/A %.3f (%s is better)\n", r.Figure, r.A, r.B, r.Ratio, r.Better)
+		}
+	}
+	if res.Report != "" {
+		fmt.Fprintf(os.Stderr, "\nreport: %s   plot: %s\n", res.Report, res.Plot)
+	}
+}
+
+func joinInts(l []int) string {
+	s := make([]string, len(l))
+	for i, v := range l {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

@@ -1,0 +1,127 @@
+package harness
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// VerifydConfig is what the harness sets in the TOML file it starts verifyd
+// with; everything else keeps verifyd's default (cmd/verifyd/config). The
+// harness does not import verifyd's config package, so a binary of another
+// branch with the same keys works too.
+type VerifydConfig struct {
+	DataDir     string
+	Listen      string // http.listen, e.g. 127.0.0.1:0
+	AdminSocket string // admin.socket
+	DNS         string // resolver.upstreams: the world's DNS server
+	SMTPPort    int    // smtp.port: the world's
+	HeloName    string
+	// Egress are the source addresses of SMTP sessions (egress.addresses).
+	Egress []netip.Addr
+	// MaxConnsPerHost and MaxRatePerHost are the egress limits per MX
+	// host; the world has one host per domain, so they rarely bind.
+	MaxConnsPerHost int
+	MaxRatePerHost  float64
+	// GreylistCooldown is longer than the world's greylist delay, so the
+	// real-time probe's one retry gets through. MaxCooldown caps its
+	// doubling: the world's greylisting lasts seconds, not the minutes of
+	// real servers, so the cooldowns are scaled down with it.
+	GreylistCooldown time.Duration
+	MaxCooldown      time.Duration
+	CommandTimeout   time.Duration
+	RealtimeWorkers  int
+	BatchWorkers     int
+	RealtimeBudget   time.Duration
+	ShutdownTimeout  time.Duration
+	LogLevel         string
+}
+
+// DefaultVerifydConfig is the configuration of a benchmark run, missing
+// only the paths and the world's addresses.
+func DefaultVerifydConfig() VerifydConfig {
+	return VerifydConfig{
+		Listen:           "127.0.0.1:0",
+		HeloName:         "verifybench.test",
+		Egress:           EgressRange(netip.MustParseAddr("127.0.0.2"), 8),
+		MaxConnsPerHost:  16,
+		MaxRatePerHost:   10000,
+		GreylistCooldown: 3 * time.Second,
+		MaxCooldown:      12 * time.Second,
+		CommandTimeout:   5 * time.Second,
+		RealtimeWorkers:  4096,
+		BatchWorkers:     1024,
+		RealtimeBudget:   15 * time.Second,
+		ShutdownTimeout:  5 * time.Second,
+		LogLevel:         "warn",
+	}
+}
+
+// EgressRange returns n consecutive addresses from first.
+func EgressRange(first netip.Addr, n int) []netip.Addr {
+	out := make([]netip.Addr, 0, n)
+	for a := first; len(out) < n; a = a.Next() {
+		out = append(out, a)
+	}
+	return out
+}
+
+// TOML returns the configuration file.
+func (c VerifydConfig) TOML() string {
+	var b strings.Builder
+	kv := func(k string, v any) {
+		switch v := v.(type) {
+		case string:
+			fmt.Fprintf(&b, "%s = %s\n", k, strconv.Quote(v))
+		case time.Duration:
+			fmt.Fprintf(&b, "%s = %s\n", k, strconv.Quote(v.String()))
+		case float64:
+			fmt.Fprintf(&b, "%s = %s\n", k, strconv.FormatFloat(v, 'f', -1, 64))
+		case bool:
+			fmt.Fprintf(&b, "%s = %t\n", k, v)
+		default:
+			fmt.Fprintf(&b, "%s = %v\n", k, v)
+		}
+	}
+	b.WriteString("# written by verifybench: a verifyd pointed at the simulated world\n")
+	kv("data_dir", c.DataDir)
+	kv("log_level", c.LogLevel)
+	kv("log_format", "json")
+	b.WriteString("\n[http]\n")
+	kv("listen", c.Listen)
+	kv("shutdown_timeout", c.ShutdownTimeout)
+	b.WriteString("\n[admin]\n")
+	kv("socket", c.AdminSocket)
+	b.WriteString("\n[metrics]\n")
+	kv("listen", "")
+	b.WriteString("\n[resolver]\n")
+	fmt.Fprintf(&b, "upstreams = [%s]\n", strconv.Quote(c.DNS))
+	b.WriteString("\n[smtp]\n")
+	kv("port", c.SMTPPort)
+	kv("helo_name", c.HeloName)
+	kv("command_timeout", c.CommandTimeout)
+	b.WriteString("\n[egress]\n")
+	addrs := make([]string, len(c.Egress))
+	for i, a := range c.Egress {
+		addrs[i] = strconv.Quote(a.String())
+	}
+	fmt.Fprintf(&b, "addresses = [%s]\n", strings.Join(addrs, ", "))
+	kv("max_conns_per_host", c.MaxConnsPerHost)
+	kv("max_rate_per_host", c.MaxRatePerHost)
+	kv("greylist_cooldown", c.GreylistCooldown)
+	kv("max_cooldown", max(c.GreylistCooldown, c.MaxCooldown))
+	// The world gives the egress addresses no reverse DNS: the self-check
+	// would take all but one out of rotation.
+	kv("self_check_interval", "0s")
+	b.WriteString("\n[probe]\n")
+	kv("realtime_budget", c.RealtimeBudget)
+	kv("realtime_workers", c.RealtimeWorkers)
+	kv("batch_workers", c.BatchWorkers)
+	// The shipped lists only: no operator overrides from /etc.
+	kv("lists_dir", "/nonexistent/verifybench")
+	b.WriteString("\n[rate_limits]\n")
+	kv("disabled", true)
+	return b.String()
+}

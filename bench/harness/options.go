@@ -1,0 +1,137 @@
+package harness
+
+import (
+	"io"
+	"time"
+)
+
+// Options configure a run of the harness. ShortOptions and FullOptions give
+// the two standard shapes; verifybench's flags override single fields.
+type Options struct {
+	// Root is the module's root directory: binaries are built there and
+	// outputs written under it. Default: found from the working directory.
+	Root string
+	// Verifyd is the verifyd binary under test ("A"); empty: build
+	// ./cmd/verifyd into the work directory.
+	Verifyd string
+	// Compare is a second verifyd binary ("B") run against the same world,
+	// scenario by scenario, alternating which goes first; empty: none.
+	Compare string
+	// Mailworld is the mailworld binary; empty: build ./bench/cmd/mailworld.
+	Mailworld string
+
+	Mode  string // "short" or "full", for the report
+	World WorldOptions
+
+	// FreshLevels are the concurrency levels of scenario 1; each level
+	// sends at most FreshCount requests and stops sending after
+	// FreshDuration.
+	FreshLevels   []int
+	FreshCount    int
+	FreshDuration time.Duration
+	// CacheLevels, CacheCount, CacheDuration shape scenario 2.
+	CacheLevels   []int
+	CacheCount    int
+	CacheDuration time.Duration
+	// BatchSize is scenario 3's batch (capped at the world's addresses);
+	// BatchTimeout bounds the wait for it to complete.
+	BatchSize    int
+	BatchTimeout time.Duration
+	// MixedBatchSize and MixedConcurrency shape scenario 4.
+	MixedBatchSize   int
+	MixedConcurrency int
+	// Scenarios to run, by name (fresh, cache, batch, mixed, accuracy);
+	// empty: all.
+	Scenarios []string
+
+	// Verifyd's configuration (paths and world addresses are filled in).
+	Config VerifydConfig
+	// Credits is the balance the demo account gets.
+	Credits int64
+	// RequestTimeout bounds one request of the load generator.
+	RequestTimeout time.Duration
+	// MaxTime bounds the whole run; scenarios left when it runs out are
+	// skipped.
+	MaxTime time.Duration
+
+	// OutDir receives <timestamp>.json and the plot; Report is the
+	// Markdown report; Plot the SVG. Relative paths are under Root.
+	OutDir string
+	Report string
+	Plot   string
+	// NoReport writes the JSON only (not RESULTS.md or the plot).
+	NoReport bool
+	// WorkDir holds binaries, the world files, verifyd's data and every
+	// process's logs; default a new temporary directory, removed at the
+	// end unless Keep.
+	WorkDir string
+	Keep    bool
+
+	// Command is the command line, for the report.
+	Command string
+	// Log receives progress lines; nil: none.
+	Log io.Writer
+}
+
+// ShortOptions is `make bench`: a run of under three minutes on two cores.
+func ShortOptions() Options {
+	return Options{
+		Mode: "short",
+		World: WorldOptions{
+			Domains: 2000, Seed: 1, Latency: 20 * time.Millisecond,
+			STARTTLS: 0.3, CatchAll: 0.05, Greylist: 0.03, Tarpit: 0.01, Auth: 0.3,
+			Disposable: "mailinator.com,guerrillamail.com",
+			DNS:        "127.0.53.7:0",
+		},
+		FreshLevels:      []int{16, 64, 256, 1024},
+		FreshCount:       3000,
+		FreshDuration:    6 * time.Second,
+		CacheLevels:      []int{64, 256},
+		CacheCount:       200000,
+		CacheDuration:    5 * time.Second,
+		BatchSize:        20000,
+		BatchTimeout:     45 * time.Second,
+		MixedBatchSize:   10000,
+		MixedConcurrency: 64,
+		Config:           DefaultVerifydConfig(),
+		Credits:          1_000_000_000,
+		RequestTimeout:   30 * time.Second,
+		MaxTime:          6 * time.Minute,
+		OutDir:           "bench/results",
+		Report:           "bench/RESULTS.md",
+		Plot:             "bench/results/latency-throughput.svg",
+	}
+}
+
+// FullOptions is `verifybench -full`: the whole set of the issue (10,000
+// domains, 100 ms per SMTP reply, 30 % STARTTLS, a 100,000-address batch).
+func FullOptions() Options {
+	o := ShortOptions()
+	o.Mode = "full"
+	o.World.Domains = 10000
+	o.World.Latency = 100 * time.Millisecond
+	o.FreshLevels = []int{64, 256, 1024, 2048}
+	o.FreshCount = 20000
+	o.FreshDuration = 30 * time.Second
+	o.CacheLevels = []int{64, 256}
+	o.CacheCount = 1_000_000
+	o.CacheDuration = 15 * time.Second
+	o.BatchSize = 100000
+	o.BatchTimeout = 10 * time.Minute
+	o.MixedBatchSize = 50000
+	o.MixedConcurrency = 64
+	o.MaxTime = 45 * time.Minute
+	return o
+}
+
+func (o Options) wants(scenario string) bool {
+	if len(o.Scenarios) == 0 {
+		return true
+	}
+	for _, s := range o.Scenarios {
+		if s == scenario {
+			return true
+		}
+	}
+	return false
+}

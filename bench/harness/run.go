@@ -1,0 +1,413 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// runner is one run: the processes, the world, the verifyds and what they
+// measured.
+type runner struct {
+	o     Options
+	procs *Procs
+	world *World
+	vds   []*Verifyd
+	runs  []*RunResult
+	res   *Result
+
+	// pool is the world's addresses in a seeded random order; the fresh
+	// levels take consecutive slices of it (the same for A and B).
+	pool   []string
+	cursor int
+	// outcomes of scenario 1 per run, for scenario 2's seeds and
+	// scenario 5.
+	outcomes map[string][]outcome
+}
+
+// outcome is one answered fresh validation.
+type outcome struct {
+	Email     string
+	Status    string
+	Reason    string
+	LatencyMs int64
+	Client    time.Duration
+	OK        bool
+}
+
+func (r *runner) logf(format string, a ...any) {
+	if r.o.Log != nil {
+		fmt.Fprintf(r.o.Log, "verifybench: "+format+"\n", a...)
+	}
+}
+
+// Run runs the benchmark and writes its outputs. It returns the result
+// even when it also returns an error (a partial run).
+func Run(ctx context.Context, o Options) (*Result, error) {
+	start := time.Now()
+	if o.Root == "" {
+		root, err := FindRoot()
+		if err != nil {
+			return nil, err
+		}
+		o.Root = root
+	}
+	if o.MaxTime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.MaxTime)
+		defer cancel()
+	}
+	r := &runner{o: o, procs: &Procs{}, outcomes: map[string][]outcome{}}
+	r.res = &Result{
+		Schema: 1, Tool: "verifybench", Mode: o.Mode, StartedAt: start.UTC(),
+		Command: o.Command, Machine: ReadMachine(), Git: gitDescribe(o.Root),
+	}
+	r.res.World.Options = o.World
+
+	work := o.WorkDir
+	if work == "" {
+		var err error
+		if work, err = os.MkdirTemp("", "verifybench-"); err != nil {
+			return nil, err
+		}
+	}
+	r.logf("work directory %s", work)
+	defer func() {
+		if err := r.procs.StopAll(15 * time.Second); err != nil {
+			r.logf("stopping processes: %v", err)
+		}
+		if !o.Keep && o.WorkDir == "" {
+			os.RemoveAll(work)
+		}
+	}()
+
+	err := r.run(ctx, work)
+	if err != nil {
+		r.res.Errors = append(r.res.Errors, err.Error())
+	}
+	if ctx.Err() != nil {
+		r.res.Interrupted = true
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			r.res.Notes = append(r.res.Notes, fmt.Sprintf("the run's time bound (%s) ran out; later scenarios were skipped", o.MaxTime))
+		}
+	}
+	// Stop the processes before writing, so the report's numbers are final
+	// and nothing runs on after an interrupt.
+	r.res.Processes = append(r.res.Processes, r.procs.Info()...)
+	if err := r.procs.StopAll(15 * time.Second); err != nil {
+		r.logf("stopping processes: %v", err)
+	}
+	r.res.Seconds = round3(time.Since(start).Seconds())
+	if werr := r.write(); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	return r.res, err
+}
+
+func (r *runner) run(ctx context.Context, work string) error {
+	o := r.o
+	// Binaries.
+	bins := filepath.Join(work, "bin")
+	vA, builtA, err := r.binary(ctx, o.Verifyd, "./cmd/verifyd", bins, "verifyd")
+	if err != nil {
+		return err
+	}
+	mw, _, err := r.binary(ctx, o.Mailworld, "./bench/cmd/mailworld", bins, "mailworld")
+	if err != nil {
+		return err
+	}
+	r.runs = append(r.runs, &RunResult{Label: "A", Binary: vA, Built: builtA})
+	if o.Compare != "" {
+		vB, err := filepath.Abs(o.Compare)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(vB); err != nil {
+			return fmt.Errorf("-compare: %w", err)
+		}
+		r.runs = append(r.runs, &RunResult{Label: "B", Binary: vB})
+	}
+	r.res.Runs = r.runs
+
+	// The world.
+	r.logf("starting the world: %d domains, %s per SMTP reply", o.World.Domains, o.World.Latency)
+	wdir := filepath.Join(work, "world")
+	if err := os.MkdirAll(wdir, 0o700); err != nil {
+		return err
+	}
+	if r.world, err = StartWorld(ctx, r.procs, mw, wdir, o.World); err != nil {
+		return err
+	}
+	r.res.World.Domains, r.res.World.Hosts, r.res.World.Addresses = r.world.Domains, r.world.Hosts, len(r.world.Expected)
+	r.res.World.ExpectedStatus = map[string]int{}
+	for _, e := range r.world.Expected {
+		r.res.World.ExpectedStatus[e.Status]++
+	}
+	r.logf("world: DNS %s, SMTP port %d, %d hosts, %d addresses", r.world.DNS, r.world.SMTPPort, r.world.Hosts, len(r.world.Expected))
+	r.pool = make([]string, len(r.world.Expected))
+	for i, e := range r.world.Expected {
+		r.pool[i] = e.Email
+	}
+	rng := rand.New(rand.NewPCG(o.World.Seed, 0x76657269667962))
+	rng.Shuffle(len(r.pool), func(i, j int) { r.pool[i], r.pool[j] = r.pool[j], r.pool[i] })
+
+	// The verifyds: each its own data and its own egress addresses, so
+	// the world's greylisting and per-client limits see them apart.
+	firsts := []string{"127.0.0.2", "127.0.0.18"}
+	for i, run := range r.runs {
+		cfg := o.Config
+		cfg.DNS = r.world.DNS
+		cfg.SMTPPort = r.world.SMTPPort
+		cfg.Egress = EgressRange(netip.MustParseAddr(firsts[i]), len(o.Config.Egress))
+		v, err := StartVerifyd(ctx, r.procs, run.Label, run.Binary, filepath.Join(work, "verifyd-"+run.Label), cfg)
+		if err != nil {
+			return err
+		}
+		if err := v.SetCredits(ctx, o.Credits); err != nil {
+			return err
+		}
+		run.CreditsVia = v.CreditsVia
+		r.vds = append(r.vds, v)
+		r.logf("verifyd %s (pid %d) on %s; credits set via %s", run.Label, v.Proc.PID, v.Base, v.CreditsVia)
+		if i == 0 {
+			r.res.Settings = r.settings(cfg)
+		}
+	}
+
+	steps := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"fresh", r.scenarioFresh},
+		{"cache", r.scenarioCache},
+		{"batch", r.scenarioBatch},
+		{"mixed", r.scenarioMixed},
+		{"accuracy", r.scenarioAccuracy},
+	}
+	for _, s := range steps {
+		if ctx.Err() != nil {
+			r.skipRest(s.name, "not run: "+ctx.Err().Error())
+			continue
+		}
+		if !o.wants(s.name) {
+			r.skipRest(s.name, "not selected (-scenarios)")
+			continue
+		}
+		if err := s.fn(ctx); err != nil {
+			return fmt.Errorf("scenario %s: %w", s.name, err)
+		}
+		if err := r.checkAlive(); err != nil {
+			return err
+		}
+	}
+	for _, run := range r.runs {
+		run.Targets = targets(run, r.o)
+	}
+	if len(r.runs) == 2 {
+		r.res.Ratios = ratios(r.runs[0], r.runs[1])
+	}
+	return nil
+}
+
+// checkAlive fails the run when a process died under load.
+func (r *runner) checkAlive() error {
+	if !r.world.Proc.Running() {
+		return fmt.Errorf("mailworld exited during the run; its stderr ends:\n%s", r.world.Proc.Tail(15))
+	}
+	for _, v := range r.vds {
+		if !v.Proc.Running() {
+			return fmt.Errorf("verifyd %s exited during the run; its stderr ends:\n%s", v.Label, v.Proc.Tail(15))
+		}
+	}
+	return nil
+}
+
+// skipRest marks a scenario skipped in every run.
+func (r *runner) skipRest(name, why string) {
+	for _, run := range r.runs {
+		s := &run.Scenarios
+		switch name {
+		case "fresh":
+			if s.Fresh == nil {
+				s.Fresh = &FreshResult{Skipped: why}
+			}
+		case "cache":
+			if s.Cache == nil {
+				s.Cache = &CacheResult{Skipped: why}
+			}
+		case "batch":
+			if s.Batch == nil {
+				s.Batch = &BatchResult{Skipped: why}
+			}
+		case "mixed":
+			if s.Mixed == nil {
+				s.Mixed = &MixedResult{Skipped: why}
+			}
+		case "accuracy":
+			if s.Accuracy == nil {
+				s.Accuracy = &AccuracyResult{Skipped: why}
+			}
+		}
+	}
+}
+
+func (r *runner) settings(cfg VerifydConfig) Settings {
+	o := r.o
+	cfg.DataDir, cfg.AdminSocket = "<work>/verifyd-A/data", "<work>/verifyd-A/admin.sock"
+	return Settings{
+		FreshLevels: o.FreshLevels, FreshCount: o.FreshCount, FreshSeconds: o.FreshDuration.Seconds(),
+		CacheLevels: o.CacheLevels, CacheCount: o.CacheCount, CacheSeconds: o.CacheDuration.Seconds(),
+		BatchSize: min(o.BatchSize, len(r.pool)), BatchSeconds: o.BatchTimeout.Seconds(),
+		MixedBatchSize: min(o.MixedBatchSize, len(r.pool)), MixedConcurrency: o.MixedConcurrency,
+		Verifyd: cfg.TOML(), Credits: o.Credits,
+	}
+}
+
+// take returns the next n addresses of the pool, wrapping around.
+func (r *runner) take(n int) []string {
+	out := make([]string, 0, n)
+	for len(out) < n {
+		out = append(out, r.pool[r.cursor])
+		r.cursor = (r.cursor + 1) % len(r.pool)
+	}
+	return out
+}
+
+// order returns the verifyds in the order to run step k: alternating, so
+// neither binary always runs first on a warming machine.
+func (r *runner) order(k int) []int {
+	idx := make([]int, len(r.vds))
+	for i := range idx {
+		idx[i] = i
+	}
+	if k%2 == 1 {
+		sort.Sort(sort.Reverse(sort.IntSlice(idx)))
+	}
+	return idx
+}
+
+// binary returns path if set, else builds pkg into dir.
+func (r *runner) binary(ctx context.Context, path, pkg, dir, name string) (string, bool, error) {
+	if path != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return "", false, err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return "", false, err
+		}
+		return abs, false, nil
+	}
+	out := filepath.Join(dir, name)
+	r.logf("building %s", pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd.Dir = r.o.Root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", false, fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return out, true, nil
+}
+
+// FindRoot returns the directory of the go.mod of module
+// github.com/verifyd/verifyd, from the working directory up.
+func FindRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/verifyd/verifyd\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the verifyd module (no go.mod of github.com/verifyd/verifyd above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+// gitDescribe names the commit of root, noting uncommitted changes.
+func gitDescribe(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", root, "status", "--porcelain").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		s += " with uncommitted changes"
+	}
+	return s
+}
+
+// write writes the JSON result, and unless the run was interrupted or
+// NoReport is set, the plot and RESULTS.md.
+func (r *runner) write() error {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(r.o.Root, p)
+	}
+	outDir := abs(r.o.OutDir)
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return err
+	}
+	var errs []error
+	writeReport := !r.o.NoReport && !r.res.Interrupted && len(r.runs) > 0
+	if writeReport && r.o.Plot != "" {
+		if err := writePlot(abs(r.o.Plot), r.res); err != nil {
+			errs = append(errs, err)
+		} else {
+			r.res.Plot = relTo(r.o.Root, abs(r.o.Plot))
+		}
+	}
+	if writeReport && r.o.Report != "" {
+		r.res.Report = relTo(r.o.Root, abs(r.o.Report))
+	}
+	name := filepath.Join(outDir, r.res.StartedAt.Format("20060102-150405")+".json")
+	b, err := json.MarshalIndent(r.res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(name, append(b, '\n'), 0o644); err != nil {
+		errs = append(errs, err)
+	} else {
+		r.logf("wrote %s", name)
+	}
+	if writeReport && r.o.Report != "" {
+		jsonRel := relTo(filepath.Dir(abs(r.o.Report)), name)
+		plotRel := ""
+		if r.res.Plot != "" {
+			plotRel = relTo(filepath.Dir(abs(r.o.Report)), abs(r.o.Plot))
+		}
+		f, err := os.Create(abs(r.o.Report))
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			writeMarkdown(f, r.res, jsonRel, plotRel)
+			if err := f.Close(); err != nil {
+				errs = append(errs, err)
+			}
+			r.logf("wrote %s", abs(r.o.Report))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func relTo(base, p string) string {
+	if rel, err := filepath.Rel(base, p); err == nil {
+		return rel
+	}
+	return p
+}

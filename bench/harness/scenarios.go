@@ -1,0 +1,626 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// receiptLite is the part of a receipt (spec §2.4) the harness reads.
+type receiptLite struct {
+	Status    string `json:"status"`
+	LatencyMs int64  `json:"latency_ms"`
+	Cached    bool   `json:"cached"`
+	Checks    struct {
+		Reason string `json:"reason"`
+	} `json:"checks"`
+}
+
+// measured runs l against v while metering verifyd, the world and the
+// harness itself, and returns the level. Inside another meter's interval
+// (nested), verifyd's peak RSS comes from samples only, leaving the outer
+// meter's VmHWM alone.
+func (r *runner) measured(ctx context.Context, v *Verifyd, l Load, nested bool) (Level, LoadStats) {
+	mv := StartMeter(v.Proc.PID)
+	if nested {
+		mv = StartSampledMeter(v.Proc.PID)
+	}
+	mw := StartMeter(r.world.Proc.PID)
+	mc := StartMeter(os.Getpid())
+	st := l.Run(ctx)
+	uv, uw, uc := mv.Stop(), mw.Stop(), mc.Stop()
+	lv := Level{
+		Concurrency:       l.Concurrency,
+		Sent:              st.Sent,
+		OK:                st.OK,
+		Errors:            st.Errors,
+		Throughput:        round3(st.Throughput()),
+		WindowSeconds:     round3(st.Window.Seconds()),
+		OverallThroughput: round3(st.OverallThroughput()),
+		TotalSeconds:      round3(st.Total.Seconds()),
+		Latency:           percentiles(st.Hist),
+		Verifyd:           procUsage(uv, st.OK, true),
+		World:             procUsage(uw, 0, false),
+		Client:            procUsage(uc, 0, false),
+	}
+	if len(lv.Errors) == 0 {
+		lv.Errors = nil
+	}
+	return lv, st
+}
+
+// validateBodies returns the JSON bodies of POST /v1/validate.
+func validateBodies(emails []string, cache bool) [][]byte {
+	out := make([][]byte, len(emails))
+	for i, e := range emails {
+		q, _ := json.Marshal(e)
+		if cache {
+			out[i] = []byte(`{"email":` + string(q) + `,"cache":true}`)
+		} else {
+			out[i] = []byte(`{"email":` + string(q) + `}`)
+		}
+	}
+	return out
+}
+
+// freshLoad validates emails once each at concurrency c and records every
+// receipt's outcome.
+func (r *runner) freshLoad(ctx context.Context, v *Verifyd, c int, emails []string, d time.Duration, nested bool) (Level, []outcome) {
+	bodies := validateBodies(emails, false)
+	outs := make([]outcome, len(emails))
+	client := NewClient(v.Addr, c, r.o.RequestTimeout)
+	defer client.CloseIdleConnections()
+	l := Load{
+		Client: client, Path: "/v1/validate", Key: v.Key,
+		Concurrency: c, Count: len(emails), Duration: d, Timeout: r.o.RequestTimeout,
+		Body: func(i int) []byte { return bodies[i] },
+		Check: func(i, status int, body []byte, lat time.Duration) string {
+			if status != http.StatusOK {
+				return httpFailure(status, body)
+			}
+			var rc receiptLite
+			if err := json.Unmarshal(body, &rc); err != nil || rc.Status == "" {
+				return "HTTP 200 without a receipt"
+			}
+			outs[i] = outcome{Email: emails[i], Status: rc.Status, Reason: rc.Checks.Reason,
+				LatencyMs: rc.LatencyMs, Client: lat, OK: true}
+			return ""
+		},
+	}
+	lv, _ := r.measured(ctx, v, l, nested)
+	ovh, prompt := NewHistogram(), NewHistogram()
+	var got []outcome
+	for _, o := range outs {
+		if !o.OK {
+			continue
+		}
+		got = append(got, o)
+		ovh.Record(max(0, o.Client-time.Duration(o.LatencyMs)*time.Millisecond))
+		if !r.world.Slow(o.Email) {
+			prompt.Record(o.Client)
+		}
+	}
+	po, pp := percentiles(ovh), percentiles(prompt)
+	lv.Overhead, lv.Prompt = &po, &pp
+	return lv, got
+}
+
+// httpFailure names a non-200 answer, with the error code of the envelope.
+func httpFailure(status int, body []byte) string {
+	var env struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &env) == nil && env.Error.Code != "" {
+		msg := env.Error.Message
+		if strings.HasPrefix(msg, "insufficient credits") {
+			msg = "insufficient credits"
+		} else if len(msg) > 40 {
+			msg = msg[:40] + "…"
+		}
+		return fmt.Sprintf("HTTP %d %s: %s", status, env.Error.Code, msg)
+	}
+	return fmt.Sprintf("HTTP %d", status)
+}
+
+// pause lets a verifyd settle between loads (background work of the last
+// load: auth lookups, closing sessions).
+func pause(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// scenarioFresh is scenario 1: single fresh validations at increasing
+// concurrency, each address once per level.
+func (r *runner) scenarioFresh(ctx context.Context) error {
+	for _, run := range r.runs {
+		run.Scenarios.Fresh = &FreshResult{}
+	}
+	for j, c := range r.o.FreshLevels {
+		// At least five requests per worker, so the level is more than
+		// its ramp.
+		emails := r.take(min(max(r.o.FreshCount, 5*c), len(r.pool)))
+		for _, i := range r.order(j) {
+			if ctx.Err() != nil {
+				return nil
+			}
+			v, run := r.vds[i], r.runs[i]
+			lv, outs := r.freshLoad(ctx, v, c, emails, r.o.FreshDuration, false)
+			run.Scenarios.Fresh.Levels = append(run.Scenarios.Fresh.Levels, lv)
+			r.outcomes[run.Label] = append(r.outcomes[run.Label], outs...)
+			r.logf("fresh %s c=%d: %d ok of %d, %.0f/s sustained, p50 %.1f ms, p99 %.1f ms (prompt addresses %.1f ms), API overhead p99 %.1f ms, verifyd %.2f ms CPU/probe (%.2f cores, world %.2f, client %.2f)%s",
+				v.Label, c, lv.OK, lv.Sent, lv.Throughput, lv.Latency.P50, lv.Latency.P99, lv.Prompt.P99, lv.Overhead.P99,
+				lv.Verifyd.CPUPerRequestMs, lv.Verifyd.Cores, lv.World.Cores, lv.Client.Cores, errSummary(lv.Errors))
+			pause(ctx)
+		}
+	}
+	return nil
+}
+
+func errSummary(errs map[string]int) string {
+	if len(errs) == 0 {
+		return ""
+	}
+	var parts []string
+	for k, n := range errs {
+		parts = append(parts, fmt.Sprintf("%d× %s", n, k))
+	}
+	return "; failures: " + strings.Join(parts, ", ")
+}
+
+// scenarioCache is scenario 2: validations with cache:true of addresses
+// the account probed before, so each is answered from its own cache.
+func (r *runner) scenarioCache(ctx context.Context) error {
+	const want = 2000
+	seeds := map[string][]string{}
+	for k, run := range r.runs {
+		v := r.vds[k]
+		var s []string
+		for _, o := range r.outcomes[run.Label] {
+			// verifyd does not cache unknown verdicts.
+			if o.Status != "unknown" && len(s) < want {
+				s = append(s, o.Email)
+			}
+		}
+		if len(s) < 100 {
+			r.logf("cache %s: seeding the cache with fresh validations", v.Label)
+			_, outs := r.freshLoad(ctx, v, 64, r.take(500), 30*time.Second, false)
+			s = s[:0]
+			for _, o := range outs {
+				if o.Status != "unknown" {
+					s = append(s, o.Email)
+				}
+			}
+		}
+		run.Scenarios.Cache = &CacheResult{Seeded: len(s)}
+		seeds[run.Label] = s
+		if len(s) == 0 {
+			run.Scenarios.Cache.Skipped = "no address with a cacheable result"
+		}
+	}
+	for j, c := range r.o.CacheLevels {
+		for _, i := range r.order(j) {
+			v, run := r.vds[i], r.runs[i]
+			s := seeds[run.Label]
+			if ctx.Err() != nil || len(s) == 0 {
+				continue
+			}
+			bodies := validateBodies(s, true)
+			client := NewClient(v.Addr, c, r.o.RequestTimeout)
+			cached := []byte(`"cached":true`)
+			l := Load{
+				Client: client, Path: "/v1/validate", Key: v.Key,
+				Concurrency: c, Count: r.o.CacheCount, Duration: r.o.CacheDuration, Timeout: r.o.RequestTimeout,
+				Body: func(i int) []byte { return bodies[i%len(bodies)] },
+				Check: func(_, status int, body []byte, _ time.Duration) string {
+					switch {
+					case status != http.StatusOK:
+						return httpFailure(status, body)
+					case !bytes.Contains(body, cached):
+						return "HTTP 200 but not from the cache"
+					}
+					return ""
+				},
+			}
+			lv, _ := r.measured(ctx, v, l, false)
+			client.CloseIdleConnections()
+			run.Scenarios.Cache.Levels = append(run.Scenarios.Cache.Levels, lv)
+			r.logf("cache %s c=%d: %d ok, %.0f/s sustained, p50 %.2f ms, p99 %.2f ms, verifyd %.3f ms CPU/request (%.2f cores)%s",
+				v.Label, c, lv.OK, lv.Throughput, lv.Latency.P50, lv.Latency.P99, lv.Verifyd.CPUPerRequestMs, lv.Verifyd.Cores, errSummary(lv.Errors))
+			pause(ctx)
+		}
+	}
+	return nil
+}
+
+// batchAPI is the part of the API a batch uses, over net/http (few
+// requests, large bodies).
+type batchAPI struct {
+	v  *Verifyd
+	hc *http.Client
+}
+
+func newBatchAPI(v *Verifyd) *batchAPI {
+	return &batchAPI{v: v, hc: &http.Client{Timeout: 5 * time.Minute}}
+}
+
+func (b *batchAPI) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.v.Base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+b.v.Key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, err
+}
+
+// jobView is the batch job resource (spec §2.8) and the 202 answer (§2.7).
+type jobView struct {
+	JobID    string `json:"job_id"`
+	Status   string `json:"status"`
+	Progress struct {
+		Processed int `json:"processed"`
+		Total     int `json:"total"`
+	} `json:"progress"`
+	ResultsURL *string `json:"results_url"`
+}
+
+// runningBatch is an uploaded batch being waited for.
+type runningBatch struct {
+	api   *batchAPI
+	res   *BatchResult
+	start time.Time
+}
+
+// upload sends POST /v1/batch; on a 404 the result is marked skipped.
+func (r *runner) uploadBatch(ctx context.Context, v *Verifyd, emails []string) (*runningBatch, error) {
+	res := &BatchResult{Size: len(emails)}
+	body, err := json.Marshal(map[string]any{"emails": emails, "listName": "verifybench"})
+	if err != nil {
+		return nil, err
+	}
+	api := newBatchAPI(v)
+	start := time.Now()
+	status, data, err := api.do(ctx, "POST", "/v1/batch", body)
+	res.UploadSeconds = round3(time.Since(start).Seconds())
+	rb := &runningBatch{api: api, res: res, start: start}
+	switch {
+	case err != nil:
+		res.Error = "POST /v1/batch: " + err.Error()
+	case status == http.StatusNotFound:
+		res.Skipped = "endpoint not available (404): this verifyd has no POST /v1/batch"
+	case status != http.StatusAccepted:
+		res.Error = fmt.Sprintf("POST /v1/batch: %s", httpFailure(status, data))
+	default:
+		var j jobView
+		if err := json.Unmarshal(data, &j); err != nil || j.JobID == "" {
+			res.Error = fmt.Sprintf("POST /v1/batch: 202 without a job_id: %.200s", data)
+		}
+		res.JobID = j.JobID
+	}
+	return rb, nil
+}
+
+// wait polls GET /v1/jobs/{id} until the job ends or timeout.
+func (rb *runningBatch) wait(ctx context.Context, timeout time.Duration) {
+	res := rb.res
+	deadline := time.Now().Add(timeout)
+	lastSample := -1.0
+	for {
+		status, data, err := rb.api.do(ctx, "GET", "/v1/jobs/"+res.JobID, nil)
+		now := time.Since(rb.start).Seconds()
+		if err != nil {
+			if ctx.Err() != nil {
+				res.Error = "interrupted while waiting for the job"
+				return
+			}
+			res.Error = "GET /v1/jobs/{id}: " + err.Error()
+			return
+		}
+		if status != http.StatusOK {
+			res.Error = "GET /v1/jobs/{id}: " + httpFailure(status, data)
+			return
+		}
+		var j jobView
+		if err := json.Unmarshal(data, &j); err != nil {
+			res.Error = fmt.Sprintf("GET /v1/jobs/{id}: unreadable: %.200s", data)
+			return
+		}
+		res.Status, res.Processed = j.Status, j.Progress.Processed
+		if res.Seconds99 == 0 && res.Size > 0 && 100*j.Progress.Processed >= 99*res.Size {
+			res.Seconds99 = round3(now)
+		}
+		if now-lastSample >= 1 || j.Status == "completed" || j.Status == "failed" {
+			res.Progress = append(res.Progress, [2]float64{round3(now), float64(j.Progress.Processed)})
+			lastSample = now
+		}
+		switch j.Status {
+		case "completed":
+			res.CompletionSeconds = round3(now)
+			if now > 0 {
+				res.Rate = round3(float64(res.Size) / now)
+			}
+			return
+		case "failed":
+			res.Error = fmt.Sprintf("the job failed after %.1f s (%d of %d processed)", now, j.Progress.Processed, res.Size)
+			return
+		}
+		if time.Now().After(deadline) {
+			res.Error = fmt.Sprintf("not completed within %s: %s, %d of %d processed", timeout, j.Status, j.Progress.Processed, res.Size)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			res.Error = "interrupted while waiting for the job"
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// csvHeader is spec §4.4's column order.
+var csvHeader = []string{"email", "status", "score", "is_disposable", "is_role_based", "is_catch_all", "is_free_provider", "mx_host", "latency_ms", "probed_at"}
+
+// download fetches the CSV, checks its header and compares each row's
+// status with the world's expectation.
+func (rb *runningBatch) download(ctx context.Context, w *World) {
+	res := rb.res
+	start := time.Now()
+	status, data, err := rb.api.do(ctx, "GET", "/v1/jobs/"+res.JobID+"/results.csv", nil)
+	res.DownloadSeconds = round3(time.Since(start).Seconds())
+	switch {
+	case err != nil:
+		res.Error = "GET results.csv: " + err.Error()
+		return
+	case status != http.StatusOK:
+		res.Error = "GET results.csv: " + httpFailure(status, data)
+		return
+	}
+	res.CSVBytes = len(data)
+	cr := csv.NewReader(bytes.NewReader(data))
+	cr.FieldsPerRecord = len(csvHeader)
+	head, err := cr.Read()
+	if err != nil {
+		res.Error = "results.csv: " + err.Error()
+		return
+	}
+	if strings.Join(head, ",") != strings.Join(csvHeader, ",") {
+		res.Error = fmt.Sprintf("results.csv: header %q, want %q", head, csvHeader)
+		return
+	}
+	conf := NewConfusion()
+	res.RowStatuses = map[string]int{}
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			res.Error = "results.csv: " + err.Error()
+			return
+		}
+		res.Rows++
+		res.RowStatuses[rec[1]]++
+		if e, ok := w.Expect[lower(rec[0])]; ok {
+			conf.Add(rec[0], e.Status, rec[1])
+		}
+	}
+	if res.Rows != res.Size {
+		res.Error = fmt.Sprintf("results.csv has %d rows for %d addresses", res.Rows, res.Size)
+	}
+	res.confusion = conf
+}
+
+// scenarioBatch is scenario 3: one large batch, upload to CSV.
+func (r *runner) scenarioBatch(ctx context.Context) error {
+	n := min(r.o.BatchSize, len(r.pool))
+	emails := make([]string, n)
+	copy(emails, r.pool) // the shuffled pool: domains interleaved as in a real list
+	for _, i := range r.order(0) {
+		v, run := r.vds[i], r.runs[i]
+		if ctx.Err() != nil {
+			return nil
+		}
+		mv, mw := StartMeter(v.Proc.PID), StartMeter(r.world.Proc.PID)
+		rb, err := r.uploadBatch(ctx, v, emails)
+		if err != nil {
+			return err
+		}
+		res := rb.res
+		if res.Skipped == "" && res.Error == "" {
+			r.logf("batch %s: %d addresses uploaded in %.2f s (job %s)", v.Label, n, res.UploadSeconds, res.JobID)
+			rb.wait(ctx, r.o.BatchTimeout)
+			if res.Error == "" {
+				rb.download(ctx, r.world)
+			}
+		}
+		uv, uw := mv.Stop(), mw.Stop()
+		res.Verifyd = procUsage(uv, res.Processed, true)
+		res.World = procUsage(uw, 0, false)
+		run.Scenarios.Batch = res
+		switch {
+		case res.Skipped != "":
+			r.logf("batch %s: skipped: %s", v.Label, res.Skipped)
+		case res.Error != "":
+			r.logf("batch %s: %s", v.Label, res.Error)
+		default:
+			r.logf("batch %s: %d addresses: upload %.2f s, 99 %% processed at %.1f s, completed in %.1f s (%.0f/s), CSV %.2f s; verifyd peak RSS %.0f MB",
+				v.Label, n, res.UploadSeconds, res.Seconds99, res.CompletionSeconds, res.Rate, res.DownloadSeconds, res.Verifyd.PeakRSSMB)
+		}
+		pause(ctx)
+	}
+	return nil
+}
+
+// scenarioMixed is scenario 4: a batch runs while single fresh validations
+// continue at MixedConcurrency; their p99 is compared with scenario 1's at
+// the same concurrency.
+func (r *runner) scenarioMixed(ctx context.Context) error {
+	n := min(r.o.MixedBatchSize, len(r.pool))
+	emails := make([]string, n)
+	// The other end of the pool from scenario 3's batch where it can be.
+	copy(emails, r.pool[len(r.pool)-n:])
+	// Singles of addresses the world answers promptly: their p99 is then
+	// verifyd's, not a tarpit's.
+	var singles []string
+	for range len(r.pool) {
+		if e := r.take(1)[0]; !r.world.Slow(e) {
+			singles = append(singles, e)
+			if len(singles) == r.o.FreshCount {
+				break
+			}
+		}
+	}
+	for _, i := range r.order(1) {
+		v, run := r.vds[i], r.runs[i]
+		if ctx.Err() != nil {
+			return nil
+		}
+		mr := &MixedResult{}
+		run.Scenarios.Mixed = mr
+		mv, mw := StartMeter(v.Proc.PID), StartMeter(r.world.Proc.PID)
+		rb, err := r.uploadBatch(ctx, v, emails)
+		if err != nil {
+			return err
+		}
+		mr.Batch = rb.res
+		if rb.res.Skipped != "" {
+			mv.Stop()
+			mw.Stop()
+			mr.Skipped = rb.res.Skipped
+			r.logf("mixed %s: skipped: %s", v.Label, mr.Skipped)
+			continue
+		}
+		if rb.res.Error != "" {
+			mv.Stop()
+			mw.Stop()
+			mr.Error = rb.res.Error
+			r.logf("mixed %s: %s", v.Label, mr.Error)
+			continue
+		}
+		// Singles until the batch completes or they run out (their count
+		// and time bounds); the batch is waited for until then, and a
+		// moment more.
+		sctx, cancel := context.WithCancel(ctx)
+		wctx, wcancel := context.WithCancel(ctx)
+		singlesDone := make(chan struct{})
+		var lv Level
+		go func() {
+			defer close(singlesDone)
+			lv, _ = r.freshLoad(sctx, v, r.o.MixedConcurrency, singles, r.o.BatchTimeout, true)
+		}()
+		waited := make(chan struct{})
+		go func() {
+			defer close(waited)
+			rb.wait(wctx, r.o.BatchTimeout)
+		}()
+		select {
+		case <-waited: // the batch ended: stop the singles
+			cancel()
+			<-singlesDone
+		case <-singlesDone: // the singles ran out: the batch gets 2 s more
+			select {
+			case <-waited:
+			case <-time.After(2 * time.Second):
+				wcancel()
+				<-waited
+			}
+		}
+		cancel()
+		wcancel()
+		uv, uw := mv.Stop(), mw.Stop()
+		rb.res.Verifyd = procUsage(uv, rb.res.Processed+lv.OK, true)
+		rb.res.World = procUsage(uw, 0, false)
+		mr.Singles = &lv
+		switch {
+		case rb.res.Status == "completed":
+		case ctx.Err() == nil && (rb.res.Status == "running" || rb.res.Status == "queued") && strings.HasPrefix(rb.res.Error, "interrupted"):
+			// Not a failure: the singles are what this scenario measures.
+			rb.res.Error = ""
+			mr.Note = fmt.Sprintf("the batch was still running when the singles were done (%s of %s processed)", itoa(rb.res.Processed), itoa(rb.res.Size))
+		case rb.res.Error != "":
+			mr.Error = rb.res.Error
+		}
+		if base := baselineLevel(run, r.o.MixedConcurrency); base != nil && base.Prompt != nil && base.Prompt.P99 > 0 {
+			mr.BaselineP99Ms = base.Prompt.P99
+			mr.P99Ratio = round3(lv.Latency.P99 / base.Prompt.P99)
+		}
+		state := fmt.Sprintf("completed in %.1f s", rb.res.CompletionSeconds)
+		if rb.res.Status != "completed" {
+			state = fmt.Sprintf("%s, %d processed", rb.res.Status, rb.res.Processed)
+		}
+		r.logf("mixed %s: batch of %d %s; %d singles meanwhile at c=%d: p50 %.1f ms, p99 %.1f ms (%.2f× the p99 of such addresses without a batch)%s",
+			v.Label, n, state, lv.OK, lv.Concurrency, lv.Latency.P50, lv.Latency.P99, mr.P99Ratio, errorSuffix(mr.Error))
+		pause(ctx)
+	}
+	return nil
+}
+
+// baselineLevel is scenario 1's level at concurrency c, or nil.
+func baselineLevel(run *RunResult, c int) *Level {
+	if run.Scenarios.Fresh == nil {
+		return nil
+	}
+	for i := range run.Scenarios.Fresh.Levels {
+		if lv := &run.Scenarios.Fresh.Levels[i]; lv.Concurrency == c {
+			return lv
+		}
+	}
+	return nil
+}
+
+// scenarioAccuracy is scenario 5: every receipt of scenario 1, and the
+// CSV of scenario 3, against the world's expected verdicts.
+func (r *runner) scenarioAccuracy(context.Context) error {
+	for _, run := range r.runs {
+		acc := &AccuracyResult{}
+		run.Scenarios.Accuracy = acc
+		outs := r.outcomes[run.Label]
+		if len(outs) > 0 {
+			acc.Single = NewConfusion()
+			for _, o := range outs {
+				e, ok := r.world.Expect[lower(o.Email)]
+				if !ok {
+					continue
+				}
+				acc.Single.AddWithReason(o.Email, e.Status, e.Reason, o.Status, o.Reason)
+			}
+		}
+		if b := run.Scenarios.Batch; b != nil && b.confusion != nil {
+			acc.Batch = b.confusion
+		}
+		if acc.Single == nil && acc.Batch == nil {
+			acc.Skipped = "no verdicts to compare (scenarios 1 and 3 gave none)"
+		}
+	}
+	return nil
+}
+
+func lower(s string) string { return strings.ToLower(s) }
+
+// itoa writes n with thousands separators.
+func itoa(n int) string { return groupThousands(int64(n)) }

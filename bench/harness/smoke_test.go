@@ -1,0 +1,155 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSmoke runs the whole harness once, small: it builds verifyd and
+// mailworld, starts a world of 20 domains and a verifyd, sends a few
+// requests per scenario, and checks the JSON result, the report and the
+// plot, and that every process it started is gone.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts verifyd and mailworld")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the harness reads /proc")
+	}
+	out := t.TempDir()
+	o := ShortOptions()
+	o.World.Domains = 20
+	o.World.Latency = 5 * time.Millisecond
+	o.FreshLevels = []int{4, 8}
+	o.FreshCount = 40
+	o.FreshDuration = 5 * time.Second
+	o.CacheLevels = []int{4}
+	o.CacheCount = 200
+	o.CacheDuration = time.Second
+	o.BatchSize = 100
+	o.BatchTimeout = 20 * time.Second
+	o.MixedBatchSize = 50
+	o.MixedConcurrency = 4
+	o.Config.CommandTimeout = 2 * time.Second // the tarpits of the world
+	o.MaxTime = 2 * time.Minute
+	o.OutDir = filepath.Join(out, "results")
+	o.Report = filepath.Join(out, "RESULTS.md")
+	o.Plot = filepath.Join(out, "results", "plot.svg")
+	o.Command = "go test ./bench/harness -run TestSmoke"
+	if testing.Verbose() {
+		o.Log = os.Stderr
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, o)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+
+	// Every child is stopped and reaped.
+	if len(res.Processes) < 2 {
+		t.Fatalf("processes %v: want mailworld and verifyd", res.Processes)
+	}
+	for _, p := range res.Processes {
+		if err := syscall.Kill(p.PID, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("%s (pid %d) still exists after the run: %v", p.Name, p.PID, err)
+		}
+	}
+
+	// The JSON result, read back as a reader would.
+	files, _ := filepath.Glob(filepath.Join(o.OutDir, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("result files %v", files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Tool    string `json:"tool"`
+		Machine struct {
+			CPUs int `json:"cpus"`
+		} `json:"machine"`
+		Runs []struct {
+			Label     string                     `json:"label"`
+			Scenarios map[string]json.RawMessage `json:"scenarios"`
+			Targets   []Target                   `json:"targets"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Tool != "verifybench" || doc.Machine.CPUs < 1 || len(doc.Runs) != 1 {
+		t.Fatalf("result: %s", b)
+	}
+	run := doc.Runs[0]
+	for _, s := range []string{"fresh", "cache", "batch", "mixed", "accuracy"} {
+		if raw, ok := run.Scenarios[s]; !ok || string(raw) == "null" {
+			t.Errorf("scenario %s missing from the result", s)
+		}
+	}
+	var fresh FreshResult
+	if err := json.Unmarshal(run.Scenarios["fresh"], &fresh); err != nil {
+		t.Fatal(err)
+	}
+	if len(fresh.Levels) != 2 {
+		t.Fatalf("fresh levels %+v", fresh.Levels)
+	}
+	for _, lv := range fresh.Levels {
+		if lv.OK == 0 || lv.Throughput <= 0 || lv.Latency.P50 <= 0 || lv.Latency.P99 < lv.Latency.P50 || lv.Verifyd.CPUSeconds <= 0 || lv.Verifyd.PeakRSSMB <= 0 {
+			t.Errorf("fresh level %+v", lv)
+		}
+	}
+	var cache CacheResult
+	if err := json.Unmarshal(run.Scenarios["cache"], &cache); err != nil {
+		t.Fatal(err)
+	}
+	if cache.Skipped != "" || len(cache.Levels) != 1 || cache.Levels[0].OK == 0 || len(cache.Levels[0].Errors) != 0 {
+		t.Errorf("cache %+v", cache)
+	}
+	var batch BatchResult
+	if err := json.Unmarshal(run.Scenarios["batch"], &batch); err != nil {
+		t.Fatal(err)
+	}
+	// The batch endpoints may not exist yet; then the scenario says so.
+	if batch.Skipped == "" && (batch.Error != "" || batch.Rows != batch.Size || batch.CompletionSeconds <= 0) {
+		t.Errorf("batch %+v", batch)
+	}
+	var acc AccuracyResult
+	if err := json.Unmarshal(run.Scenarios["accuracy"], &acc); err != nil {
+		t.Fatal(err)
+	}
+	if acc.Single == nil || acc.Single.Total == 0 || acc.Single.Total != fresh.Levels[0].OK+fresh.Levels[1].OK {
+		t.Errorf("accuracy %+v", acc.Single)
+	}
+	if len(run.Targets) == 0 {
+		t.Error("no targets")
+	}
+
+	// The report and the plot.
+	md, err := os.ReadFile(o.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# verifybench results", "## Targets", "## 1. Fresh single validations", "## 5. Accuracy", "expected ↓ / got →", filepath.Base(files[0])} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	svg, err := os.ReadFile(o.Plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dots, _, _, _ := svgDots(t, svg); len(dots) < 4 {
+		t.Errorf("plot has %d dots", len(dots))
+	}
+}

@@ -1,0 +1,244 @@
+package harness
+
+import (
+	"fmt"
+)
+
+// The targets of the earlier issues, printed beside the figures.
+const (
+	TargetFreshPerSec     = 1500   // fresh single probes/s sustained, 2 cores, world sharing the CPU
+	TargetBatchPerSec     = 5000   // batch addresses/s
+	TargetUploadSeconds   = 2.0    // a 100,000-address upload answers within
+	TargetCompleteSeconds = 60.0   // 100,000 addresses complete within
+	TargetBatchRSSMB      = 512.0  // batch peak RSS below
+	TargetCachePerSec     = 15000  // cache:true hits through the whole stack
+	TargetOverheadP99Ms   = 2.0    // API overhead over the engine, fresh probes, p99
+	TargetMixedP99Ratio   = 2.0    // harness criterion: singles' p99 during a batch ≤ 2× without
+	TargetBatchReference  = 100000 // the batch size the batch targets are stated for
+)
+
+func met(ok bool) *bool { return &ok }
+
+// targets evaluates a run against the targets. A figure that was not
+// measured has Met nil and says why.
+func targets(run *RunResult, o Options) []Target {
+	var ts []Target
+	sc := run.Scenarios
+
+	// Fresh throughput: the best sustained level.
+	t := Target{Name: "fresh single probes", Figure: "sustained throughput, best level", Unit: "probes/s",
+		Target: fmt.Sprintf("≥ %s/s (2 cores, world sharing the CPU)", itoa(TargetFreshPerSec))}
+	if best := bestLevel(sc.Fresh); best != nil {
+		t.Value = best.Throughput
+		t.Met = met(best.Throughput >= TargetFreshPerSec)
+		t.Note = fmt.Sprintf("at concurrency %d (p50 %.0f ms, p99 %.0f ms; %.0f ms for promptly answering addresses)", best.Concurrency, best.Latency.P50, best.Latency.P99, best.Prompt.P99)
+	} else {
+		t.Note = skippedWhy(sc.Fresh != nil, func() string { return sc.Fresh.Skipped })
+	}
+	ts = append(ts, t)
+
+	// API overhead, at the lowest concurrency: the API's own cost, not the
+	// queueing of a saturated machine (every level is in the table).
+	t = Target{Name: "API overhead, fresh probes", Figure: "p99 of round trip − receipt latency_ms, lowest concurrency", Unit: "ms",
+		Target: fmt.Sprintf("< %.0f ms p99", TargetOverheadP99Ms)}
+	if sc.Fresh != nil && len(sc.Fresh.Levels) > 0 && sc.Fresh.Levels[0].Overhead != nil && sc.Fresh.Levels[0].OK > 0 {
+		lv := sc.Fresh.Levels[0]
+		t.Value = lv.Overhead.P99
+		t.Met = met(lv.Overhead.P99 < TargetOverheadP99Ms)
+		t.Note = fmt.Sprintf("at concurrency %d; latency_ms is whole milliseconds (truncated), so the figure overstates by up to 1 ms", lv.Concurrency)
+	} else {
+		t.Note = "scenario 1 did not run"
+	}
+	ts = append(ts, t)
+
+	// Cache hits.
+	t = Target{Name: "cache:true hits through the whole stack", Figure: "sustained throughput, best level", Unit: "requests/s",
+		Target: fmt.Sprintf("≥ %s/s", itoa(TargetCachePerSec))}
+	if sc.Cache != nil && sc.Cache.Skipped == "" && len(sc.Cache.Levels) > 0 {
+		best := sc.Cache.Levels[0]
+		for _, lv := range sc.Cache.Levels[1:] {
+			if lv.Throughput > best.Throughput {
+				best = lv
+			}
+		}
+		t.Value = best.Throughput
+		t.Met = met(best.Throughput >= TargetCachePerSec)
+		t.Note = fmt.Sprintf("at concurrency %d (p99 %.1f ms)", best.Concurrency, best.Latency.P99)
+	} else {
+		t.Note = skippedWhy(sc.Cache != nil, func() string { return sc.Cache.Skipped })
+	}
+	ts = append(ts, t)
+
+	// Batch.
+	b := sc.Batch
+	batchOK := b != nil && b.Skipped == "" && b.Error == "" && b.CompletionSeconds > 0
+	why := func() string {
+		switch {
+		case b == nil:
+			return "scenario 3 did not run"
+		case b.Skipped != "":
+			return "skipped: " + b.Skipped
+		case b.Error != "":
+			return "failed: " + b.Error
+		}
+		return ""
+	}
+	scaled := func(t *Target) {
+		if b.Size != TargetBatchReference {
+			t.Note = fmt.Sprintf("measured with %s addresses; the target is stated for %s", itoa(b.Size), itoa(TargetBatchReference))
+		}
+	}
+	t = Target{Name: "batch throughput", Figure: "addresses / completion time", Unit: "addresses/s",
+		Target: fmt.Sprintf("≥ %s/s", itoa(TargetBatchPerSec))}
+	if batchOK {
+		t.Value, t.Met = b.Rate, met(b.Rate >= TargetBatchPerSec)
+		scaled(&t)
+	} else {
+		t.Note = why()
+	}
+	ts = append(ts, t)
+
+	t = Target{Name: "batch upload", Figure: "POST /v1/batch until 202", Unit: "s",
+		Target: fmt.Sprintf("≤ %.0f s for %s addresses", TargetUploadSeconds, itoa(TargetBatchReference))}
+	if b != nil && b.Skipped == "" && b.JobID != "" {
+		t.Value, t.Met = b.UploadSeconds, met(b.UploadSeconds <= TargetUploadSeconds)
+		scaled(&t)
+	} else {
+		t.Note = why()
+	}
+	ts = append(ts, t)
+
+	t = Target{Name: "batch completion", Figure: "upload start until the job reads completed", Unit: "s",
+		Target: fmt.Sprintf("< %.0f s for %s addresses", TargetCompleteSeconds, itoa(TargetBatchReference))}
+	if batchOK {
+		t.Value = b.CompletionSeconds
+		proj := b.CompletionSeconds * TargetBatchReference / float64(b.Size)
+		t.Met = met(proj < TargetCompleteSeconds)
+		if b.Size != TargetBatchReference {
+			t.Note = fmt.Sprintf("%s addresses; projected linearly to %s: %.1f s (pessimistic: the tail of tarpits and greylisting is a fixed cost, not per address)", itoa(b.Size), itoa(TargetBatchReference), proj)
+		}
+	} else {
+		t.Note = why()
+	}
+	ts = append(ts, t)
+
+	t = Target{Name: "batch peak RSS", Figure: "verifyd VmHWM during scenario 3", Unit: "MB",
+		Target: fmt.Sprintf("< %.0f MB", TargetBatchRSSMB)}
+	if batchOK {
+		t.Value, t.Met = b.Verifyd.PeakRSSMB, met(b.Verifyd.PeakRSSMB < TargetBatchRSSMB)
+		scaled(&t)
+	} else {
+		t.Note = why()
+	}
+	ts = append(ts, t)
+
+	// Mixed: the harness's own criterion.
+	m := sc.Mixed
+	t = Target{Name: "singles during a batch", Figure: "p99 with a batch running / p99 without", Unit: "×",
+		Target: fmt.Sprintf("≤ %.0f× (harness criterion; no earlier issue set a number)", TargetMixedP99Ratio)}
+	switch {
+	case m == nil:
+		t.Note = "scenario 4 did not run"
+	case m.Skipped != "":
+		t.Note = "skipped: " + m.Skipped
+	case m.Error != "" && m.P99Ratio == 0:
+		t.Note = "failed: " + m.Error
+	case m.P99Ratio == 0:
+		t.Note = fmt.Sprintf("no scenario-1 level at concurrency %d to compare with", o.MixedConcurrency)
+	default:
+		t.Value, t.Met = m.P99Ratio, met(m.P99Ratio <= TargetMixedP99Ratio)
+		t.Note = fmt.Sprintf("p99 %.0f ms with the batch, %.0f ms without, at concurrency %d", m.Singles.Latency.P99, m.BaselineP99Ms, m.Singles.Concurrency)
+		if m.Error != "" {
+			t.Note += "; the batch: " + m.Error
+		}
+	}
+	ts = append(ts, t)
+
+	// Accuracy: no target was set; the figure is shown.
+	a := sc.Accuracy
+	t = Target{Name: "verdict agreement with the world", Figure: "receipts of scenario 1 whose verdict matches", Unit: "%",
+		Target: "none set (shown for the record)"}
+	if a != nil && a.Single != nil && a.Single.Total > 0 {
+		t.Value = round3(100 * a.Single.Agreement())
+		t.Note = fmt.Sprintf("%s of %s; verdict and reason: %.1f %%", itoa(a.Single.Agree), itoa(a.Single.Total), 100*a.Single.ReasonAgreement())
+	} else {
+		t.Note = "no receipts to compare"
+	}
+	ts = append(ts, t)
+	return ts
+}
+
+func skippedWhy(ran bool, why func() string) string {
+	if !ran {
+		return "did not run"
+	}
+	if w := why(); w != "" {
+		return "skipped: " + w
+	}
+	return "no successful request"
+}
+
+// bestLevel is the fresh level with the highest sustained throughput.
+func bestLevel(f *FreshResult) *Level {
+	if f == nil {
+		return nil
+	}
+	var best *Level
+	for i := range f.Levels {
+		lv := &f.Levels[i]
+		if lv.OK > 0 && (best == nil || lv.Throughput > best.Throughput) {
+			best = lv
+		}
+	}
+	return best
+}
+
+// ratios compares B with A figure by figure.
+func ratios(a, b *RunResult) []Ratio {
+	var out []Ratio
+	add := func(fig string, x, y float64, better string) {
+		r := Ratio{Figure: fig, A: x, B: y, Better: better}
+		if x != 0 {
+			r.Ratio = round3(y / x)
+		}
+		out = append(out, r)
+	}
+	levels := func(fa, fb []Level, name string, overhead bool) {
+		for _, la := range fa {
+			for _, lb := range fb {
+				if la.Concurrency != lb.Concurrency {
+					continue
+				}
+				p := fmt.Sprintf("%s c=%d ", name, la.Concurrency)
+				add(p+"throughput/s", la.Throughput, lb.Throughput, "higher")
+				add(p+"p50 ms", la.Latency.P50, lb.Latency.P50, "lower")
+				add(p+"p99 ms", la.Latency.P99, lb.Latency.P99, "lower")
+				add(p+"verifyd CPU ms/request", la.Verifyd.CPUPerRequestMs, lb.Verifyd.CPUPerRequestMs, "lower")
+				if overhead && la.Overhead != nil && lb.Overhead != nil {
+					add(p+"API overhead p99 ms", la.Overhead.P99, lb.Overhead.P99, "lower")
+				}
+			}
+		}
+	}
+	if a.Scenarios.Fresh != nil && b.Scenarios.Fresh != nil {
+		levels(a.Scenarios.Fresh.Levels, b.Scenarios.Fresh.Levels, "fresh", true)
+	}
+	if a.Scenarios.Cache != nil && b.Scenarios.Cache != nil {
+		levels(a.Scenarios.Cache.Levels, b.Scenarios.Cache.Levels, "cache", false)
+	}
+	if ba, bb := a.Scenarios.Batch, b.Scenarios.Batch; ba != nil && bb != nil && ba.Rate > 0 && bb.Rate > 0 {
+		add("batch upload s", ba.UploadSeconds, bb.UploadSeconds, "lower")
+		add("batch completion s", ba.CompletionSeconds, bb.CompletionSeconds, "lower")
+		add("batch addresses/s", ba.Rate, bb.Rate, "higher")
+		add("batch CSV download s", ba.DownloadSeconds, bb.DownloadSeconds, "lower")
+		add("batch verifyd peak RSS MB", ba.Verifyd.PeakRSSMB, bb.Verifyd.PeakRSSMB, "lower")
+		add("batch verifyd CPU ms/address", ba.Verifyd.CPUPerRequestMs, bb.Verifyd.CPUPerRequestMs, "lower")
+	}
+	if ma, mb := a.Scenarios.Mixed, b.Scenarios.Mixed; ma != nil && mb != nil && ma.Singles != nil && mb.Singles != nil {
+		add("mixed singles p99 ms", ma.Singles.Latency.P99, mb.Singles.Latency.P99, "lower")
+	}
+	if aa, ab := a.Scenarios.Accuracy, b.Scenarios.Accuracy; aa != nil && ab != nil && aa.Single != nil && ab.Single != nil {
+		add("verdict agreement %", round3(100*aa.Single.Agreement()), round3(100*ab.Single.Agreement()), "higher")
+	}
+	return out
+}

@@ -1,0 +1,261 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+// Verifyd is one running verifyd the harness started.
+type Verifyd struct {
+	// Label names the binary in the report: "A" (the one under test) or
+	// "B" (-compare).
+	Label   string
+	Bin     string
+	Dir     string
+	Config  VerifydConfig
+	CfgPath string
+	Proc    *Proc
+	// Base is the API's base URL, http://127.0.0.1:port; Addr its host:port.
+	Base, Addr string
+	// Key is the demo account's API key, Account its id, both printed by
+	// verifyd on its first start.
+	Key, Account string
+	// CreditsVia says how the account's balance was raised.
+	CreditsVia string
+
+	procs *Procs
+}
+
+var (
+	apiRE     = regexp.MustCompile(`API on (http://[0-9.:]+)`)
+	keyRE     = regexp.MustCompile(`(svc_live_\S+)`)
+	accountRE = regexp.MustCompile(`created demo account (\S+) with`)
+)
+
+// StartVerifyd writes cfg (with DataDir and AdminSocket set inside dir)
+// and starts bin on it, waiting until the API answers.
+func StartVerifyd(ctx context.Context, procs *Procs, label, bin, dir string, cfg VerifydConfig) (*Verifyd, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cfg.DataDir = filepath.Join(dir, "data")
+	if cfg.AdminSocket == "" {
+		cfg.AdminSocket = filepath.Join(dir, "admin.sock")
+	}
+	v := &Verifyd{Label: label, Bin: bin, Dir: dir, Config: cfg, CfgPath: filepath.Join(dir, "verifyd.toml"), procs: procs}
+	if err := os.WriteFile(v.CfgPath, []byte(cfg.TOML()), 0o600); err != nil {
+		return nil, err
+	}
+	if err := v.start(ctx); err != nil {
+		return nil, err
+	}
+	if v.Key == "" {
+		return nil, fmt.Errorf("verifyd %s printed no API key on its first start (stdout in %s)", label, v.Proc.StdoutLog)
+	}
+	return v, nil
+}
+
+// start runs the process and waits for "API on".
+func (v *Verifyd) start(ctx context.Context) error {
+	api := make(chan string, 1)
+	key := make(chan [2]string, 1)
+	var acct string
+	p, err := StartProc("verifyd-"+v.Label, v.Bin, []string{"-config", v.CfgPath}, v.Dir,
+		func(line string) {
+			if m := accountRE.FindStringSubmatch(line); m != nil {
+				acct = strings.TrimSuffix(m[1], ".")
+			}
+			if m := keyRE.FindStringSubmatch(line); m != nil {
+				select {
+				case key <- [2]string{m[1], acct}:
+				default:
+				}
+			}
+		},
+		func(line string) {
+			if m := apiRE.FindStringSubmatch(line); m != nil {
+				select {
+				case api <- m[1]:
+				default:
+				}
+			}
+		})
+	if err != nil {
+		return err
+	}
+	v.procs.Add(p)
+	v.Proc = p
+	base, err := waitLine(ctx, p, api, time.Minute, "its API address")
+	if err != nil {
+		return err
+	}
+	v.Base = base
+	v.Addr = strings.TrimPrefix(base, "http://")
+	// stdout and stderr are read apart: the key line may come a moment
+	// after the API line. A restart prints none.
+	select {
+	case k := <-key:
+		v.Key, v.Account = k[0], k[1]
+	case <-time.After(2 * time.Second):
+	}
+	return v.waitHealthy(ctx)
+}
+
+func (v *Verifyd) waitHealthy(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(v.Base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("verifyd %s: /healthz did not answer 200 in 30 s: %v", v.Label, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops the process.
+func (v *Verifyd) Stop() error { return v.Proc.Stop(15 * time.Second) }
+
+// SetCredits sets the demo account's balance to n. verifyd gives the demo
+// account 1,000 credits; the benchmark needs far more. It uses the admin
+// API on the unix socket (POST /v1/accounts/{id}/credits {"set": n}, the
+// route verifyctl's "credits set" uses) when this verifyd serves it. A
+// verifyd without the admin socket is stopped, its balance is set offline
+// through the storage package on its data directory, and it is started
+// again (same data, same key).
+func (v *Verifyd) SetCredits(ctx context.Context, n int64) error {
+	if v.waitSocket(3 * time.Second) {
+		err := v.adminSetCredits(ctx, n)
+		if err == nil {
+			v.CreditsVia = "admin API on the unix socket (POST /v1/accounts/{id}/credits)"
+			return nil
+		}
+		return fmt.Errorf("verifyd %s: admin socket: %w", v.Label, err)
+	}
+	if v.Account == "" {
+		return fmt.Errorf("verifyd %s: no admin socket and no account id printed: cannot raise the balance", v.Label)
+	}
+	if err := v.Stop(); err != nil {
+		return err
+	}
+	if err := offlineSetCredits(filepath.Join(v.Config.DataDir, "db"), v.Account, n); err != nil {
+		return fmt.Errorf("verifyd %s: offline credit change: %w", v.Label, err)
+	}
+	if err := v.start(ctx); err != nil {
+		return fmt.Errorf("verifyd %s: restart after the credit change: %w", v.Label, err)
+	}
+	v.CreditsVia = "offline, through the storage package while verifyd was stopped (this verifyd serves no admin socket)"
+	return nil
+}
+
+// waitSocket reports whether the admin socket appears within d.
+func (v *Verifyd) waitSocket(d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
+		if fi, err := os.Stat(v.Config.AdminSocket); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// adminClient is an HTTP client that dials only the admin socket.
+func (v *Verifyd) adminClient() *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", v.Config.AdminSocket)
+		},
+	}}
+}
+
+func (v *Verifyd) adminSetCredits(ctx context.Context, n int64) error {
+	hc := v.adminClient()
+	defer hc.CloseIdleConnections()
+	if v.Account == "" {
+		var list struct {
+			Accounts []struct {
+				ID string `json:"id"`
+			} `json:"accounts"`
+		}
+		if err := adminDo(ctx, hc, "GET", "/v1/accounts", nil, &list); err != nil {
+			return err
+		}
+		if len(list.Accounts) == 0 {
+			return errors.New("no account")
+		}
+		v.Account = list.Accounts[0].ID
+	}
+	body := map[string]any{"set": n, "note": "verifybench"}
+	return adminDo(ctx, hc, "POST", "/v1/accounts/"+v.Account+"/credits", body, nil)
+}
+
+func adminDo(ctx context.Context, hc *http.Client, method, path string, in, out any) error {
+	var rd io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://verifyd"+path, rd)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, bytes.TrimSpace(b))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// offlineSetCredits opens verifyd's database (verifyd must be stopped) and
+// sets the account's balance.
+func offlineSetCredits(dir, account string, n int64) error {
+	db, err := storage.Open(dir, storage.Options{
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		PurgeInterval: -1,
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := db.SetCredits(account, n, "verifybench"); err != nil {
+		db.Close()
+		return err
+	}
+	return db.Close()
+}
