@@ -87,7 +87,7 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *caller, idem *storag
 		// An unknown verdict is not worth serving from the cache.
 		SkipCache: res.Status == probe.StatusUnknown,
 	}
-	s.charge(ctx, c, idem, hold, stored, rec)
+	s.charge(ctx, c, idem, &hold, stored, rec)
 }
 
 // validateCached answers from the account's own recent result, when there
@@ -105,18 +105,6 @@ func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *caller, idem *stora
 		s.reqLog(ctx).Warn("cached receipt unreadable", "result", prev.ID, "err", err)
 		return false
 	}
-	hold, err := s.db.Hold(c.account, 1, requestID(ctx))
-	var ice *storage.InsufficientCreditsError
-	switch {
-	case errors.As(err, &ice):
-		s.answer(ctx, idem, badRequest(fmt.Sprintf("insufficient credits: 1 needed, %d available", ice.Available()),
-			map[string]any{"currentCredits": ice.Available()}))
-		return true
-	case err != nil:
-		s.abortIdem(idem)
-		s.internal(ctx, "hold credit", err)
-		return true
-	}
 	rec.Cached = true
 	stored := storage.Result{
 		Email:      prev.Email,
@@ -126,15 +114,20 @@ func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *caller, idem *stora
 		ProbedAt:   s.opts.Now(),
 		CachedFrom: prev.ID,
 	}
-	s.charge(ctx, c, idem, hold, stored, &rec)
+	// The result is known: no hold, one synced write that checks the
+	// credits and charges them.
+	s.charge(ctx, c, idem, nil, stored, &rec)
 	return true
 }
 
 // charge completes a validation: the receipt is signed once the balance
 // after the charge is known, inside the charge's synced write.
-func (s *Server) charge(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, hold storage.Hold, stored storage.Result, rec *receiptJSON) {
+//
+// With a hold, its credit is charged; without (nil), one credit is charged
+// directly if available.
+func (s *Server) charge(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, hold *storage.Hold, stored storage.Result, rec *receiptJSON) {
 	var body []byte
-	charged, err := s.db.Charge(hold, storage.ChargeRequest{
+	req := storage.ChargeRequest{
 		Result: stored,
 		Idem:   idem,
 		Seal: func(_ storage.Result, balance int64) (storage.Sealed, error) {
@@ -150,10 +143,25 @@ func (s *Server) charge(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemR
 				Body:   signed,
 			}}, nil
 		},
-	})
-	if err != nil {
-		if _, rerr := s.db.Release(hold, "charge failed"); rerr != nil && !errors.Is(rerr, storage.ErrHoldNotActive) {
-			s.reqLog(ctx).Error("release hold", "err", rerr)
+	}
+	var charged storage.Charged
+	var err error
+	if hold != nil {
+		charged, err = s.db.Charge(*hold, req)
+	} else {
+		charged, err = s.db.ChargeDirect(c.account, 1, req)
+	}
+	var ice *storage.InsufficientCreditsError
+	switch {
+	case hold == nil && errors.As(err, &ice):
+		s.answer(ctx, idem, badRequest(fmt.Sprintf("insufficient credits: 1 needed, %d available", ice.Available()),
+			map[string]any{"currentCredits": ice.Available()}))
+		return
+	case err != nil:
+		if hold != nil {
+			if _, rerr := s.db.Release(*hold, "charge failed"); rerr != nil && !errors.Is(rerr, storage.ErrHoldNotActive) {
+				s.reqLog(ctx).Error("release hold", "err", rerr)
+			}
 		}
 		s.abortIdem(idem)
 		s.internal(ctx, "charge", err)

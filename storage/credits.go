@@ -392,30 +392,58 @@ type Charged struct {
 // none of it does. ErrHoldNotActive when the hold was already charged or
 // released.
 func (db *DB) Charge(h Hold, req ChargeRequest) (Charged, error) {
+	return db.charge(h.Account, &h, 0, req)
+}
+
+// ChargeDirect charges n credits of the account without a hold, for a
+// result that is already known (cache: true): the availability check and the
+// charge with the result, its history row and the idempotent response are
+// one synced batch under the account's lock. It fails with an
+// *InsufficientCreditsError when fewer than n are available.
+func (db *DB) ChargeDirect(account string, n int64, req ChargeRequest) (Charged, error) {
+	if n <= 0 {
+		return Charged{}, invalidf("credits to charge must be positive, not %d", n)
+	}
+	return db.charge(account, nil, n, req)
+}
+
+// charge is Charge (h set: the hold's credits) and ChargeDirect (h nil: n
+// credits checked against the available balance).
+func (db *DB) charge(account string, h *Hold, n int64, req ChargeRequest) (Charged, error) {
 	r := req.Result
 	if r.Account == "" {
-		r.Account = h.Account
+		r.Account = account
 	}
 	if r.Kind == "" {
 		r.Kind = KindSingle
 	}
-	if r.Account != h.Account || r.Kind != KindSingle || r.JobID != "" {
-		return Charged{}, invalidf("a charge stores a single result of the hold's account")
+	if r.Account != account || r.Kind != KindSingle || r.JobID != "" {
+		return Charged{}, invalidf("a charge stores a single result of the charged account")
 	}
 	if req.Idem != nil && req.Seal == nil {
 		return Charged{}, invalidf("ChargeRequest.Idem needs Seal for the response")
 	}
-	if req.Idem != nil && req.Idem.Account != h.Account {
+	if req.Idem != nil && req.Idem.Account != account {
 		return Charged{}, invalidf("idempotency key of another account")
 	}
-	st, err := db.lockAccount(h.Account)
+	st, err := db.lockAccount(account)
 	if err != nil {
 		return Charged{}, err
 	}
-	n, ok := st.holds[h.Seq]
-	if !ok {
+	var holdSeq uint64
+	heldDelta := int64(0)
+	if h != nil {
+		var ok bool
+		if n, ok = st.holds[h.Seq]; !ok {
+			st.mu.Unlock()
+			return Charged{}, fmt.Errorf("%w: %s/%d", ErrHoldNotActive, h.Account, h.Seq)
+		}
+		holdSeq, heldDelta = h.Seq, -n
+	} else if avail := st.balance - st.held; avail < n {
+		e := &InsufficientCreditsError{Current: st.balance, Held: st.held, Needed: n}
 		st.mu.Unlock()
-		return Charged{}, fmt.Errorf("%w: %s/%d", ErrHoldNotActive, h.Account, h.Seq)
+		insufficientCredits.Inc()
+		return Charged{}, e
 	}
 	now := db.now()
 	if err := db.prepareResult(&r, now); err != nil {
@@ -423,9 +451,11 @@ func (db *DB) Charge(h Hold, req ChargeRequest) (Charged, error) {
 		return Charged{}, err
 	}
 	b := db.pdb.NewBatch()
-	tx := st.begin(h.Account, b, now)
-	e := tx.add(EntryCharge, n, -n, -n, h.Seq, r.ID, "")
-	b.Delete(holdKey(h.Account, h.Seq), nil)
+	tx := st.begin(account, b, now)
+	e := tx.add(EntryCharge, n, -n, heldDelta, holdSeq, r.ID, "")
+	if h != nil {
+		b.Delete(holdKey(account, h.Seq), nil)
+	}
 
 	var sealed Sealed
 	if req.Seal != nil {
@@ -436,7 +466,7 @@ func (db *DB) Charge(h Hold, req ChargeRequest) (Charged, error) {
 		}
 		r.Receipt = sealed.Receipt
 	}
-	pa := posAlloc{db: db, st: st, account: h.Account}
+	pa := posAlloc{db: db, st: st, account: account}
 	if err := db.stageResult(b, &pa, &r); err != nil {
 		st.mu.Unlock()
 		b.Close()
@@ -463,7 +493,9 @@ func (db *DB) Charge(h Hold, req ChargeRequest) (Charged, error) {
 	}
 	tx.apply()
 	pa.apply()
-	delete(st.holds, h.Seq)
+	if h != nil {
+		delete(st.holds, h.Seq)
+	}
 	st.mu.Unlock()
 	if err := wait(); err != nil {
 		return Charged{}, err
