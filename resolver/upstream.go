@@ -27,9 +27,16 @@ const tcpMaxIdle = 4 * time.Second
 // aLongTimeAgo is a deadline in the past, to interrupt a blocked read.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// bufPool holds buffers big enough for any UDP datagram.
+// udpBufSize is the read buffer of a UDP exchange. Queries advertise
+// ednsBufSize (1232), so a conforming reply fits with room to spare; a
+// larger datagram breaks the advertised limit and fails to unpack. 4 KiB
+// rather than 64 KiB matters: thousands of queries are in flight during a
+// big batch, each holding one buffer (64 KiB each measured ~470 MB).
+const udpBufSize = 4096
+
+// bufPool holds the UDP read buffers.
 var bufPool = sync.Pool{New: func() any {
-	b := make([]byte, 65535)
+	b := make([]byte, udpBufSize)
 	return &b
 }}
 

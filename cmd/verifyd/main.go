@@ -27,12 +27,15 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
 	"github.com/verifyd/verifyd/cmd/verifyd/config"
 	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/server"
 	"github.com/verifyd/verifyd/server/admin"
+	"github.com/verifyd/verifyd/server/jobs"
+	"github.com/verifyd/verifyd/systemd/sdnotify"
 )
 
 func main() {
@@ -147,6 +150,27 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		TrustedProxies:   proxies,
 		Logger:           log,
 	})
+	// --- batch jobs and webhooks (server/jobs): resume the jobs left
+	// queued or running, start the scheduler and the webhook dispatcher,
+	// add POST /v1/batch and GET /v1/jobs/{id}[/results.csv].
+	batch, err := jobs.Start(jobs.Options{
+		DB: a.db, Verifier: a.pools, Logger: log,
+		MaxEmails: cfg.Limits.BatchMaxEmails, MaxBodyBytes: cfg.Limits.BatchMaxBodyBytes,
+		RetryWindow: cfg.Jobs.RetryWindow, Concurrency: cfg.Jobs.Concurrency,
+		DomainConcurrency: cfg.Jobs.DomainConcurrency, GroupSize: cfg.Jobs.GroupSize,
+		GroupTimeout: cfg.Jobs.GroupTimeout, MaxFailures: cfg.Jobs.MaxFailures,
+		Webhooks: jobs.WebhookOptions{
+			Timeout: cfg.Webhooks.Timeout, AllowPrivate: cfg.Webhooks.AllowPrivate,
+			RetrySchedule: cfg.Webhooks.RetrySchedule, GiveUpAfter: cfg.Webhooks.GiveUpAfter,
+			Concurrency: cfg.Webhooks.Concurrency,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("cannot start batch jobs: %w", err)
+	}
+	defer batch.Close(context.Background()) // after an early return; a no-op after the one below
+	batch.Routes(api)
+	// --- end of batch jobs and webhooks
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on http.listen: %w", err)
@@ -154,7 +178,14 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	errc := make(chan error, 3)
 	go func() { errc <- api.Serve(ln) }()
 
-	adm := admin.New(admin.Options{DB: a.db, Keys: a.keys, Logger: log, Extra: a.opsRoutes(cfg.DataDir)})
+	// The egress pool's events (cooldowns, policy blocks, reputation,
+	// addresses taken out of rotation) become reputation.warning webhooks
+	// of the running jobs.
+	a.egressEvents.Store(batch)
+	adm := admin.New(admin.Options{DB: a.db, Keys: a.keys, Logger: log, Extra: func(r *router.Router) {
+		a.opsRoutes(cfg.DataDir)(r)
+		batch.AdminRoutes(r)
+	}})
 	if err := adm.Listen(cfg.Admin.Socket); err != nil {
 		return fmt.Errorf("cannot listen on admin.socket: %w", err)
 	}
@@ -195,20 +226,38 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+
+	// systemd (Type=notify): ready once storage is open and every listener
+	// is up; the watchdog is fed from this loop while storage answers.
+	_ = sdnotify.Ready()
+	_ = sdnotify.Status("serving")
+	watchdog, stopWatchdog := sdnotify.WatchdogTick()
+	defer stopWatchdog()
 wait:
 	for {
 		select {
 		case <-ctx.Done():
+			_ = sdnotify.Stopping()
 			log.Info("shutting down", "timeout", cfg.HTTP.ShutdownTimeout)
 			break wait
 		case err := <-errc:
 			return fmt.Errorf("listener failed: %w", err)
+		case <-watchdog:
+			if _, err := a.db.LoadEgressState(); err == nil {
+				_ = sdnotify.Watchdog()
+			} else {
+				log.Error("storage does not answer; withholding the watchdog ping", "err", err)
+			}
 		case <-hup:
+			_ = sdnotify.Reloading()
 			changes, err := rl.reload()
+			_ = sdnotify.Ready()
 			if err != nil {
 				log.Error("reload", "err", err)
+				_ = sdnotify.Status("serving; last reload refused: " + err.Error())
 				continue
 			}
+			_ = sdnotify.Status("serving")
 			if len(changes) == 0 {
 				changes = []string{"nothing changed"}
 			}
@@ -220,6 +269,9 @@ wait:
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
 	defer cancel()
+	if err := batch.Close(sctx); err != nil { // batch jobs: results received are written; the rest resumes at the next start
+		log.Warn("batch jobs shutdown", "err", err)
+	}
 	if err := api.Shutdown(sctx); err != nil {
 		log.Warn("api shutdown", "err", err)
 	}

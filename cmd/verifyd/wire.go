@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/verifyd/verifyd/cmd/verifyd/config"
@@ -14,6 +15,7 @@ import (
 	"github.com/verifyd/verifyd/probe/authsig"
 	"github.com/verifyd/verifyd/probe/lists"
 	"github.com/verifyd/verifyd/resolver"
+	"github.com/verifyd/verifyd/server/jobs"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
 )
@@ -29,6 +31,9 @@ type app struct {
 	pools  *probe.Pools
 	auth   *authsig.Collector
 	age    *authsig.DomainAge
+	// egressEvents receives the pool's events once the batch service
+	// runs (it is started after the pool).
+	egressEvents atomic.Pointer[jobs.Service]
 }
 
 // open builds every part in dependency order; on error it closes what it
@@ -73,6 +78,11 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 		ConnectTimeout:   cfg.SMTP.ConnectTimeout,
 		Store:            a.db,
 		Logger:           log,
+		OnEvent: func(ev egress.Event) {
+			if s := a.egressEvents.Load(); s != nil {
+				s.EgressEvent(ev)
+			}
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("cannot start the egress pool: %w", err)
 	}

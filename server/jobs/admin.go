@@ -1,0 +1,157 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/verifyd/verifyd/server/admin"
+	"github.com/verifyd/verifyd/server/admin/adminapi"
+	"github.com/verifyd/verifyd/server/jobs/hookapi"
+	"github.com/verifyd/verifyd/storage"
+)
+
+// AdminRoutes adds the webhook routes of the operator API (package
+// hookapi lists them) to the admin socket's router: pass it as
+// admin.Options.Extra.
+func (s *Service) AdminRoutes(r *router.Router) {
+	r.GET("/v1/webhooks/outbox", admin.JSON(s.adminOutbox))
+	r.GET("/v1/webhooks/dead-letters", admin.JSON(s.adminDeadLetters))
+	r.GET("/v1/webhooks/attempts", admin.JSON(s.adminAttempts))
+	r.POST("/v1/webhooks/events/{id}/resend", admin.JSON(s.adminResend))
+	r.POST("/v1/webhooks/test", admin.JSON(s.adminTest))
+}
+
+// listArgs reads ?account= (which must exist) and ?limit= (1 to
+// 10,000, default 100).
+func (s *Service) listArgs(ctx *fasthttp.RequestCtx) (account string, limit int, err error) {
+	args := ctx.QueryArgs()
+	account = string(args.Peek("account"))
+	limit = 100
+	if v := args.Peek("limit"); v != nil {
+		n, perr := strconv.Atoi(string(v))
+		if perr != nil || n < 1 || n > 10_000 {
+			return "", 0, &adminapi.Error{Code: adminapi.CodeBadRequest, Message: "invalid request: limit must be an integer from 1 to 10000",
+				Details: map[string]any{"issues": []adminapi.Issue{{Path: "limit", Message: "must be an integer from 1 to 10000"}}}}
+		}
+		limit = n
+	}
+	if account != "" {
+		if _, err := s.db.GetAccount(account); err != nil {
+			return "", 0, err
+		}
+	}
+	return account, limit, nil
+}
+
+func eventView(ev storage.Event) hookapi.Event {
+	return hookapi.Event{
+		ID: ev.ID, Account: ev.Account, Type: ev.Type, URL: ev.URL, Attempts: ev.Attempts,
+		CreatedAt: ev.CreatedAt, NextAttempt: ev.NextAttempt, LastStatus: ev.LastStatus, LastError: ev.LastError,
+		DeadAt: ev.DeadAt, Body: json.RawMessage(ev.Body),
+	}
+}
+
+func eventList(evs []storage.Event) hookapi.EventList {
+	out := hookapi.EventList{Events: make([]hookapi.Event, 0, len(evs))}
+	for _, ev := range evs {
+		out.Events = append(out.Events, eventView(ev))
+	}
+	return out
+}
+
+func (s *Service) adminOutbox(ctx *fasthttp.RequestCtx) (any, error) {
+	account, limit, err := s.listArgs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.db.OutboxEvents(account, limit)
+	if err != nil {
+		return nil, err
+	}
+	return eventList(evs), nil
+}
+
+func (s *Service) adminDeadLetters(ctx *fasthttp.RequestCtx) (any, error) {
+	account, limit, err := s.listArgs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.db.DeadLetters(account, limit)
+	if err != nil {
+		return nil, err
+	}
+	return eventList(evs), nil
+}
+
+func (s *Service) adminAttempts(ctx *fasthttp.RequestCtx) (any, error) {
+	account, limit, err := s.listArgs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return hookapi.AttemptList{Attempts: s.hooks.attempts(account, limit)}, nil
+}
+
+func (s *Service) adminResend(ctx *fasthttp.RequestCtx) (any, error) {
+	id, _ := ctx.UserValue("id").(string)
+	ev, err := s.db.ResendEvent(id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, &adminapi.Error{Code: adminapi.CodeNotFound,
+			Message: "no event " + strconv.Quote(id) + " in the outbox or the dead-letter queue (delivered events are not kept)"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	hooksRedriven.Inc()
+	s.log.Info("webhook event resent by the operator", "event", id, "account", ev.Account)
+	s.hooks.wake()
+	return eventView(ev), nil
+}
+
+func (s *Service) adminTest(ctx *fasthttp.RequestCtx) (any, error) {
+	var req hookapi.TestRequest
+	if err := admin.DecodeJSON(ctx, &req); err != nil {
+		return nil, err
+	}
+	if req.Account == "" {
+		return nil, &adminapi.Error{Code: adminapi.CodeBadRequest, Message: "invalid request: account is required",
+			Details: map[string]any{"issues": []adminapi.Issue{{Path: "account", Message: "is required"}}}}
+	}
+	if _, err := s.db.GetAccount(req.Account); err != nil {
+		return nil, err
+	}
+	last, err := s.db.LastEvent(req.Account)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, &adminapi.Error{Code: adminapi.CodeNotFound, Message: "the account has no webhook event yet whose payload could be replayed"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if req.URL != "" {
+		if _, err := s.guard.CheckURL(req.URL); err != nil {
+			return nil, &adminapi.Error{Code: adminapi.CodeBadRequest, Message: "invalid request: url " + err.Error(),
+				Details: map[string]any{"issues": []adminapi.Issue{{Path: "url", Message: err.Error()}}}}
+		}
+		last.URL = req.URL
+	}
+	return s.hooks.test(context.Background(), last), nil
+}
+
+// test sends ev's payload once, under a new event id, with X-SVC-Test:
+// true, and reports the outcome; nothing is recorded in the outbox.
+func (d *dispatcher) test(ctx context.Context, ev storage.Event) hookapi.TestResult {
+	hooksTestEvents.Inc()
+	id := storage.NewUUIDv7(d.now())
+	o := d.send(ctx, ev, id, 1, true)
+	r := hookapi.TestResult{EventID: id, ReplayOf: ev.ID, Type: ev.Type, URL: ev.URL, Delivered: o.ok(),
+		Status: o.status, Error: o.text(), DurationMs: o.dur.Milliseconds()}
+	d.remember(Attempt{EventID: id, Account: ev.Account, Type: ev.Type, URL: ev.URL, At: d.now(), Attempt: 1,
+		Status: o.status, Error: o.text(), DurationMs: r.DurationMs, Outcome: "test"})
+	d.log.Info("webhook test event", "replay_of", ev.ID, "event", id, "url", redactURL(ev.URL),
+		"delivered", r.Delivered, "status", o.status, "err", o.text())
+	return r
+}

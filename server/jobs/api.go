@@ -1,0 +1,323 @@
+package jobs
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/verifyd/verifyd/server"
+	"github.com/verifyd/verifyd/storage"
+)
+
+const (
+	endpointBatch = "POST /v1/batch"
+	headerIdemKey = "Idempotency-Key"
+	headerReplay  = "Idempotent-Replay"
+)
+
+// Routes adds POST /v1/batch, GET /v1/jobs/{id} and GET
+// /v1/jobs/{id}/results.csv to srv, behind its authentication and limits.
+func (s *Service) Routes(srv *server.Server) {
+	r := srv.Router()
+	r.POST("/v1/batch", srv.Guard("batch", server.ScopeWrite, s.postBatch))
+	r.GET("/v1/jobs/{id}", srv.Guard("other", server.ScopeRead, s.getJob))
+	r.GET("/v1/jobs/{id}/results.csv", srv.Guard("other", server.ScopeRead, s.getResults))
+}
+
+// apiError is spec §2.11's envelope.
+type apiError struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+var statusOf = map[string]int{
+	server.CodeBadRequest: fasthttp.StatusBadRequest,
+	server.CodeNotFound:   fasthttp.StatusNotFound,
+	server.CodeConflict:   fasthttp.StatusConflict,
+	server.CodeInternal:   fasthttp.StatusInternalServerError,
+}
+
+func writeError(ctx *fasthttp.RequestCtx, e apiError) {
+	status, ok := statusOf[e.Code]
+	if !ok {
+		e = apiError{Code: server.CodeInternal, Message: "internal error"}
+		status = fasthttp.StatusInternalServerError
+	}
+	b, err := json.Marshal(struct {
+		Error apiError `json:"error"`
+	}{e})
+	if err != nil {
+		b = []byte(`{"error":{"code":"INTERNAL","message":"internal error"}}`)
+		status = fasthttp.StatusInternalServerError
+	}
+	ctx.Response.Header.SetContentType("application/json")
+	ctx.SetStatusCode(status)
+	ctx.SetBody(b)
+}
+
+func (s *Service) internal(ctx *fasthttp.RequestCtx, what string, err error) {
+	s.log.Error("internal error", "what", what, "err", err, "path", string(ctx.Path()))
+	writeError(ctx, apiError{Code: server.CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
+}
+
+// accepted is spec §2.7's 202 body.
+type accepted struct {
+	JobID           string   `json:"job_id"`
+	Status          string   `json:"status"`
+	CreditsReserved int64    `json:"credits_reserved"`
+	Progress        progress `json:"progress"`
+	StatusURL       string   `json:"status_url"`
+}
+
+type progress struct {
+	Processed int `json:"processed"`
+	Total     int `json:"total"`
+}
+
+func acceptedBody(j storage.Job) ([]byte, error) {
+	return json.Marshal(accepted{
+		JobID: j.ID, Status: string(storage.JobQueued), CreditsReserved: j.Reserved,
+		Progress: progress{Processed: 0, Total: j.Total}, StatusURL: jobPath(j.ID),
+	})
+}
+
+// postBatch is POST /v1/batch (spec §4.2): Idempotency-Key, strict body,
+// then one synced write of the job, its addresses, the reservation of one
+// credit per unique lower-cased address and the idempotent response; then
+// the scheduler takes the job.
+func (s *Service) postBatch(ctx *fasthttp.RequestCtx, account string) {
+	body := ctx.PostBody()
+	if len(body) > s.opts.MaxBodyBytes {
+		writeError(ctx, apiError{Code: server.CodeBadRequest, Message: fmt.Sprintf("request body exceeds %d bytes", s.opts.MaxBodyBytes)})
+		return
+	}
+	idem, done := s.beginIdem(ctx, account, body)
+	if done {
+		return
+	}
+	req, issues := decodeBatch(body, s.opts.MaxEmails, s.guard)
+	if len(issues) > 0 {
+		s.answer(ctx, idem, apiError{Code: server.CodeBadRequest, Message: "invalid request body",
+			Details: map[string]any{"issues": issues}})
+		return
+	}
+	addrs := normalize(req.Emails)
+	var resp []byte
+	job, err := s.db.CreateJob(storage.JobSpec{
+		Account: account, Addresses: addrs, ListName: req.ListName, WebhookURL: req.WebhookURL,
+		Idem: idem,
+		Respond: func(j storage.Job) (storage.IdemResponse, error) {
+			b, err := acceptedBody(j)
+			resp = b
+			return storage.IdemResponse{Status: fasthttp.StatusAccepted,
+				Header: []storage.HeaderField{{Name: "Location", Value: jobPath(j.ID)}}, Body: b}, err
+		},
+	})
+	var ice *storage.InsufficientCreditsError
+	switch {
+	case errors.As(err, &ice):
+		s.answer(ctx, idem, apiError{Code: server.CodeBadRequest,
+			Message: fmt.Sprintf("insufficient credits: %d needed, %d available", ice.Needed, ice.Available()),
+			Details: map[string]any{"currentCredits": ice.Available(), "needed": ice.Needed, "deltaShortfall": ice.Shortfall()}})
+		return
+	case err != nil:
+		s.abortIdem(idem)
+		s.internal(ctx, "create job", err)
+		return
+	}
+	if resp == nil {
+		if resp, err = acceptedBody(job); err != nil {
+			s.internal(ctx, "encode job", err)
+			return
+		}
+	}
+	jobsCreated.Inc()
+	s.sched.add(job, addrs)
+	s.log.Info("job created", "job", job.ID, "account", account, "addresses", job.Total,
+		"duplicates", len(req.Emails)-len(addrs), "webhook", req.WebhookURL != "")
+	ctx.Response.Header.Set("Location", jobPath(job.ID))
+	ctx.Response.Header.SetContentType("application/json")
+	ctx.SetStatusCode(fasthttp.StatusAccepted)
+	ctx.SetBody(resp)
+}
+
+// answer writes an error and records it for the idempotency key, so a
+// retry with the same key and body gets the same answer.
+func (s *Service) answer(ctx *fasthttp.RequestCtx, idem *storage.IdemRef, e apiError) {
+	writeError(ctx, e)
+	if idem != nil {
+		resp := storage.IdemResponse{Status: ctx.Response.StatusCode(), Body: append([]byte(nil), ctx.Response.Body()...)}
+		if err := s.db.CompleteIdem(*idem, resp); err != nil {
+			s.log.Warn("idempotency record", "err", err)
+		}
+	}
+}
+
+func (s *Service) abortIdem(idem *storage.IdemRef) {
+	if idem == nil {
+		return
+	}
+	if err := s.db.AbortIdem(*idem); err != nil {
+		s.log.Warn("idempotency abort", "err", err)
+	}
+}
+
+// idemWait bounds how long a concurrent duplicate waits for the first
+// request's answer.
+const idemWait = 30 * time.Second
+
+// beginIdem handles the Idempotency-Key header as POST /v1/validate does
+// (spec §7.3): a bad key answers 400, a replay the stored response with
+// Idempotent-Replay: true, another body 409; a concurrent duplicate waits
+// for the first answer. When the store fails, the request goes on without
+// idempotency (fail-open).
+func (s *Service) beginIdem(ctx *fasthttp.RequestCtx, account string, body []byte) (*storage.IdemRef, bool) {
+	key := ctx.Request.Header.Peek(headerIdemKey)
+	if key == nil {
+		return nil, false
+	}
+	if n := len(key); n < 8 || n > 128 {
+		writeError(ctx, apiError{Code: server.CodeBadRequest, Message: "Idempotency-Key must be 8 to 128 characters",
+			Details: map[string]any{"issues": []server.Issue{{Path: headerIdemKey, Message: fmt.Sprintf("is %d characters long", n)}}}})
+		return nil, true
+	}
+	ref := storage.IdemRef{Account: account, Endpoint: endpointBatch, Key: string(key)}
+	sum := sha256.Sum256(body)
+	deadline := time.Now().Add(idemWait)
+	for {
+		out, rec, err := s.db.BeginIdem(ref, sum[:])
+		if err != nil {
+			s.log.Warn("idempotency store unavailable; processing without it", "err", err)
+			return nil, false
+		}
+		switch out {
+		case storage.IdemNew:
+			return &ref, false
+		case storage.IdemMismatch:
+			writeError(ctx, apiError{Code: server.CodeConflict, Message: "Idempotency-Key was used with a different request body",
+				Details: map[string]any{"field": headerIdemKey}})
+			return nil, true
+		case storage.IdemReplay:
+			for _, h := range rec.Response.Header {
+				ctx.Response.Header.Set(h.Name, h.Value)
+			}
+			ctx.Response.Header.Set(headerReplay, "true")
+			ctx.Response.Header.SetContentType("application/json")
+			ctx.SetStatusCode(rec.Response.Status)
+			ctx.SetBody(rec.Response.Body)
+			return nil, true
+		case storage.IdemInFlight:
+			if time.Now().After(deadline) {
+				writeError(ctx, apiError{Code: server.CodeConflict, Message: "a request with this Idempotency-Key is still in progress; retry later",
+					Details: map[string]any{"field": headerIdemKey}})
+				return nil, true
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// jobJSON is spec §2.8's batch job; every field is always present.
+type jobJSON struct {
+	JobID           string   `json:"job_id"`
+	Status          string   `json:"status"`
+	Progress        progress `json:"progress"`
+	CreditsReserved int64    `json:"credits_reserved"`
+	CreatedAt       string   `json:"created_at"`
+	StartedAt       *string  `json:"started_at"`
+	CompletedAt     *string  `json:"completed_at"`
+	ResultsURL      *string  `json:"results_url"`
+}
+
+func jobView(j storage.Job) jobJSON {
+	v := jobJSON{
+		JobID: j.ID, Status: string(j.Status), Progress: progress{Processed: j.Processed, Total: j.Total},
+		CreditsReserved: j.Reserved, CreatedAt: formatTime(j.CreatedAt),
+	}
+	if !j.StartedAt.IsZero() {
+		t := formatTime(j.StartedAt)
+		v.StartedAt = &t
+	}
+	if !j.Active() && !j.CompletedAt.IsZero() {
+		t := formatTime(j.CompletedAt)
+		v.CompletedAt = &t
+	}
+	if j.Status == storage.JobCompleted {
+		u := resultsPath(j.ID)
+		v.ResultsURL = &u
+	}
+	return v
+}
+
+// ownJob returns the caller's job named by the path, or answers 404 (spec
+// §4.3: unknown, or another account's).
+func (s *Service) ownJob(ctx *fasthttp.RequestCtx, account string) (storage.Job, bool) {
+	id, _ := ctx.UserValue("id").(string)
+	j, err := s.db.AccountJob(account, id)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		writeError(ctx, apiError{Code: server.CodeNotFound, Message: "job not found"})
+		return storage.Job{}, false
+	case err != nil:
+		s.internal(ctx, "get job", err)
+		return storage.Job{}, false
+	}
+	return j, true
+}
+
+// getJob is GET /v1/jobs/{id} (spec §4.3).
+func (s *Service) getJob(ctx *fasthttp.RequestCtx, account string) {
+	j, ok := s.ownJob(ctx, account)
+	if !ok {
+		return
+	}
+	b, err := json.Marshal(jobView(j))
+	if err != nil {
+		s.internal(ctx, "encode job", err)
+		return
+	}
+	ctx.Response.Header.SetContentType("application/json")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetBody(b)
+}
+
+// getResults is GET /v1/jobs/{id}/results.csv (spec §4.4): 400 until the
+// job has completed, then the CSV, streamed from storage through a pipe.
+// A storage error in the middle ends the response without the final
+// chunk, so the client sees a broken transfer, never a short file that
+// looks whole.
+func (s *Service) getResults(ctx *fasthttp.RequestCtx, account string) {
+	j, ok := s.ownJob(ctx, account)
+	if !ok {
+		return
+	}
+	if j.Status != storage.JobCompleted {
+		msg := fmt.Sprintf("job is %s; its results are available once it has completed", j.Status)
+		if j.Status == storage.JobFailed {
+			msg = "job failed; it has no results to download"
+		}
+		writeError(ctx, apiError{Code: server.CodeBadRequest, Message: msg, Details: map[string]any{"status": string(j.Status)}})
+		return
+	}
+	csvDownloads.Inc()
+	id := j.ID
+	pr, pw := io.Pipe()
+	db, log := s.db, s.log
+	go func() {
+		rows, err := writeCSV(pw, db, id)
+		csvRows.Add(rows)
+		if err != nil && !errors.Is(err, io.ErrClosedPipe) {
+			log.Error("results.csv broken off", "job", id, "rows", rows, "err", err)
+		}
+		pw.CloseWithError(err)
+	}()
+	ctx.Response.Header.SetContentType("text/csv; charset=utf-8")
+	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="job-`+id+`.csv"`)
+	ctx.SetBodyStream(pr, -1)
+}

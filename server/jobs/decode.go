@@ -1,0 +1,263 @@
+package jobs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/verifyd/verifyd/server"
+)
+
+// MaxListName is spec §2.2's limit on listName, in characters.
+const MaxListName = 200
+
+// maxIssues bounds the issues one answer lists; the last one says how
+// many more there were.
+const maxIssues = 100
+
+// batchRequest is the body of POST /v1/batch (spec §2.2).
+type batchRequest struct {
+	Emails     []string
+	ListName   string
+	WebhookURL string
+}
+
+// issues collects a request's problems, at most maxIssues of them.
+type issues struct {
+	list  []server.Issue
+	extra int
+}
+
+func (is *issues) add(path, format string, args ...any) {
+	if len(is.list) >= maxIssues {
+		is.extra++
+		return
+	}
+	is.list = append(is.list, server.Issue{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+func (is *issues) result() []server.Issue {
+	if is.extra > 0 {
+		return append(is.list, server.Issue{Path: "", Message: fmt.Sprintf("and %d more problems", is.extra)})
+	}
+	return is.list
+}
+
+// decodeBatch reads a batch body strictly: one JSON object with "emails"
+// (an array of 1 to maxEmails non-empty strings of at most 320
+// characters), "listName" (a string of at most 200 characters) and
+// "webhookUrl" (an absolute http or https URL the SSRF guard does not
+// refuse outright), nothing else, no member twice. Every problem is
+// reported (up to maxIssues). Address syntax is not checked here: an
+// address the engine finds malformed is a result row (invalid,
+// syntax_error), never a reason to refuse the upload (DESIGN.md).
+func decodeBatch(body []byte, maxEmails int, g *Guard) (batchRequest, []server.Issue) {
+	var req batchRequest
+	var is issues
+	seenEmails := false
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	err := func() error {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("body must be a JSON object: %s", jsonErr(err))
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '{' {
+			return errors.New("body must be a JSON object")
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return fmt.Errorf("malformed JSON: %s", jsonErr(err))
+			}
+			name, _ := tok.(string)
+			if seen[name] {
+				return fmt.Errorf("property %q appears twice", name)
+			}
+			seen[name] = true
+			switch name {
+			case "emails":
+				seenEmails = true
+				req.Emails, err = decodeEmails(dec, maxEmails, &is)
+			case "listName":
+				var s string
+				var ok bool
+				if s, ok, err = stringValue(dec, "listName", &is); ok {
+					if n := utf8.RuneCountInString(s); n > MaxListName {
+						is.add("listName", "must be at most %d characters, not %d", MaxListName, n)
+					}
+					req.ListName = s
+				}
+			case "webhookUrl":
+				var s string
+				var ok bool
+				if s, ok, err = stringValue(dec, "webhookUrl", &is); ok {
+					if _, uerr := g.CheckURL(s); uerr != nil {
+						if errors.Is(uerr, ErrRefused) {
+							ssrfAtPost.Inc()
+						}
+						is.add("webhookUrl", "%v", uerr)
+					}
+					req.WebhookURL = s
+				}
+			default:
+				is.add(name, "unknown property")
+				err = skipValue(dec)
+			}
+			if err != nil {
+				return fmt.Errorf("malformed JSON: %s", jsonErr(err))
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return fmt.Errorf("malformed JSON: %s", jsonErr(err))
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return errors.New("malformed JSON: data after the object")
+		}
+		return nil
+	}()
+	if err != nil {
+		return req, []server.Issue{{Path: "", Message: err.Error()}}
+	}
+	if !seenEmails {
+		is.add("emails", "is required")
+	}
+	return req, is.result()
+}
+
+// decodeEmails reads the emails array.
+func decodeEmails(dec *json.Decoder, maxEmails int, is *issues) ([]string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		is.add("emails", "must be an array of strings")
+		if ok {
+			return nil, skipRest(dec, 1)
+		}
+		return nil, nil
+	}
+	out := make([]string, 0, 1024)
+	n := 0
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		path := func() string { return fmt.Sprintf("emails[%d]", n) }
+		switch v := tok.(type) {
+		case string:
+			switch c := utf8.RuneCountInString(v); {
+			case c == 0:
+				is.add(path(), "must not be empty")
+			case c > server.MaxEmailLength:
+				is.add(path(), "must be at most %d characters, not %d", server.MaxEmailLength, c)
+			case n < maxEmails:
+				out = append(out, v)
+			}
+		case json.Delim:
+			is.add(path(), "must be a string")
+			if err := skipRest(dec, 1); err != nil {
+				return nil, err
+			}
+		default:
+			is.add(path(), "must be a string")
+		}
+		n++
+	}
+	if _, err := dec.Token(); err != nil { // ']'
+		return nil, err
+	}
+	switch {
+	case n == 0:
+		is.add("emails", "must have at least 1 item")
+	case n > maxEmails:
+		is.add("emails", "must have at most %d items, not %d", maxEmails, n)
+	}
+	return out, nil
+}
+
+// stringValue reads a member that must be a string; ok is false (and
+// the issue recorded) when it is not.
+func stringValue(dec *json.Decoder, path string, is *issues) (s string, ok bool, err error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", false, err
+	}
+	switch v := tok.(type) {
+	case string:
+		return v, true, nil
+	case json.Delim:
+		is.add(path, "must be a string")
+		return "", false, skipRest(dec, 1)
+	}
+	is.add(path, "must be a string")
+	return "", false, nil
+}
+
+// skipValue consumes one value.
+func skipValue(dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if _, ok := tok.(json.Delim); ok {
+		return skipRest(dec, 1)
+	}
+	return nil
+}
+
+// skipRest consumes tokens until depth open arrays or objects are closed.
+func skipRest(dec *json.Decoder, depth int) error {
+	for depth > 0 {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '[' || d == '{' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+	}
+	return nil
+}
+
+// jsonErr words a decoder error for a client.
+func jsonErr(err error) string {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return "unexpected end of input"
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s at offset %d", se.Error(), se.Offset)
+	}
+	if msg := err.Error(); strings.HasPrefix(msg, "invalid character") {
+		return msg
+	}
+	return "invalid JSON"
+}
+
+// normalize lower-cases the addresses and drops repeats, keeping the
+// first occurrence's place (spec §2.2).
+func normalize(emails []string) []string {
+	seen := make(map[string]struct{}, len(emails))
+	out := make([]string, 0, len(emails))
+	for _, e := range emails {
+		l := strings.ToLower(e)
+		if _, dup := seen[l]; dup {
+			continue
+		}
+		seen[l] = struct{}{}
+		out = append(out, l)
+	}
+	return out
+}

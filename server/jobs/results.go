@@ -1,0 +1,156 @@
+package jobs
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"strconv"
+
+	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/storage"
+)
+
+// batchReceipt is what a batch result stores as its receipt: the receipt
+// of spec §2.4 without kid, sig and credits_remaining (a batch result is
+// not signed: the CSV has no place for a signature). It has the JSON shape
+// of the server's receipt, so a later POST /v1/validate with cache: true
+// can serve a batch result, signing it then.
+type batchReceipt struct {
+	Email     string      `json:"email"`
+	Status    string      `json:"status"`
+	Score     int         `json:"score"`
+	Checks    batchChecks `json:"checks"`
+	ProbedAt  string      `json:"probed_at"`
+	LatencyMs int64       `json:"latency_ms"`
+}
+
+type batchChecks struct {
+	Reason         string `json:"reason,omitempty"`
+	Syntax         bool   `json:"syntax"`
+	MX             bool   `json:"mx"`
+	Domain         string `json:"domain,omitempty"`
+	MXHost         string `json:"mx_host,omitempty"`
+	IsDisposable   bool   `json:"is_disposable"`
+	IsRoleBased    bool   `json:"is_role_based"`
+	IsFreeProvider bool   `json:"is_free_provider"`
+	IsCatchAll     bool   `json:"is_catch_all"`
+	SPF            string `json:"spf,omitempty"`
+	DKIM           string `json:"dkim,omitempty"`
+	DMARC          string `json:"dmarc,omitempty"`
+	MTASTS         *bool  `json:"mta_sts,omitempty"`
+	SVCCertified   *bool  `json:"svc_certified,omitempty"`
+	Auth           any    `json:"auth"`
+}
+
+// toStored makes the stored result of the job's address addr (the CSV's
+// email: as uploaded, lower-cased) from the engine's result.
+func toStored(addr string, r *probe.Result) storage.Result {
+	rec := batchReceipt{
+		Email:     r.Email,
+		Status:    string(r.Status),
+		Score:     r.Score,
+		ProbedAt:  formatTime(r.ProbedAt),
+		LatencyMs: r.Latency.Milliseconds(),
+		Checks: batchChecks{
+			Reason:         string(r.Reason),
+			Syntax:         r.Checks.Syntax,
+			MX:             r.Checks.MX,
+			Domain:         r.Checks.Domain,
+			MXHost:         r.Checks.MXHost,
+			IsDisposable:   r.Checks.IsDisposable,
+			IsRoleBased:    r.Checks.IsRoleBased,
+			IsFreeProvider: r.Checks.IsFreeProvider,
+			IsCatchAll:     r.Checks.IsCatchAll,
+			Auth:           struct{}{},
+		},
+	}
+	if rec.Email == "" {
+		rec.Email = addr
+	}
+	if r.Auth != nil {
+		f := r.AuthFlat()
+		rec.Checks.SPF, rec.Checks.DKIM, rec.Checks.DMARC = f.SPF, f.DKIM, f.DMARC
+		rec.Checks.MTASTS, rec.Checks.SVCCertified = f.MTASTS, f.SVCCertified
+		rec.Checks.Auth = r.Auth
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		b = nil
+	}
+	score := min(max(r.Score, 0), 100)
+	status := string(r.Status)
+	if status == "" {
+		status = string(probe.StatusUnknown)
+	}
+	return storage.Result{
+		Email:     addr,
+		Status:    status,
+		Score:     score,
+		LatencyMs: r.Latency.Milliseconds(),
+		ProbedAt:  r.ProbedAt,
+		// An unknown verdict is not worth serving from the cache.
+		SkipCache: r.Status == probe.StatusUnknown,
+		Receipt:   b,
+	}
+}
+
+// csvHeader is spec §4.4's header row, in its order.
+var csvHeader = []string{"email", "status", "score", "is_disposable", "is_role_based", "is_catch_all",
+	"is_free_provider", "mx_host", "latency_ms", "probed_at"}
+
+// csvFlags is what a row needs of a stored receipt.
+type csvFlags struct {
+	Checks struct {
+		MXHost         string `json:"mx_host"`
+		IsDisposable   bool   `json:"is_disposable"`
+		IsRoleBased    bool   `json:"is_role_based"`
+		IsFreeProvider bool   `json:"is_free_provider"`
+		IsCatchAll     bool   `json:"is_catch_all"`
+	} `json:"checks"`
+}
+
+// writeCSV streams the job's results as spec §4.4's CSV (RFC 4180: CRLF
+// line ends, fields with commas, quotes or line breaks quoted, quotes
+// doubled), one row per address in upload order, straight from storage:
+// one row in memory at a time.
+func writeCSV(w io.Writer, db *storage.DB, jobID string) (rows int, err error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	cw := csv.NewWriter(bw)
+	cw.UseCRLF = true
+	if err := cw.Write(csvHeader); err != nil {
+		return 0, err
+	}
+	row := make([]string, len(csvHeader))
+	var f csvFlags
+	err = db.JobResults(jobID, func(r storage.Result) error {
+		f = csvFlags{}
+		if len(r.Receipt) > 0 {
+			_ = json.Unmarshal(r.Receipt, &f) // a missing flag reads false
+		}
+		c := &f.Checks
+		row[0] = r.Email
+		row[1] = r.Status
+		row[2] = strconv.Itoa(r.Score)
+		row[3] = strconv.FormatBool(c.IsDisposable)
+		row[4] = strconv.FormatBool(c.IsRoleBased)
+		row[5] = strconv.FormatBool(c.IsCatchAll)
+		row[6] = strconv.FormatBool(c.IsFreeProvider)
+		row[7] = c.MXHost
+		row[8] = ""
+		if r.LatencyMs >= 0 {
+			row[8] = strconv.FormatInt(r.LatencyMs, 10)
+		}
+		row[9] = formatTime(r.ProbedAt)
+		rows++
+		return cw.Write(row)
+	})
+	cw.Flush()
+	if err == nil {
+		err = cw.Error()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	return rows, err
+}

@@ -1,0 +1,818 @@
+package jobs
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/storage"
+)
+
+// The scheduler. Every active job is a queue of domain groups: its
+// addresses without a stored result, grouped by domain (the part after
+// the last @), each domain's addresses cut into chunks of at most
+// GroupSize, each chunk one engine call (probe's batch mode: one SMTP
+// session, RCPT after RCPT).
+//
+// Fairness. One loop hands out groups while fewer than Concurrency are in
+// flight, picking round-robin over the accounts with active jobs, within
+// an account round-robin over its jobs, and within a job round-robin over
+// its domains. So a 10-address job queued behind a 100,000-address one
+// gets its first group at the next free slot, an account with ten jobs
+// gets no more slots than an account with one, and a job's big domain
+// does not starve its small ones. At most DomainConcurrency groups of one
+// domain are in flight at once (all jobs together), so one provider's MX
+// hosts are not flooded and a job made of one domain cannot take every
+// slot; the egress pool's per-MX connection and rate limits apply below
+// that.
+//
+// Greylisting. The engine does not wait out a greylisting in batch mode:
+// it answers unknown with RetryAt (when the egress address's cooldown
+// ends) and Egress (the address to retry from, as greylisters want the
+// same client). Those addresses leave the group into a deferred queue and
+// come back at RetryAt, first in their job's line, from that egress
+// address, until they get a final answer or RetryWindow has passed since
+// their first greylisting; then their last result (unknown) is final.
+//
+// Results are written by storage's PutJobResults in synced batches of up
+// to FlushSize (or every FlushInterval), with the history rows, cache
+// entries and the job's progress. A job ends when every address has a
+// stored result: FinishJob completes it, uses one credit per address,
+// refunds the rest of the reservation and enqueues its webhook event, in
+// one synced write. MaxFailures consecutive failed engine calls or writes
+// fail it instead (spec §3: retries exhausted), with the same settlement.
+//
+// Crash recovery. Nothing but stored results counts as done: after a
+// restart, the jobs still queued or running are loaded again with
+// PendingAddresses (their addresses without a result), so nothing already
+// judged is probed again and nothing is lost; an address whose result was
+// not yet written is probed again. Credits were reserved once at creation
+// and are settled once by FinishJob.
+
+// group is one engine call's worth of a job's addresses, all of one
+// domain.
+type group struct {
+	job    *jobRun
+	domain string
+	idx    []int
+	emails []string
+	// prefer is the egress address to retry greylisted addresses from.
+	prefer netip.Addr
+	// deadline ends the retry window of a deferred group (zero: fresh).
+	deadline time.Time
+	// readyAt is when a deferred group may go.
+	readyAt time.Time
+	// failures counts the group's consecutive failed engine calls.
+	failures int
+	// dnsTries counts the retries after transient DNS failures.
+	dnsTries int
+	hidx     int
+}
+
+// domainQ is a job's chunks of one domain, in order.
+type domainQ struct {
+	name   string
+	chunks []*group
+}
+
+// jobRun is an active job's scheduling state. The scheduler's lock guards
+// it all.
+type jobRun struct {
+	id      string
+	account string
+	total   int
+	acct    *acctQ
+
+	// domains is a queue of the domains with chunks to go (head at
+	// dhead); retries are deferred groups whose time came, served first.
+	domains []*domainQ
+	dhead   int
+	retries []*group
+
+	queued   int // addresses in domains and retries
+	inflight int // groups in flight
+	deferred int // addresses waiting for their RetryAt
+
+	buf      []storage.JobResult // results not yet written
+	bufSince time.Time
+	writing  bool
+	// unwritten is the addresses with no stored result (Total − Processed).
+	unwritten int
+
+	started   bool // running in storage
+	starting  bool // a group is starting it
+	finishing bool
+	done      bool // ended, or gone: no longer scheduled
+
+	failures int       // consecutive failed writes or finishes
+	failErr  string    // set: fail the job once the buffer is handled
+	dropBuf  bool      // the writes are what fails: do not retry them
+	retryAt  time.Time // after a failed write or finish, not before
+}
+
+// acctQ is an account's active jobs.
+type acctQ struct {
+	name   string
+	jobs   []*jobRun
+	cursor int
+}
+
+type scheduler struct {
+	s    *Service
+	opts *Options
+	db   *storage.DB
+
+	mu       sync.Mutex
+	jobs     map[string]*jobRun
+	accts    []*acctQ
+	acctIdx  map[string]*acctQ
+	cursor   int
+	inflight int
+	perDom   map[string]int
+	deferred deferHeap
+	closing  bool
+
+	ctx      context.Context // the engine calls'; cancelled by stop
+	cancel   context.CancelFunc
+	wakeCh   chan struct{}
+	stopCh   chan struct{}
+	loopDone chan struct{}
+	wg       sync.WaitGroup // groups, writes, finishes
+}
+
+func newScheduler(s *Service) *scheduler {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &scheduler{
+		s: s, opts: &s.opts, db: s.db,
+		jobs:     map[string]*jobRun{},
+		acctIdx:  map[string]*acctQ{},
+		perDom:   map[string]int{},
+		ctx:      ctx,
+		cancel:   cancel,
+		wakeCh:   make(chan struct{}, 1),
+		stopCh:   make(chan struct{}),
+		loopDone: make(chan struct{}),
+	}
+}
+
+// resume loads the jobs that were running, then those queued, oldest
+// first.
+func (sc *scheduler) resume() error {
+	for _, st := range []storage.JobStatus{storage.JobRunning, storage.JobQueued} {
+		js, err := sc.db.ListJobs(st)
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(js, func(a, b storage.Job) int { return a.CreatedAt.Compare(b.CreatedAt) })
+		for _, j := range js {
+			b := newBuilder(sc.opts.GroupSize)
+			err := sc.db.PendingAddresses(j.ID, func(i int, addr string) error {
+				b.add(i, addr)
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("job %s: %w", j.ID, err)
+			}
+			sc.mu.Lock()
+			sc.register(j, b)
+			sc.mu.Unlock()
+			jobsResumed.Inc()
+			sc.s.log.Info("job resumed", "job", j.ID, "account", j.Account, "status", j.Status,
+				"processed", j.Processed, "total", j.Total)
+		}
+	}
+	return nil
+}
+
+// add schedules a job just created with its addresses (index = position).
+func (sc *scheduler) add(j storage.Job, addrs []string) {
+	b := newBuilder(sc.opts.GroupSize)
+	for i, a := range addrs {
+		b.add(i, a)
+	}
+	sc.mu.Lock()
+	if !sc.closing {
+		sc.register(j, b)
+	}
+	sc.mu.Unlock()
+	sc.wake()
+}
+
+// builder groups a job's addresses by domain, in order of first sight.
+type builder struct {
+	size    int
+	byName  map[string]*domainQ
+	domains []*domainQ
+	n       int
+}
+
+func newBuilder(size int) *builder { return &builder{size: size, byName: map[string]*domainQ{}} }
+
+func (b *builder) add(i int, addr string) {
+	d := domainOf(addr)
+	q := b.byName[d]
+	if q == nil {
+		q = &domainQ{name: d}
+		b.byName[d] = q
+		b.domains = append(b.domains, q)
+	}
+	var g *group
+	if k := len(q.chunks); k > 0 && len(q.chunks[k-1].idx) < b.size {
+		g = q.chunks[k-1]
+	} else {
+		g = &group{domain: d, idx: make([]int, 0, min(b.size, 16)), emails: make([]string, 0, min(b.size, 16))}
+		q.chunks = append(q.chunks, g)
+	}
+	g.idx = append(g.idx, i)
+	g.emails = append(g.emails, addr)
+	b.n++
+}
+
+// domainOf is the scheduling key of an address: what follows the last @,
+// lower-cased ("" when there is none: the engine answers syntax_error
+// without the network).
+func domainOf(addr string) string {
+	i := strings.LastIndexByte(addr, '@')
+	if i < 0 {
+		return ""
+	}
+	return strings.ToLower(addr[i+1:])
+}
+
+// register adds a job to the rotation; the caller holds mu.
+func (sc *scheduler) register(j storage.Job, b *builder) {
+	if _, dup := sc.jobs[j.ID]; dup {
+		return
+	}
+	r := &jobRun{
+		id: j.ID, account: j.Account, total: j.Total,
+		domains:   b.domains,
+		queued:    b.n,
+		unwritten: j.Total - j.Processed,
+		started:   j.Status == storage.JobRunning,
+	}
+	for _, q := range b.domains {
+		for _, g := range q.chunks {
+			g.job = r
+		}
+	}
+	a := sc.acctIdx[j.Account]
+	if a == nil {
+		a = &acctQ{name: j.Account}
+		sc.acctIdx[j.Account] = a
+		sc.accts = append(sc.accts, a)
+	}
+	a.jobs = append(a.jobs, r)
+	r.acct = a
+	sc.jobs[j.ID] = r
+}
+
+// remove takes a job out of the rotation; the caller holds mu. Its
+// deferred groups are dropped when they come up.
+func (sc *scheduler) remove(r *jobRun) {
+	if r.done {
+		return
+	}
+	r.done = true
+	r.buf = nil
+	delete(sc.jobs, r.id)
+	a := r.acct
+	if i := slices.Index(a.jobs, r); i >= 0 {
+		a.jobs = slices.Delete(a.jobs, i, i+1)
+		if a.cursor > i {
+			a.cursor--
+		}
+		if len(a.jobs) > 0 {
+			a.cursor %= len(a.jobs)
+		} else {
+			a.cursor = 0
+		}
+	}
+	if len(a.jobs) == 0 {
+		delete(sc.acctIdx, a.name)
+		if i := slices.Index(sc.accts, a); i >= 0 {
+			sc.accts = slices.Delete(sc.accts, i, i+1)
+			if sc.cursor > i {
+				sc.cursor--
+			}
+			if len(sc.accts) > 0 {
+				sc.cursor %= len(sc.accts)
+			} else {
+				sc.cursor = 0
+			}
+		}
+	}
+}
+
+func (sc *scheduler) start() { go sc.loop() }
+
+func (sc *scheduler) wake() {
+	select {
+	case sc.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+func (sc *scheduler) loop() {
+	defer close(sc.loopDone)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-sc.stopCh:
+			return
+		case <-sc.wakeCh:
+		case <-t.C:
+		}
+		wait := sc.pass()
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(wait)
+	}
+}
+
+// pass moves due deferred groups to their jobs, hands out groups to free
+// slots, and starts the writes and finishes that are due. It returns how
+// long the loop may sleep if nothing wakes it.
+func (sc *scheduler) pass() time.Duration {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	wait := time.Minute
+	if sc.closing {
+		return wait
+	}
+	now := sc.s.now()
+	for len(sc.deferred) > 0 {
+		g := sc.deferred[0]
+		if g.readyAt.After(now) {
+			wait = min(wait, g.readyAt.Sub(now))
+			break
+		}
+		heap.Pop(&sc.deferred)
+		r := g.job
+		r.deferred -= len(g.idx)
+		if r.done {
+			continue
+		}
+		r.queued += len(g.idx)
+		r.retries = append(r.retries, g)
+	}
+	for sc.inflight < sc.opts.Concurrency {
+		g := sc.pick()
+		if g == nil {
+			break
+		}
+		sc.launch(g)
+	}
+	for _, r := range sc.jobs {
+		if r.writing || r.finishing {
+			continue
+		}
+		if !r.retryAt.IsZero() && now.Before(r.retryAt) {
+			wait = min(wait, r.retryAt.Sub(now))
+			continue
+		}
+		if r.dropBuf && len(r.buf) > 0 {
+			r.buf = nil
+		}
+		if len(r.buf) > 0 {
+			due := r.bufSince.Add(sc.opts.FlushInterval)
+			idle := r.queued == 0 && r.inflight == 0
+			if len(r.buf) >= sc.opts.FlushSize || idle || !now.Before(due) || r.failErr != "" {
+				sc.startWrite(r)
+			} else {
+				wait = min(wait, due.Sub(now))
+			}
+			continue
+		}
+		switch {
+		case r.failErr != "":
+			sc.startFinish(r, storage.JobFailed)
+		case r.unwritten == 0:
+			sc.startFinish(r, storage.JobCompleted)
+		}
+	}
+	return max(wait, time.Millisecond)
+}
+
+// pick returns the next group to run, round-robin over accounts, their
+// jobs and the jobs' domains; nil when nothing can go now. The caller
+// holds mu.
+func (sc *scheduler) pick() *group {
+	n := len(sc.accts)
+	for i := range n {
+		ai := (sc.cursor + i) % n
+		a := sc.accts[ai]
+		m := len(a.jobs)
+		for k := range m {
+			ji := (a.cursor + k) % m
+			if g := sc.pickFrom(a.jobs[ji]); g != nil {
+				a.cursor = (ji + 1) % m
+				sc.cursor = (ai + 1) % n
+				return g
+			}
+		}
+	}
+	return nil
+}
+
+// pickScan bounds how many saturated domains one pick looks past.
+const pickScan = 64
+
+// pickFrom returns a job's next group: a due retry first, else the next
+// domain's next chunk, skipping domains at DomainConcurrency.
+func (sc *scheduler) pickFrom(r *jobRun) *group {
+	if r.done || r.failErr != "" || r.queued == 0 || (!r.started && r.starting) {
+		return nil
+	}
+	limit := sc.opts.DomainConcurrency
+	for i, g := range r.retries {
+		if i >= pickScan {
+			break
+		}
+		if sc.perDom[g.domain] < limit {
+			r.retries = slices.Delete(r.retries, i, i+1)
+			return g
+		}
+	}
+	defer r.compact()
+	for range min(len(r.domains)-r.dhead, pickScan) {
+		q := r.domains[r.dhead]
+		r.domains[r.dhead] = nil
+		r.dhead++
+		if sc.perDom[q.name] >= limit {
+			r.domains = append(r.domains, q)
+			continue
+		}
+		g := q.chunks[0]
+		q.chunks[0] = nil
+		q.chunks = q.chunks[1:]
+		if len(q.chunks) > 0 {
+			r.domains = append(r.domains, q)
+		}
+		return g
+	}
+	return nil
+}
+
+// compact drops the consumed head of the domain queue now and then.
+func (r *jobRun) compact() {
+	if r.dhead > 1024 && r.dhead > len(r.domains)/2 {
+		r.domains = append(r.domains[:0:0], r.domains[r.dhead:]...)
+		r.dhead = 0
+	}
+}
+
+// launch runs g on its own goroutine; the caller holds mu.
+func (sc *scheduler) launch(g *group) {
+	r := g.job
+	sc.inflight++
+	r.inflight++
+	r.queued -= len(g.idx)
+	sc.perDom[g.domain]++
+	start := !r.started
+	if start {
+		r.starting = true
+	}
+	sc.wg.Add(1)
+	go sc.run(g, start)
+}
+
+// run makes one engine call for g and takes its results in.
+func (sc *scheduler) run(g *group, start bool) {
+	defer sc.wg.Done()
+	r := g.job
+	var err error
+	if start {
+		// queued → running (spec §3) when the job's first group goes.
+		_, err = sc.db.StartJob(r.id)
+		sc.mu.Lock()
+		r.starting = false
+		if err == nil {
+			r.started = true
+		} else if errors.Is(err, storage.ErrJobState) || errors.Is(err, storage.ErrNotFound) {
+			sc.inflight--
+			r.inflight--
+			sc.doneDomain(g.domain)
+			sc.remove(r) // ended by someone else
+			sc.mu.Unlock()
+			sc.wake()
+			return
+		}
+		sc.mu.Unlock()
+	}
+	var rs []*probe.Result
+	t0 := time.Now()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(sc.ctx, sc.opts.GroupTimeout)
+		rs, err = sc.verify(ctx, g)
+		cancel()
+		groupsRun.Inc()
+		groupDuration.UpdateDuration(t0)
+	}
+	if err == nil && len(rs) != len(g.emails) {
+		err = fmt.Errorf("the engine returned %d results for %d addresses", len(rs), len(g.emails))
+	}
+	cancelled := sc.ctx.Err() != nil
+
+	sc.mu.Lock()
+	defer sc.wake()
+	defer sc.mu.Unlock()
+	sc.inflight--
+	r.inflight--
+	sc.doneDomain(g.domain)
+	if cancelled || sc.closing || r.done {
+		// Shutting down: results of a cancelled call are not answers.
+		// The addresses have no stored result and go again after the
+		// restart.
+		return
+	}
+	now := sc.s.now()
+	if err != nil {
+		groupErrors.Inc()
+		delay := 200 * time.Millisecond
+		if !errors.Is(err, probe.ErrOverloaded) {
+			g.failures++
+			delay = backoff(g.failures)
+			sc.s.log.Warn("engine call failed; will retry", "job", r.id, "domain", g.domain,
+				"addresses", len(g.idx), "failures", g.failures, "err", err)
+			if g.failures >= sc.opts.MaxFailures {
+				r.failErr = fmt.Sprintf("the engine failed %d times in a row: %v", g.failures, err)
+			}
+		}
+		g.readyAt = now.Add(delay)
+		r.deferred += len(g.idx)
+		heap.Push(&sc.deferred, g)
+		return
+	}
+	var again []*group
+	deadline := g.deadline
+	if deadline.IsZero() {
+		deadline = now.Add(sc.opts.RetryWindow)
+	}
+	for i, res := range rs {
+		if res == nil {
+			res = &probe.Result{Email: g.emails[i], Status: probe.StatusUnknown, ProbedAt: now}
+		}
+		switch {
+		case !res.RetryAt.IsZero():
+			if !res.RetryAt.After(deadline) {
+				again = deferTo(again, g, deadline, i, res.Egress, res.RetryAt, g.dnsTries)
+				greyDeferrals.Inc()
+				continue
+			}
+			windowExpired.Inc()
+		case dnsTransient(res) && g.dnsTries < maxDNSTries:
+			if at := now.Add(sc.opts.DNSRetryDelay << g.dnsTries); !at.After(deadline) {
+				again = deferTo(again, g, deadline, i, netip.Addr{}, at, g.dnsTries+1)
+				dnsDeferrals.Inc()
+				continue
+			}
+		}
+		if len(r.buf) == 0 {
+			r.bufSince = now
+		}
+		r.buf = append(r.buf, storage.JobResult{Index: g.idx[i], Result: toStored(g.emails[i], res)})
+	}
+	for _, ag := range again {
+		if !ag.readyAt.After(now) {
+			ag.readyAt = now.Add(minRetryDelay)
+		}
+		r.deferred += len(ag.idx)
+		heap.Push(&sc.deferred, ag)
+	}
+}
+
+// minRetryDelay spaces a retry whose RetryAt already passed.
+const minRetryDelay = 100 * time.Millisecond
+
+// Transient DNS failures (a lookup that timed out, a SERVFAIL) decide
+// nothing about an address and cost little to ask again: such an unknown
+// result is retried up to maxDNSTries times, Options.DNSRetryDelay and then
+// twice that later, within the retry window. Other unknowns (an MX that
+// never answers, a 421) are final: asking again would cost as much and
+// most likely tell the same.
+const maxDNSTries = 2
+
+// dnsTransient reports whether r is unknown because DNS failed.
+func dnsTransient(r *probe.Result) bool {
+	return r.Status == probe.StatusUnknown && (r.Evidence.DNS == probe.DNSTimeout || r.Evidence.DNS == probe.DNSFailure)
+}
+
+// deferTo adds g's address i to the retry group (in again) that goes
+// from egress address prefer with dnsTries, at at the earliest.
+func deferTo(again []*group, g *group, deadline time.Time, i int, prefer netip.Addr, at time.Time, dnsTries int) []*group {
+	var ag *group
+	for _, x := range again {
+		if x.prefer == prefer && x.dnsTries == dnsTries {
+			ag = x
+			break
+		}
+	}
+	if ag == nil {
+		ag = &group{job: g.job, domain: g.domain, prefer: prefer, deadline: deadline, dnsTries: dnsTries}
+		again = append(again, ag)
+	}
+	ag.idx = append(ag.idx, g.idx[i])
+	ag.emails = append(ag.emails, g.emails[i])
+	if at.After(ag.readyAt) {
+		ag.readyAt = at
+	}
+	return again
+}
+
+// verify calls the engine, turning a panic into an error.
+func (sc *scheduler) verify(ctx context.Context, g *group) (rs []*probe.Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("the engine panicked: %v", v)
+		}
+	}()
+	return sc.opts.Verifier.VerifyDomain(ctx, g.emails, g.prefer)
+}
+
+func (sc *scheduler) doneDomain(d string) {
+	if sc.perDom[d] <= 1 {
+		delete(sc.perDom, d)
+	} else {
+		sc.perDom[d]--
+	}
+}
+
+// backoff is the wait after the nth consecutive failure: 1 s doubling to
+// a minute.
+func backoff(n int) time.Duration {
+	d := time.Second << min(max(n-1, 0), 6)
+	return min(d, time.Minute)
+}
+
+// startWrite writes the job's buffered results; the caller holds mu.
+func (sc *scheduler) startWrite(r *jobRun) {
+	batch := r.buf
+	r.buf, r.bufSince = nil, time.Time{}
+	r.writing = true
+	sc.wg.Add(1)
+	go func() {
+		defer sc.wg.Done()
+		j, err := sc.db.PutJobResults(r.id, batch)
+		sc.mu.Lock()
+		defer sc.wake()
+		defer sc.mu.Unlock()
+		sc.wrote(r, batch, j, err)
+	}()
+}
+
+// wrote takes a write's outcome in; the caller holds mu.
+func (sc *scheduler) wrote(r *jobRun, batch []storage.JobResult, j storage.Job, err error) {
+	r.writing = false
+	now := sc.s.now()
+	switch {
+	case err == nil:
+		resultWrites.Inc()
+		addrsProcessed.Add(len(batch))
+		r.unwritten = j.Total - j.Processed
+		r.failures = 0
+		r.retryAt = time.Time{}
+	case errors.Is(err, storage.ErrJobState), errors.Is(err, storage.ErrNotFound):
+		sc.s.log.Warn("job ended elsewhere; its results are dropped", "job", r.id, "err", err)
+		sc.remove(r)
+	default:
+		resultWriteErr.Inc()
+		r.buf = append(batch, r.buf...)
+		if r.bufSince.IsZero() {
+			r.bufSince = now
+		}
+		r.failures++
+		r.retryAt = now.Add(backoff(r.failures))
+		sc.s.log.Error("cannot store job results; will retry", "job", r.id, "results", len(batch),
+			"failures", r.failures, "err", err)
+		if r.failures >= sc.opts.MaxFailures {
+			r.failErr = fmt.Sprintf("results could not be stored %d times in a row: %v", r.failures, err)
+			r.dropBuf = true
+		}
+	}
+}
+
+// startFinish ends the job; the caller holds mu.
+func (sc *scheduler) startFinish(r *jobRun, status storage.JobStatus) {
+	r.finishing = true
+	errText := r.failErr
+	sc.wg.Add(1)
+	go func() {
+		defer sc.wg.Done()
+		j, err := sc.db.FinishJob(r.id, storage.JobFinish{Status: status, Error: errText, Event: jobEvent})
+		sc.mu.Lock()
+		defer sc.wake()
+		defer sc.mu.Unlock()
+		r.finishing = false
+		log := sc.s.log.With("job", r.id, "account", r.account)
+		switch {
+		case err == nil:
+			if status == storage.JobCompleted {
+				jobsCompleted.Inc()
+				log.Info("job completed", "processed", j.Processed, "used", j.Used, "refunded", j.Refunded)
+			} else {
+				jobsFailed.Inc()
+				log.Warn("job failed", "err", errText, "processed", j.Processed, "total", j.Total,
+					"used", j.Used, "refunded", j.Refunded)
+			}
+			if j.WebhookURL != "" {
+				typ := EventBatchCompleted
+				if status == storage.JobFailed {
+					typ = EventBatchFailed
+				}
+				hooksEnqueued[typ].Inc()
+				sc.s.hooks.wake()
+			}
+			sc.remove(r)
+		case errors.Is(err, storage.ErrJobState), errors.Is(err, storage.ErrNotFound):
+			log.Warn("job ended elsewhere", "err", err)
+			sc.remove(r)
+		default:
+			r.failures++
+			r.retryAt = sc.s.now().Add(backoff(r.failures))
+			log.Error("cannot end the job; will retry", "status", status, "err", err)
+		}
+	}()
+}
+
+// stop cancels the engine calls in flight, stops the loop, waits for the
+// goroutines, and writes the results received before the stop.
+func (sc *scheduler) stop(ctx context.Context) error {
+	sc.mu.Lock()
+	sc.closing = true
+	sc.mu.Unlock()
+	sc.cancel()
+	close(sc.stopCh)
+	<-sc.loopDone
+	done := make(chan struct{})
+	go func() { sc.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("jobs: scheduler still busy at shutdown: %w", ctx.Err())
+	}
+	sc.mu.Lock()
+	var pending []*jobRun
+	for _, r := range sc.jobs {
+		if len(r.buf) > 0 && !r.writing && !r.dropBuf {
+			pending = append(pending, r)
+		}
+	}
+	sc.mu.Unlock()
+	for _, r := range pending {
+		sc.mu.Lock()
+		batch := r.buf
+		r.buf = nil
+		sc.mu.Unlock()
+		if _, werr := sc.db.PutJobResults(r.id, batch); werr != nil {
+			err = errors.Join(err, fmt.Errorf("jobs: results of job %s not written at shutdown (they are probed again): %w", r.id, werr))
+		}
+	}
+	return err
+}
+
+func (sc *scheduler) stats() schedStats {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	st := schedStats{jobs: len(sc.jobs), inflight: sc.inflight}
+	for _, r := range sc.jobs {
+		st.queued += r.queued
+		st.deferred += r.deferred
+	}
+	return st
+}
+
+// deferHeap orders deferred groups by readyAt.
+type deferHeap []*group
+
+func (h deferHeap) Len() int           { return len(h) }
+func (h deferHeap) Less(i, j int) bool { return h[i].readyAt.Before(h[j].readyAt) }
+func (h deferHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].hidx, h[j].hidx = i, j
+}
+func (h *deferHeap) Push(x any) {
+	g := x.(*group)
+	g.hidx = len(*h)
+	*h = append(*h, g)
+}
+func (h *deferHeap) Pop() any {
+	old := *h
+	g := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return g
+}

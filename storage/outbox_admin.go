@@ -1,0 +1,78 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// What the operator sees of the outbox (verifyctl webhooks): the events
+// waiting for delivery, and sending one again at once.
+
+// OutboxEvents returns up to limit (≤ 0: all) events waiting in the
+// outbox for the account ("" for every account), soonest due first.
+func (db *DB) OutboxEvents(account string, limit int) ([]Event, error) {
+	if err := db.check(); err != nil {
+		return nil, err
+	}
+	var out []Event
+	err := db.scanPrefix([]byte(prefixOutbox), func(k, v []byte) (bool, error) {
+		var ev Event
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return false, fmt.Errorf("%w: %s: %v", errCorrupt, k, err)
+		}
+		if account == "" || ev.Account == account {
+			out = append(out, ev)
+		}
+		return limit <= 0 || len(out) < limit, nil
+	})
+	return out, err
+}
+
+// ResendEvent makes the event with that id due now: a dead letter goes
+// back into the outbox with its attempts reset (as Redrive); an event
+// waiting in the outbox keeps its attempts and is moved to now. ErrNotFound
+// when neither holds it (it was delivered).
+func (db *DB) ResendEvent(id string) (Event, error) {
+	ev, err := db.Redrive(id)
+	if err == nil || !errors.Is(err, ErrNotFound) {
+		return ev, err
+	}
+	if err := db.check(); err != nil {
+		return Event{}, err
+	}
+	db.outboxMu.Lock()
+	defer db.outboxMu.Unlock()
+	var found *Event
+	var from []byte
+	err = db.scanPrefix([]byte(prefixOutbox), func(k, v []byte) (bool, error) {
+		var e Event
+		if err := json.Unmarshal(v, &e); err != nil {
+			return false, fmt.Errorf("%w: %s: %v", errCorrupt, k, err)
+		}
+		if e.ID != id {
+			return true, nil
+		}
+		found, from = &e, append([]byte(nil), k...)
+		return false, nil
+	})
+	if err != nil {
+		return Event{}, err
+	}
+	if found == nil {
+		return Event{}, fmt.Errorf("%w: event %s", ErrNotFound, id)
+	}
+	nev := *found
+	nev.NextAttempt = db.now().UTC().Truncate(time.Millisecond)
+	v, err := json.Marshal(nev)
+	if err != nil {
+		return Event{}, err
+	}
+	b := db.pdb.NewBatch()
+	b.Delete(from, nil)
+	b.Set(nev.key(), v, nil)
+	return nev, db.commit(b, pebble.Sync)
+}
