@@ -74,3 +74,16 @@ func newReceipt(r *probe.Result) *receiptJSON {
 	addAuth(rec, r)
 	return rec
 }
+
+// UnsignedReceipt is the receipt of an engine result as stored for later
+// reuse (a batch result that a validation with cache: true may serve): the
+// same shape as a signed receipt, without kid, sig and credits, which the
+// serving request adds when it signs. fallbackEmail names the address when
+// the result has none.
+func UnsignedReceipt(r *probe.Result, fallbackEmail string) ([]byte, error) {
+	rec := newReceipt(r)
+	if rec.Email == "" {
+		rec.Email = fallbackEmail
+	}
+	return json.Marshal(rec)
+}

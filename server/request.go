@@ -36,7 +36,7 @@ func decodeValidate(body []byte) (validateRequest, []Issue) {
 	var req validateRequest
 	var issues []Issue
 	seenEmail := false
-	err := walkObject(body, func(name string, dec *json.Decoder) error {
+	err := WalkObject(body, func(name string, dec *json.Decoder) error {
 		switch name {
 		case "email":
 			seenEmail = true
@@ -96,11 +96,12 @@ func emailValue(raw json.RawMessage) (string, string) {
 	return s, ""
 }
 
-// walkObject decodes body as one JSON object and calls member for each
+// WalkObject decodes body as one JSON object and calls member for each
 // member name, with the decoder positioned at its value; member must
 // consume the value. Duplicate names, trailing data and anything but an
-// object are errors.
-func walkObject(body []byte, member func(name string, dec *json.Decoder) error) error {
+// object are errors, worded for a client (details.issues). The request
+// decoders of every endpoint use it.
+func WalkObject(body []byte, member func(name string, dec *json.Decoder) error) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	tok, err := dec.Token()

@@ -1,11 +1,9 @@
 package jobs
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -59,68 +57,39 @@ func decodeBatch(body []byte, maxEmails int, g *Guard) (batchRequest, []server.I
 	var req batchRequest
 	var is issues
 	seenEmails := false
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	err := func() error {
-		tok, err := dec.Token()
-		if err != nil {
-			return fmt.Errorf("body must be a JSON object: %s", jsonErr(err))
-		}
-		if d, ok := tok.(json.Delim); !ok || d != '{' {
-			return errors.New("body must be a JSON object")
-		}
-		seen := map[string]bool{}
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return fmt.Errorf("malformed JSON: %s", jsonErr(err))
-			}
-			name, _ := tok.(string)
-			if seen[name] {
-				return fmt.Errorf("property %q appears twice", name)
-			}
-			seen[name] = true
-			switch name {
-			case "emails":
-				seenEmails = true
-				req.Emails, err = decodeEmails(dec, maxEmails, &is)
-			case "listName":
-				var s string
-				var ok bool
-				if s, ok, err = stringValue(dec, "listName", &is); ok {
-					if n := utf8.RuneCountInString(s); n > MaxListName {
-						is.add("listName", "must be at most %d characters, not %d", MaxListName, n)
-					}
-					req.ListName = s
+	err := server.WalkObject(body, func(name string, dec *json.Decoder) error {
+		var err error
+		switch name {
+		case "emails":
+			seenEmails = true
+			req.Emails, err = decodeEmails(dec, maxEmails, &is)
+		case "listName":
+			var s string
+			var ok bool
+			if s, ok, err = stringValue(dec, "listName", &is); ok {
+				if n := utf8.RuneCountInString(s); n > MaxListName {
+					is.add("listName", "must be at most %d characters, not %d", MaxListName, n)
 				}
-			case "webhookUrl":
-				var s string
-				var ok bool
-				if s, ok, err = stringValue(dec, "webhookUrl", &is); ok {
-					if _, uerr := g.CheckURL(s); uerr != nil {
-						if errors.Is(uerr, ErrRefused) {
-							ssrfAtPost.Inc()
-						}
-						is.add("webhookUrl", "%v", uerr)
+				req.ListName = s
+			}
+		case "webhookUrl":
+			var s string
+			var ok bool
+			if s, ok, err = stringValue(dec, "webhookUrl", &is); ok {
+				if _, uerr := g.CheckURL(s); uerr != nil {
+					if errors.Is(uerr, ErrRefused) {
+						ssrfAtPost.Inc()
 					}
-					req.WebhookURL = s
+					is.add("webhookUrl", "%v", uerr)
 				}
-			default:
-				is.add(name, "unknown property")
-				err = skipValue(dec)
+				req.WebhookURL = s
 			}
-			if err != nil {
-				return fmt.Errorf("malformed JSON: %s", jsonErr(err))
-			}
+		default:
+			is.add(name, "unknown property")
+			err = skipValue(dec)
 		}
-		if _, err := dec.Token(); err != nil {
-			return fmt.Errorf("malformed JSON: %s", jsonErr(err))
-		}
-		if _, err := dec.Token(); err != io.EOF {
-			return errors.New("malformed JSON: data after the object")
-		}
-		return nil
-	}()
+		return err
+	})
 	if err != nil {
 		return req, []server.Issue{{Path: "", Message: err.Error()}}
 	}
@@ -229,21 +198,6 @@ func skipRest(dec *json.Decoder, depth int) error {
 		}
 	}
 	return nil
-}
-
-// jsonErr words a decoder error for a client.
-func jsonErr(err error) string {
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return "unexpected end of input"
-	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%s at offset %d", se.Error(), se.Offset)
-	}
-	if msg := err.Error(); strings.HasPrefix(msg, "invalid character") {
-		return msg
-	}
-	return "invalid JSON"
 }
 
 // normalize lower-cases the addresses and drops repeats, keeping the

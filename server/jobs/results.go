@@ -8,73 +8,18 @@ import (
 	"strconv"
 
 	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/server"
 	"github.com/verifyd/verifyd/storage"
 )
 
-// batchReceipt is what a batch result stores as its receipt: the receipt
-// of spec §2.4 without kid, sig and credits_remaining (a batch result is
-// not signed: the CSV has no place for a signature). It has the JSON shape
-// of the server's receipt, so a later POST /v1/validate with cache: true
-// can serve a batch result, signing it then.
-type batchReceipt struct {
-	Email     string      `json:"email"`
-	Status    string      `json:"status"`
-	Score     int         `json:"score"`
-	Checks    batchChecks `json:"checks"`
-	ProbedAt  string      `json:"probed_at"`
-	LatencyMs int64       `json:"latency_ms"`
-}
-
-type batchChecks struct {
-	Reason         string `json:"reason,omitempty"`
-	Syntax         bool   `json:"syntax"`
-	MX             bool   `json:"mx"`
-	Domain         string `json:"domain,omitempty"`
-	MXHost         string `json:"mx_host,omitempty"`
-	IsDisposable   bool   `json:"is_disposable"`
-	IsRoleBased    bool   `json:"is_role_based"`
-	IsFreeProvider bool   `json:"is_free_provider"`
-	IsCatchAll     bool   `json:"is_catch_all"`
-	SPF            string `json:"spf,omitempty"`
-	DKIM           string `json:"dkim,omitempty"`
-	DMARC          string `json:"dmarc,omitempty"`
-	MTASTS         *bool  `json:"mta_sts,omitempty"`
-	SVCCertified   *bool  `json:"svc_certified,omitempty"`
-	Auth           any    `json:"auth"`
-}
-
 // toStored makes the stored result of the job's address addr (the CSV's
-// email: as uploaded, lower-cased) from the engine's result.
+// email: as uploaded, lower-cased) from the engine's result. Its receipt is
+// server.UnsignedReceipt: the receipt of spec §2.4 without kid, sig and
+// credits (a batch result is not signed: the CSV has no place for a
+// signature), so that a later POST /v1/validate with cache: true can serve
+// it, signing it then.
 func toStored(addr string, r *probe.Result) storage.Result {
-	rec := batchReceipt{
-		Email:     r.Email,
-		Status:    string(r.Status),
-		Score:     r.Score,
-		ProbedAt:  formatTime(r.ProbedAt),
-		LatencyMs: r.Latency.Milliseconds(),
-		Checks: batchChecks{
-			Reason:         string(r.Reason),
-			Syntax:         r.Checks.Syntax,
-			MX:             r.Checks.MX,
-			Domain:         r.Checks.Domain,
-			MXHost:         r.Checks.MXHost,
-			IsDisposable:   r.Checks.IsDisposable,
-			IsRoleBased:    r.Checks.IsRoleBased,
-			IsFreeProvider: r.Checks.IsFreeProvider,
-			IsCatchAll:     r.Checks.IsCatchAll,
-			Auth:           struct{}{},
-		},
-	}
-	if rec.Email == "" {
-		rec.Email = addr
-	}
-	if r.Auth != nil {
-		f := r.AuthFlat()
-		rec.Checks.SPF, rec.Checks.DKIM, rec.Checks.DMARC = f.SPF, f.DKIM, f.DMARC
-		rec.Checks.MTASTS, rec.Checks.SVCCertified = f.MTASTS, f.SVCCertified
-		rec.Checks.Auth = r.Auth
-	}
-	b, err := json.Marshal(rec)
+	b, err := server.UnsignedReceipt(r, addr)
 	if err != nil {
 		b = nil
 	}
