@@ -133,6 +133,9 @@ type Client struct {
 	state    state
 	accepted int  // recipients accepted in the current transaction
 	utf8     bool // the current transaction was opened with SMTPUTF8
+	// mailPending: MailPipelined buffered a MAIL whose reply is unread; the
+	// next RCPT batch sends it and reads its reply first.
+	mailPending bool
 
 	bannerHost, ehloHost string
 	ext                  Extensions
@@ -303,6 +306,74 @@ func (c *Client) Mail(from string, smtputf8 bool) error {
 	return nil
 }
 
+// MailPipelined is Mail for a server that announced PIPELINING (RFC 2920):
+// MAIL FROM is buffered, not sent, and goes out with the first RCPTs of
+// RcptMany (or Rcpt), saving a round trip; its reply is read first there,
+// and a refusal comes back from that call as the MAIL's *Error. Without
+// PIPELINING it is Mail.
+func (c *Client) MailPipelined(from string, smtputf8 bool) error {
+	if !c.ext.Pipelining {
+		return c.Mail(from, smtputf8)
+	}
+	if err := c.need(CmdMail, stateReady); err != nil {
+		return err
+	}
+	if smtputf8 && !c.ext.SMTPUTF8 {
+		return &OpError{Command: CmdMail, Err: &detail{kind: ErrSMTPUTF8, msg: "smtputf8 not announced by the server"}}
+	}
+	if err := checkPath(CmdMail, from, smtputf8); err != nil {
+		return err
+	}
+	suffix := ">"
+	if smtputf8 {
+		suffix = "> SMTPUTF8"
+	}
+	c.write(CmdMail, "MAIL FROM:<", from, suffix)
+	c.state, c.accepted, c.utf8, c.mailPending = stateMail, 0, smtputf8, true
+	return nil
+}
+
+// settleMail sends a pipelined MAIL that no RCPT followed and reads its
+// reply, before RSET or QUIT; its refusal no longer matters then.
+func (c *Client) settleMail() error {
+	if !c.mailPending {
+		return nil
+	}
+	c.arm()
+	if err := c.w.Flush(); err != nil {
+		c.mailPending = false
+		return c.fail(CmdMail, err)
+	}
+	var se *Error
+	if err := c.mailReply(0); err != nil && !errors.As(err, &se) {
+		return err
+	}
+	return nil
+}
+
+// mailReply reads the reply of a pipelined MAIL once the batch carrying it
+// was flushed; n is the number of RCPTs flushed with it, whose replies are
+// read and dropped when MAIL was refused.
+func (c *Client) mailReply(n int) error {
+	c.mailPending = false
+	r, err := c.reply(CmdMail)
+	if err != nil {
+		return err
+	}
+	if r.Code/100 == 2 {
+		return nil
+	}
+	c.state = stateReady
+	if r.Code != CodeServiceUnavailable {
+		for range n {
+			if _, err := c.reply(CmdRcpt); err != nil {
+				break
+			}
+		}
+	}
+	return c.refused(CmdMail, r)
+}
+
 // Rcpt says RCPT TO:<to> (RFC 5321 §4.1.1.3) and returns the reply, which
 // Classify (or ClassifyRcpt) turns into a verdict. A reply that is not 2xx
 // also comes back as an *Error; a transport failure as an *OpError with a
@@ -313,6 +384,25 @@ func (c *Client) Rcpt(to string) (Reply, error) {
 	}
 	if err := checkPath(CmdRcpt, to, c.utf8); err != nil {
 		return Reply{}, err
+	}
+	if c.mailPending {
+		c.arm()
+		c.write(CmdRcpt, "RCPT TO:<", to, ">")
+		if err := c.w.Flush(); err != nil {
+			return Reply{}, c.fail(CmdRcpt, err)
+		}
+		if err := c.mailReply(1); err != nil {
+			return Reply{}, err
+		}
+		r, err := c.reply(CmdRcpt)
+		if err != nil {
+			return Reply{}, err
+		}
+		if r.Code/100 != 2 {
+			return r, c.refused(CmdRcpt, r)
+		}
+		c.accepted++
+		return r, nil
 	}
 	r, err := c.cmd(CmdRcpt, "RCPT TO:<", to, ">")
 	if err != nil {
@@ -330,6 +420,9 @@ func (c *Client) Rcpt(to string) (Reply, error) {
 func (c *Client) Reset() error {
 	if c.state == stateClosed {
 		return &OpError{Command: CmdRset, Err: ErrClosed}
+	}
+	if err := c.settleMail(); err != nil {
+		return err
 	}
 	r, err := c.cmd(CmdRset, "RSET", "", "")
 	if err != nil {
@@ -350,6 +443,9 @@ func (c *Client) Reset() error {
 func (c *Client) Quit() error {
 	if c.state == stateClosed {
 		return &OpError{Command: CmdQuit, Err: ErrClosed}
+	}
+	if err := c.settleMail(); err != nil {
+		return err
 	}
 	r, err := c.cmd(CmdQuit, "QUIT", "", "")
 	if err != nil {
