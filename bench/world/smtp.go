@@ -675,7 +675,13 @@ func (s *session) pause(verb string) {
 // reply waits the latency for verb and buffers line, which ends in CRLF.
 // Write errors surface at the next flush.
 func (s *session) reply(verb, line string) {
-	s.pause(verb)
+	// Latency is per round trip: the first reply of a group waits, the
+	// replies to commands the client pipelined with it (written while
+	// earlier replies are still buffered, unflushed) go out with it, as
+	// over a real network.
+	if s.w.Buffered() == 0 {
+		s.pause(verb)
+	}
 	s.w.WriteString(line)
 	if s.debug {
 		s.srv.logger.Debug("world: smtp reply", "session", s.rec.ID, "host", s.hs.host.Name, "line", strings.TrimRight(line, "\r\n"))
@@ -684,7 +690,9 @@ func (s *session) reply(verb, line string) {
 
 // replyLine is reply for a line without CRLF.
 func (s *session) replyLine(verb, line string) {
-	s.pause(verb)
+	if s.w.Buffered() == 0 { // once per round trip, as in reply
+		s.pause(verb)
+	}
 	s.w.WriteString(line)
 	s.w.WriteString("\r\n")
 	if s.debug {

@@ -938,3 +938,31 @@ func BenchmarkSMTPSession(b *testing.B) {
 		c.Close()
 	}
 }
+
+// TestSMTPLatencyPerRoundTrip: commands pipelined in one write (RFC 2920)
+// are answered after one latency wait, not one per reply, as over a real
+// network; a command sent alone waits again.
+func TestSMTPLatencyPerRoundTrip(t *testing.T) {
+	const lat = 300 * time.Millisecond
+	tw := startWorld(t, []*Host{{Name: "mx.far.test", Latency: Duration(lat)}},
+		[]*Domain{{Name: "far.test", Policy: PolicyCatchAll}})
+	rc := tw.raw(t, tw.w.Hosts[0].IP, clientA)
+	rc.reply()
+	rc.cmd("EHLO probe.test")
+	start := time.Now()
+	rc.send("MAIL FROM:<>\r\nRCPT TO:<a@far.test>\r\nRCPT TO:<b@far.test>\r\n")
+	for range 3 {
+		if r := rc.reply(); !strings.HasPrefix(r, "250") {
+			t.Fatalf("pipelined reply %q", r)
+		}
+	}
+	// One wait, not three: well under 2.5 latencies even on a slow machine.
+	if d := time.Since(start); d < lat || d > 5*lat/2 {
+		t.Errorf("three pipelined replies took %v, want one latency (%v)", d, lat)
+	}
+	start = time.Now()
+	rc.cmd("RSET")
+	if d := time.Since(start); d < lat {
+		t.Errorf("a command alone answered after %v, want at least %v", d, lat)
+	}
+}

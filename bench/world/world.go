@@ -112,7 +112,9 @@ type Host struct {
 	// MaxConnsPerClient caps the concurrent sessions from one client address
 	// (the others get 421 4.7.0 and are closed); 0 for no cap.
 	MaxConnsPerClient int `json:"max_conns_per_client,omitempty"`
-	// Latency is waited before every reply, the banner included (a slow host).
+	// Latency is waited before every reply, the banner included (a slow
+	// host), once per round trip: replies to pipelined commands (RFC 2920)
+	// go out together after one wait, as over a real network.
 	Latency Duration `json:"latency,omitempty"`
 	// Jitter adds a uniformly drawn 0..Jitter to every Latency wait.
 	Jitter Duration `json:"jitter,omitempty"`
