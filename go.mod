@@ -9,6 +9,7 @@ require (
 	github.com/fasthttp/router v1.5.4
 	github.com/miekg/dns v1.1.73
 	github.com/panjf2000/ants/v2 v2.12.1
+	github.com/prometheus/common v0.42.0
 	github.com/valyala/fasthttp v1.74.0
 	golang.org/x/net v0.62.0
 )
@@ -38,7 +39,6 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/client_golang v1.16.0 // indirect
 	github.com/prometheus/client_model v0.3.0 // indirect
-	github.com/prometheus/common v0.42.0 // indirect
 	github.com/prometheus/procfs v0.10.1 // indirect
 	github.com/rogpeppe/go-internal v1.9.0 // indirect
 	github.com/savsgio/gotils v0.0.0-20240704082632-aef3928b8a38 // indirect
