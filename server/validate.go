@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -87,7 +87,10 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *caller, idem *storag
 		// An unknown verdict is not worth serving from the cache.
 		SkipCache: res.Status == probe.StatusUnknown,
 	}
-	s.charge(ctx, c, idem, &hold, stored, rec)
+	s.charge(ctx, c, idem, &hold, stored, func(balance int64) ([]byte, error) {
+		rec.CreditsRemaining = balance
+		return s.opts.Keys.SignStruct(rec)
+	})
 }
 
 // validateCached answers from the account's own recent result, when there
@@ -100,39 +103,42 @@ func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *caller, idem *stora
 		}
 		return false
 	}
-	var rec receiptJSON
-	if err := json.Unmarshal(prev.Receipt, &rec); err != nil {
-		s.reqLog(ctx).Warn("cached receipt unreadable", "result", prev.ID, "err", err)
-		return false
-	}
-	rec.Cached = true
 	stored := storage.Result{
 		Email:      prev.Email,
 		Status:     prev.Status,
 		Score:      prev.Score,
 		LatencyMs:  prev.LatencyMs,
-		ProbedAt:   s.opts.Now(),
 		CachedFrom: prev.ID,
+		// ProbedAt left zero: the charge's time, taken under the
+		// account's lock, so history rows come in order.
 	}
 	// The result is known: no hold, one synced write that checks the
-	// credits and charges them.
-	s.charge(ctx, c, idem, nil, stored, &rec)
+	// credits and charges them. The stored receipt is signed again as it
+	// is, with cached and credits_remaining set (and the active kid): it
+	// is not decoded.
+	s.charge(ctx, c, idem, nil, stored, func(balance int64) ([]byte, error) {
+		return s.opts.Keys.SignWith(prev.Receipt,
+			receipt.Field{Name: "cached", Value: jsonTrue},
+			receipt.Field{Name: "credits_remaining", Value: strconv.AppendInt(nil, balance, 10)})
+	})
 	return true
 }
 
-// charge completes a validation: the receipt is signed once the balance
-// after the charge is known, inside the charge's synced write.
+var jsonTrue = []byte("true")
+
+// charge completes a validation: sign makes the receipt once the balance
+// after the charge is known (credits_remaining), inside the charge (see
+// storage.ChargeRequest.Seal).
 //
 // With a hold, its credit is charged; without (nil), one credit is charged
 // directly if available.
-func (s *Server) charge(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, hold *storage.Hold, stored storage.Result, rec *receiptJSON) {
+func (s *Server) charge(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, hold *storage.Hold, stored storage.Result, sign func(balance int64) ([]byte, error)) {
 	var body []byte
 	req := storage.ChargeRequest{
 		Result: stored,
 		Idem:   idem,
 		Seal: func(_ storage.Result, balance int64) (storage.Sealed, error) {
-			rec.CreditsRemaining = balance
-			signed, err := s.opts.Keys.SignStruct(rec)
+			signed, err := sign(balance)
 			if err != nil {
 				return storage.Sealed{}, err
 			}

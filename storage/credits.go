@@ -140,11 +140,42 @@ type acctState struct {
 
 	histLoaded bool
 	lastPos    int64 // highest history position of the account, −1: none
+
+	// pending is closed when the account's last write staged under mu
+	// and finished outside it (a charge: see charge) has been handed to
+	// Pebble; nil when there is none. Such writes reach Pebble in the
+	// order they took mu, each waiting for the one before.
+	pending chan struct{}
 }
 
-// lockAccount returns the account's state, loaded and locked; the caller
-// unlocks st.mu. ErrNotFound for an unknown account.
+// drain waits, with mu held, until every write of the account staged
+// before has been handed to Pebble, so what the caller reads from Pebble
+// or writes next comes after them. It holds no other lock while it waits
+// and the writes it waits for take none but an idempotency stripe, which
+// no holder of mu waits for.
+func (st *acctState) drain() {
+	if st.pending != nil {
+		<-st.pending
+		st.pending = nil
+	}
+}
+
+// lockAccount returns the account's state, loaded and locked, with every
+// write staged before it in Pebble (drain); the caller unlocks st.mu.
+// ErrNotFound for an unknown account.
 func (db *DB) lockAccount(account string) (*acctState, error) {
+	st, err := db.lockAccountStaged(account)
+	if err != nil {
+		return nil, err
+	}
+	st.drain()
+	return st, nil
+}
+
+// lockAccountStaged is lockAccount without the drain: the state may count
+// writes still on their way to Pebble. For charge, which adds to them, and
+// readers of the in-memory state.
+func (db *DB) lockAccountStaged(account string) (*acctState, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
@@ -251,7 +282,7 @@ func (db *DB) Balance(account string) (int64, error) {
 
 // Credits returns the account's balance and held credits.
 func (db *DB) Credits(account string) (Credits, error) {
-	st, err := db.lockAccount(account)
+	st, err := db.lockAccountStaged(account)
 	if err != nil {
 		return Credits{}, err
 	}
@@ -357,12 +388,15 @@ type ChargeRequest struct {
 	// cache entry. Account and Kind may be left empty (the hold's account,
 	// KindSingle); ID and ProbedAt are filled in when zero.
 	Result Result
-	// Seal, when set, is called with the account's lock held once the
-	// result is final (its ID and ProbedAt filled in) and the balance after
-	// the charge is known (the receipt's credits_remaining); it returns the
-	// receipt to store as Result.Receipt and, when Idem is set, the
-	// response to record for the idempotency key. It must be quick
-	// (signing a receipt is) and must not call the DB.
+	// Seal, when set, is called once the result is final (its ID and
+	// ProbedAt filled in) and the balance after the charge is known (the
+	// receipt's credits_remaining); it returns the receipt to store as
+	// Result.Receipt and, when Idem is set, the response to record for
+	// the idempotency key. It runs without the account's lock, beside
+	// other charges' Seals, but the account's later writes wait for it:
+	// it must be quick (signing a receipt is) and must not call the DB.
+	// When it fails the charge is voided by an entry that adds the
+	// credits back.
 	Seal func(r Result, balance int64) (Sealed, error)
 	// Idem, when set, completes that idempotency record in the same synced
 	// batch as the charge, with the response Seal returns: a client that
@@ -409,6 +443,17 @@ func (db *DB) ChargeDirect(account string, n int64, req ChargeRequest) (Charged,
 
 // charge is Charge (h set: the hold's credits) and ChargeDirect (h nil: n
 // credits checked against the available balance).
+//
+// It works in two steps so that one account's charges do not queue behind
+// each other's signatures. Under the account's lock it checks the credits,
+// stages the ledger entry, gives out the result's history id and position,
+// and counts the charge in the account's state. Then, without the lock, it
+// seals the receipt (an Ed25519 signature, the costly part), stages the
+// result and the idempotent response, waits until the account's write
+// staged before it is in Pebble and applies its own (see acctState.pending):
+// the account's writes still reach the WAL in the order of its lock, so a
+// ledger entry never reaches disk without the one before it, and history
+// rows become visible in the order of their positions.
 func (db *DB) charge(account string, h *Hold, n int64, req ChargeRequest) (Charged, error) {
 	r := req.Result
 	if r.Account == "" {
@@ -426,7 +471,7 @@ func (db *DB) charge(account string, h *Hold, n int64, req ChargeRequest) (Charg
 	if req.Idem != nil && req.Idem.Account != account {
 		return Charged{}, invalidf("idempotency key of another account")
 	}
-	st, err := db.lockAccount(account)
+	st, err := db.lockAccountStaged(account)
 	if err != nil {
 		return Charged{}, err
 	}
@@ -456,47 +501,74 @@ func (db *DB) charge(account string, h *Hold, n int64, req ChargeRequest) (Charg
 	if h != nil {
 		b.Delete(holdKey(account, h.Seq), nil)
 	}
-
-	var sealed Sealed
-	if req.Seal != nil {
-		if sealed, err = req.Seal(r, tx.balance); err != nil {
-			st.mu.Unlock()
-			b.Close()
-			return Charged{}, err
-		}
-		r.Receipt = sealed.Receipt
-	}
 	pa := posAlloc{db: db, st: st, account: account}
-	if err := db.stageResult(b, &pa, &r); err != nil {
+	pos, err := db.allocResult(&pa, &r)
+	if err != nil {
 		st.mu.Unlock()
 		b.Close()
 		return Charged{}, err
 	}
-	var idemMu *sync.Mutex
-	if req.Idem != nil {
-		idemMu = db.idemLock(*req.Idem)
-		idemMu.Lock()
-		if err := db.stageIdemDone(b, *req.Idem, sealed.Response, now); err != nil {
-			idemMu.Unlock()
-			st.mu.Unlock()
-			b.Close()
-			return Charged{}, err
-		}
-	}
-	wait, err := db.applyOrdered(b)
-	if idemMu != nil {
-		idemMu.Unlock()
-	}
-	if err != nil {
-		st.mu.Unlock()
-		return Charged{}, err
-	}
+	// From here the charge is the account's next write: it is counted in
+	// the state now and must reach Pebble after the writes before it and
+	// before the writes after it, whatever happens to its receipt.
 	tx.apply()
 	pa.apply()
 	if h != nil {
 		delete(st.holds, h.Seq)
 	}
+	prev, done := st.pending, make(chan struct{})
+	st.pending = done
 	st.mu.Unlock()
+
+	var sealed Sealed
+	var sealErr error
+	if req.Seal != nil {
+		if sealed, sealErr = req.Seal(r, e.Balance); sealErr == nil {
+			r.Receipt = sealed.Receipt
+		}
+	}
+	var idemMu *sync.Mutex
+	if sealErr == nil {
+		db.stageResultAt(b, &r, pos)
+		if req.Idem != nil {
+			idemMu = db.idemLock(*req.Idem)
+			idemMu.Lock()
+			if err := db.stageIdemDone(b, *req.Idem, sealed.Response, now); err != nil {
+				// Fail-open, as for an idempotency store that fails
+				// before the request (spec §7.3): the validation stands,
+				// its response is not kept for replays.
+				db.log.Warn("idempotency record not completed", "account", account, "err", err)
+			}
+		}
+	}
+	if prev != nil {
+		<-prev
+	}
+	wait, err := db.applyOrdered(b)
+	if idemMu != nil {
+		idemMu.Unlock()
+	}
+	if err == nil && sealErr == nil && r.CachedFrom == "" && !r.SkipCache {
+		db.memo.written(cacheKey(r.Account, r.Email), r)
+	}
+	close(done)
+	if err != nil {
+		// The state counts a charge Pebble refused: nothing written after
+		// it can be trusted.
+		db.fail(fmt.Errorf("charge of %s not applied: %w", account, err))
+		return Charged{}, err
+	}
+	if sealErr != nil {
+		// The charge entry is written (the entries after it count it); a
+		// second entry gives the credit back.
+		if _, verr := db.AddCredits(account, n, fmt.Sprintf("void charge %d: receipt not sealed", e.Seq)); verr != nil {
+			db.log.Error("void charge", "account", account, "seq", e.Seq, "err", verr)
+		}
+		if werr := wait(); werr != nil {
+			return Charged{}, werr
+		}
+		return Charged{}, fmt.Errorf("storage: seal receipt: %w", sealErr)
+	}
 	if err := wait(); err != nil {
 		return Charged{}, err
 	}

@@ -3,9 +3,12 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestCreditsArithmetic(t *testing.T) {
@@ -254,18 +257,176 @@ func TestChargeSealAndIdem(t *testing.T) {
 		t.Errorf("stored receipt: %q, %v", r.Receipt, err)
 	}
 
-	// A failing Seal charges nothing.
+	// A failing Seal charges nothing: the hold ends in a charge that a
+	// second entry voids, and no result is stored.
 	h, _ = db.Hold(acct, 1, "r2")
 	_, err = db.Charge(h, ChargeRequest{Result: result("b@example.com", "valid"),
 		Seal: func(Result, int64) (Sealed, error) { return Sealed{}, errors.New("signer down") }})
 	if err == nil {
 		t.Fatal("Seal error ignored")
 	}
-	if _, err := db.Release(h, "signer down"); err != nil {
-		t.Fatalf("the hold is still active: %v", err)
+	if _, err := db.Release(h, "signer down"); !errors.Is(err, ErrHoldNotActive) {
+		t.Fatalf("release after a failed seal: %v", err)
 	}
 	if bal, _ := db.Balance(acct); bal != 4 {
 		t.Errorf("balance %d", bal)
 	}
+	entries, err := db.Ledger(acct, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := entries[len(entries)-2:]
+	if last[0].Kind != EntryCharge || last[1].Kind != EntryAdd || last[1].Amount != 1 || last[1].Balance != 4 {
+		t.Errorf("ledger ends with %+v", last)
+	}
+	if _, err := db.GetResult(last[0].Ref); !errors.Is(err, ErrNotFound) {
+		t.Errorf("result of the voided charge: %v", err)
+	}
+	checkLedger(t, db.DB, acct)
+}
+
+// Charges seal their receipts outside the account's lock and so finish in
+// any order; their writes must still reach Pebble in the order of the
+// lock. Seals here sleep for random times (every 10th fails), beside holds,
+// releases and credits added; a reader checks all along that the stored
+// ledger has no gap and each entry follows from the one before, and at the
+// end every receipt carries the balance of its own ledger entry and every
+// result is in the history once.
+func TestChargesSealOutOfOrder(t *testing.T) {
+	db := openTest(t)
+	acct := db.account(t, 1_000)
+	const n = 300
+	type charged struct {
+		sealed int64
+		c      Charged
+	}
+	out := make(chan charged, n)
+	stop := make(chan struct{})
+	var readerWG, wg sync.WaitGroup
+	readerWG.Add(1)
+	go func() {
+		defer readerWG.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			es, err := db.Ledger(acct, 0, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var bal int64
+			for i, e := range es {
+				bal += e.Delta
+				if e.Seq != uint64(i+1) || e.Balance != bal {
+					t.Errorf("stored ledger: entry %d has seq %d, balance %d; chain says %d", i+1, e.Seq, e.Balance, bal)
+					return
+				}
+			}
+		}
+	}()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch i % 15 {
+			case 7:
+				h, err := db.Hold(acct, 1, "r")
+				if err == nil {
+					_, err = db.Release(h, "")
+				}
+				if err != nil {
+					t.Error(err)
+				}
+				return
+			case 11:
+				if _, err := db.AddCredits(acct, 2, ""); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			var sealed int64
+			req := ChargeRequest{
+				Result: result(fmt.Sprintf("u%d@example.com", i), "valid"),
+				Seal: func(_ Result, balance int64) (Sealed, error) {
+					time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
+					if i%10 == 3 {
+						return Sealed{}, errors.New("signer down")
+					}
+					sealed = balance
+					return Sealed{Receipt: fmt.Appendf(nil, "%d", balance)}, nil
+				},
+			}
+			var c Charged
+			var err error
+			if i%2 == 0 {
+				c, err = db.ChargeDirect(acct, 1, req)
+			} else {
+				var h Hold
+				if h, err = db.Hold(acct, 1, "r"); err == nil {
+					c, err = db.Charge(h, req)
+				}
+			}
+			switch {
+			case i%10 == 3:
+				if err == nil {
+					t.Errorf("charge %d: the seal failed, the charge did not", i)
+				}
+			case err != nil:
+				t.Error(err)
+			default:
+				out <- charged{sealed, c}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	readerWG.Wait()
+	close(out)
+
+	es := checkLedger(t, db.DB, acct)
+	got := 0
+	for c := range out {
+		got++
+		e := es[c.c.Entry.Seq-1]
+		if e.Kind != EntryCharge || e.Ref != c.c.Result.ID || e.Balance != c.sealed || c.c.Balance != c.sealed {
+			t.Errorf("receipt sealed with balance %d, charge %+v, entry %+v", c.sealed, c.c, e)
+		}
+		r, err := db.GetResult(c.c.Result.ID)
+		if err != nil || string(r.Receipt) != fmt.Sprint(c.sealed) {
+			t.Errorf("result %s: %q, %v", c.c.Result.ID, r.Receipt, err)
+		}
+	}
+	var voided int
+	for _, e := range es {
+		if e.Kind == EntryAdd && strings.HasPrefix(e.Note, "void charge") {
+			voided++
+		}
+	}
+	if want := n / 10; voided != want {
+		t.Errorf("%d charges voided, want %d", voided, want)
+	}
+	seen := map[string]bool{}
+	for cursor := ""; ; {
+		page, err := db.ListHistory(acct, HistoryAll, cursor, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range page.Rows {
+			if seen[row.ResultID] {
+				t.Errorf("history row %s twice", row.ResultID)
+			}
+			seen[row.ResultID] = true
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if len(seen) != got {
+		t.Errorf("%d history rows, %d charges answered", len(seen), got)
+	}
+	db.reopen(t)
 	checkLedger(t, db.DB, acct)
 }

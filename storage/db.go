@@ -44,8 +44,12 @@ type DB struct {
 	idemLocks [idemStripes]sync.Mutex
 	outboxMu  sync.Mutex
 	histIDs   seqAlloc
+	memo      *cacheMemo // nil: none
 
 	closed atomic.Bool
+	// failed is set once the in-memory account state counts a write Pebble
+	// refused: every call fails after it (restart to reload from disk).
+	failed atomic.Pointer[error]
 	stop   chan struct{}
 	wg     sync.WaitGroup
 }
@@ -93,6 +97,9 @@ func Open(dir string, opts Options) (*DB, error) {
 		jobs:     make(map[string]*Job),
 		stop:     make(chan struct{}),
 		histIDs:  seqAlloc{key: keyMetaHistSeq, block: histIDBlock},
+	}
+	if opts.MemoSize > 0 {
+		db.memo = newCacheMemo(opts.MemoSize)
 	}
 	if err := db.load(); err != nil {
 		pdb.Close()
@@ -195,7 +202,18 @@ func (db *DB) check() error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
+	if err := db.failed.Load(); err != nil {
+		return *err
+	}
 	return nil
+}
+
+// fail makes every later call return err (see DB.failed).
+func (db *DB) fail(err error) {
+	err = fmt.Errorf("storage: failed, restart to recover: %w", err)
+	if db.failed.CompareAndSwap(nil, &err) && !db.closed.Load() {
+		db.log.Error("storage failed", "err", err)
+	}
 }
 
 // get returns a copy of the value of key, or ErrNotFound.

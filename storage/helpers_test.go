@@ -41,6 +41,7 @@ type testDB struct {
 	*DB
 	dir   string
 	clock *clock
+	opts  *Options // nil: testOptions(clock)
 }
 
 func testOptions(c *clock) Options {
@@ -78,7 +79,11 @@ func (tdb *testDB) reopen(t testing.TB) {
 	if err := tdb.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := Open(tdb.dir, testOptions(tdb.clock))
+	opts := testOptions(tdb.clock)
+	if tdb.opts != nil {
+		opts = *tdb.opts
+	}
+	db, err := Open(tdb.dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +125,9 @@ func checkLedger(t testing.TB, db *DB, account string) []Entry {
 		case EntryHold:
 			heldDelta = e.Amount
 		case EntryCharge, EntryRelease:
-			heldDelta = -e.Amount
+			if e.HoldSeq != 0 { // a charge without a hold: ChargeDirect
+				heldDelta = -e.Amount
+			}
 		}
 		bal += e.Delta
 		held += heldDelta

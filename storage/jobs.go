@@ -395,6 +395,7 @@ func (db *DB) PutJobResults(id string, results []JobResult) (Job, error) {
 		return Job{}, err
 	}
 	pa := posAlloc{db: db, st: st, account: j.Account}
+	var cacheKeys [][]byte // cache entries the batch replaces (cacheMemo)
 	done := make(map[int]bool, len(results))
 	if j.Counts == nil {
 		j.Counts = make(map[string]int)
@@ -431,6 +432,9 @@ func (db *DB) PutJobResults(id string, results []JobResult) (Job, error) {
 		if err := db.stageResult(b, &pa, &r); err != nil {
 			return fail(err)
 		}
+		if r.CachedFrom == "" && !r.SkipCache {
+			cacheKeys = append(cacheKeys, cacheKey(r.Account, r.Email))
+		}
 		j.Processed++
 		j.Counts[r.Status]++
 	}
@@ -442,6 +446,7 @@ func (db *DB) PutJobResults(id string, results []JobResult) (Job, error) {
 		st.mu.Unlock()
 		return Job{}, err
 	}
+	db.memo.forget(cacheKeys)
 	pa.apply()
 	db.setJob(j)
 	st.mu.Unlock()

@@ -21,6 +21,8 @@ var (
 	idemPurged          = metrics.NewCounter(`verifyd_storage_idem_purged_total`)
 	cacheHits           = metrics.NewCounter(`verifyd_storage_cache_lookups_total{result="hit"}`)
 	cacheMisses         = metrics.NewCounter(`verifyd_storage_cache_lookups_total{result="miss"}`)
+	memoHits            = metrics.NewCounter(`verifyd_storage_cache_memo_hits_total`)
+	memoBytes           = metrics.NewGauge(`verifyd_storage_cache_memo_bytes`, nil)
 )
 
 // ledgerEntries[kind] counts verifyd_storage_ledger_entries_total.

@@ -33,6 +33,11 @@ type Options struct {
 	// expired idempotency records. Default 10 min; negative: no loop (call
 	// PurgeIdem yourself).
 	PurgeInterval time.Duration
+	// MemoSize bounds, in bytes, the memory kept of recent cache entries
+	// and their results (with receipts), so that a validation with
+	// cache: true of a recently validated address reads nothing from
+	// Pebble. Default 16 MiB; negative: none.
+	MemoSize int
 }
 
 // Defaults for Options.
@@ -41,6 +46,7 @@ const (
 	DefaultMemTableSize  = 32 << 20
 	DefaultIdemTTL       = 24 * time.Hour
 	DefaultPurgeInterval = 10 * time.Minute
+	DefaultMemoSize      = 16 << 20
 )
 
 // Defaults fills the unset fields.
@@ -56,6 +62,9 @@ func (o *Options) Defaults() {
 	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.MemoSize == 0 {
+		o.MemoSize = DefaultMemoSize
 	}
 	if o.IdemTTL == 0 {
 		o.IdemTTL = DefaultIdemTTL

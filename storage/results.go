@@ -185,15 +185,28 @@ func (db *DB) prepareResult(r *Result, now time.Time) error {
 // history row and, for a fresh probe, its cache entry. The caller holds the
 // account's lock (pa.st).
 func (db *DB) stageResult(b *pebble.Batch, pa *posAlloc, r *Result) error {
+	pos, err := db.allocResult(pa, r)
+	if err != nil {
+		return err
+	}
+	db.stageResultAt(b, r, pos)
+	return nil
+}
+
+// allocResult gives a prepared result its history id (r.HistoryID) and
+// returns its history position. The caller holds the account's lock.
+func (db *DB) allocResult(pa *posAlloc, r *Result) (pos int64, err error) {
 	id, err := db.histIDs.alloc(db, 1)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	r.HistoryID = id
-	pos, err := pa.next(r.ProbedAt.UnixMilli())
-	if err != nil {
-		return err
-	}
+	return pa.next(r.ProbedAt.UnixMilli())
+}
+
+// stageResultAt adds the keys of a result given its id and position by
+// allocResult to b (see stageResult).
+func (db *DB) stageResultAt(b *pebble.Batch, r *Result, pos int64) {
 	kind := byte(histKindSingle)
 	if r.Kind == KindBatch {
 		kind = histKindBatch
@@ -206,7 +219,6 @@ func (db *DB) stageResult(b *pebble.Batch, pa *posAlloc, r *Result) error {
 	if r.CachedFrom == "" && !r.SkipCache {
 		b.Set(cacheKey(r.Account, r.Email), encodeCacheEntry(r.ID, r.ProbedAt.UnixMilli()), nil)
 	}
-	return nil
 }
 
 // GetResult returns the result with that id (with its receipt), or
@@ -233,7 +245,9 @@ func (db *DB) GetResult(id string) (Result, error) {
 
 // LookupCache returns the account's latest fresh result for email (compared
 // lower-cased) if it was probed less than maxAge ago, for a validation
-// with cache: true; ok is false when there is none.
+// with cache: true; ok is false when there is none. Recent entries come
+// from memory (cacheMemo): the caller must not modify the result's
+// Receipt.
 func (db *DB) LookupCache(account, email string, maxAge time.Duration) (r Result, ok bool, err error) {
 	if err := db.check(); err != nil {
 		return Result{}, false, err
@@ -241,7 +255,19 @@ func (db *DB) LookupCache(account, email string, maxAge time.Duration) (r Result
 	if !db.accountExists(account) {
 		return Result{}, false, fmt.Errorf("%w: account %q", ErrNotFound, account)
 	}
-	v, err := db.get(cacheKey(account, email))
+	key := cacheKey(account, email)
+	fresh := func(r Result) bool { return db.now().Sub(r.ProbedAt) < maxAge }
+	r, ok, gen := db.memo.get(key)
+	if ok {
+		if !fresh(r) {
+			cacheMisses.Inc()
+			return Result{}, false, nil
+		}
+		memoHits.Inc()
+		cacheHits.Inc()
+		return r, true, nil
+	}
+	v, err := db.get(key)
 	if errors.Is(err, ErrNotFound) {
 		cacheMisses.Inc()
 		return Result{}, false, nil
@@ -265,6 +291,7 @@ func (db *DB) LookupCache(account, email string, maxAge time.Duration) (r Result
 	if err != nil {
 		return Result{}, false, err
 	}
+	db.memo.add(key, r, gen)
 	cacheHits.Inc()
 	return r, true, nil
 }
@@ -282,6 +309,7 @@ func (db *DB) PurgeCache(maxAge time.Duration) (int, error) {
 		_, probedMs, err := decodeCacheEntry(v)
 		if err != nil || probedMs <= cutoff {
 			b.Delete(k, nil)
+			db.memo.forget([][]byte{bytes.Clone(k)})
 			n++
 		}
 		if b.Len() > 1<<20 {
@@ -383,8 +411,10 @@ func (pa *posAlloc) next(probedMs int64) (int64, error) {
 		pos = pa.last + 1
 	default:
 		// An older millisecond (a clock step back, a late batch
-		// result): the next rank within it, from what is stored. A full
+		// result): the next rank within it, from what is stored, once
+		// every position given out before is stored (drain). A full
 		// millisecond (10⁶ rows) spills into the next one.
+		st.drain()
 		for lo := base; ; lo += posPerMs {
 			m, err := pa.highest(lo, lo+posPerMs-1)
 			if err != nil {

@@ -78,6 +78,11 @@ type topLevel struct {
 	// the member) with this string: the signing mode. When nil, "kid" is
 	// kept as it is and its value recorded: the verifying mode.
 	setKid []byte
+	// set, in the signing mode, are further members written with the
+	// given values in place of the input's (see KeySet.SignWith); seen
+	// records which of them the input had, to refuse repeats.
+	set  []Field
+	seen uint64
 
 	sig, kid       []byte // decoded string values, nil if absent or not strings
 	hasSig, hasKid bool   // whether the members were present at all
@@ -325,6 +330,17 @@ func (c *canonicalizer) object(dst []byte) ([]byte, error) {
 		c.names = append(c.names, "kid"...)
 		m.prefix = namePrefix(c.name(m))
 		c.members = append(c.members, m)
+		for _, f := range top.set {
+			mstart := len(dst)
+			dst = appendString(dst, []byte(f.Name))
+			dst = append(dst, ':')
+			dst = append(dst, f.Value...)
+			m := member{nameOff: int32(len(c.names)), nameLen: int32(len(f.Name)), inNames: true, start: mstart, end: len(dst)}
+			c.names = append(c.names, f.Name...)
+			name := c.name(m)
+			m.prefix, m.high = namePrefix(name), hasHigh(name)
+			c.members = append(c.members, m)
+		}
 	}
 	dst, err := c.sortMembers(dst, start, c.members[base:])
 	c.members = c.members[:base]
@@ -353,6 +369,15 @@ func (c *canonicalizer) topMember(val, name []byte, valPos int, top *topLevel) (
 		top.hasKid = true
 		out = &top.kid
 	default:
+		for i, f := range top.set {
+			if f.Name == string(name) {
+				if top.seen&(1<<i) != 0 {
+					return false, c.fail(KindDuplicate, "duplicate member name %q", name)
+				}
+				top.seen |= 1 << i
+				return false, nil
+			}
+		}
 		return true, nil
 	}
 	if val[0] == '"' && top.setKid == nil {
@@ -654,6 +679,9 @@ const hexDigits = "0123456789abcdef"
 // appendString writes s (valid UTF-8) as RFC 8785 §3.2.2.2 says: the six
 // short escapes, \u00xx in lower-case hex for the other controls, and
 // every other character as itself.
+// AppendString appends s as an RFC 8785 JSON string (for [Field] values).
+func AppendString(dst []byte, s string) []byte { return appendString(dst, []byte(s)) }
+
 func appendString(dst, s []byte) []byte {
 	dst = append(dst, '"')
 	last := 0

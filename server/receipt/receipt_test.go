@@ -591,3 +591,57 @@ func TestConcurrentSignDuringRotate(t *testing.T) {
 		}
 	}
 }
+
+// SignWith re-signs a signed receipt with members changed, giving the same
+// bytes as signing the changed receipt anew.
+func TestSignWith(t *testing.T) {
+	ks, _ := newTestKeySet(t)
+	first, err := ks.SignStruct(realisticReceipt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ks.SignWith(first,
+		Field{"cached", []byte("true")},
+		Field{"credits_remaining", AppendNumber(nil, 41)},
+		Field{"note", AppendString(nil, "é \"x\"")}) // a member the receipt lacks
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := realisticReceipt()
+	r.Cached, r.CreditsRemaining = true, 41
+	m := decodeObject(t, mustJSON(t, r))
+	m["note"] = "é \"x\""
+	want, err := ks.SignStruct(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, want) {
+		t.Errorf("SignWith:\n%s\nsigning the changed receipt:\n%s", again, want)
+	}
+	if _, err := ks.Verify(again); err != nil {
+		t.Error(err)
+	}
+
+	for _, bad := range [][]Field{
+		{{"kid", []byte(`"v9"`)}},
+		{{"sig", []byte(`"x"`)}},
+		{{"cached", []byte("true")}, {"cached", []byte("false")}},
+	} {
+		if out, err := ks.SignWith(first, bad...); err == nil {
+			t.Errorf("SignWith(%v) = %s, want an error", bad, out)
+		}
+	}
+	// A member to set that the receipt repeats is refused like any repeat.
+	if out, err := ks.SignWith([]byte(`{"cached":false,"cached":false}`), Field{"cached", []byte("true")}); err == nil {
+		t.Errorf("repeated member: %s", out)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

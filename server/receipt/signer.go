@@ -39,6 +39,48 @@ func (ks *KeySet) Sign(receiptJSON []byte) ([]byte, error) {
 	return st.seal(canon), nil
 }
 
+// Field is a member of a receipt's outermost object that SignWith sets.
+// Value is its JSON text in RFC 8785 form: true, false, null, a number as
+// [AppendNumber] writes it, or a string as [AppendString] writes it.
+type Field struct {
+	Name  string
+	Value []byte
+}
+
+// maxFields is how many fields SignWith takes.
+const maxFields = 8
+
+// SignWith is Sign with some members of the outermost object replaced:
+// each field is written with its value, whether or not the receipt had
+// it. It re-signs a stored receipt with a few values changed, without
+// decoding it: a receipt served from the cache (cached, credits). The
+// fields must not be "kid" or "sig", nor repeat a name.
+func (ks *KeySet) SignWith(receiptJSON []byte, fields ...Field) ([]byte, error) {
+	if len(fields) > maxFields {
+		return nil, fmt.Errorf("receipt: cannot sign: more than %d fields to set", maxFields)
+	}
+	for i, f := range fields {
+		if f.Name == "kid" || f.Name == "sig" {
+			return nil, fmt.Errorf("receipt: cannot sign: member %q is not set by the caller", f.Name)
+		}
+		for _, g := range fields[:i] {
+			if g.Name == f.Name {
+				return nil, fmt.Errorf("receipt: cannot sign: member %q set twice", f.Name)
+			}
+		}
+	}
+	st := ks.cur.Load()
+	c := canonPool.Get().(*canonicalizer)
+	defer c.release()
+	c.topv = topLevel{setKid: st.kidJSON, set: fields}
+	canon, err := c.run(c.out[:0], receiptJSON, &c.topv)
+	c.out = canon[:0]
+	if err != nil {
+		return nil, fmt.Errorf("receipt: cannot sign: %w", err)
+	}
+	return st.seal(canon), nil
+}
+
 // SignStruct is Sign for a Go value: v (a struct or a map) is marshalled
 // with encoding/json, which must give an object. Marshal the receipt's
 // optional fields with omitempty: the design says an optional key without
