@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -54,9 +55,12 @@ func cpuTime(b *testing.B) time.Duration {
 }
 
 // benchServer starts the API on loopback with real storage and keys.
+// BENCH_WAL_MIN_SYNC, when set, is the storage's WALMinSyncInterval (e.g.
+// -1ns for none), to compare group-commit settings.
 func benchServer(b *testing.B, v Verifier) (addr, key string) {
 	dir := b.TempDir()
-	db, err := storage.Open(dir+"/db", storage.Options{Logger: slog.New(slog.DiscardHandler)})
+	minSync, _ := time.ParseDuration(os.Getenv("BENCH_WAL_MIN_SYNC"))
+	db, err := storage.Open(dir+"/db", storage.Options{Logger: slog.New(slog.DiscardHandler), WALMinSyncInterval: minSync})
 	if err != nil {
 		b.Fatal(err)
 	}

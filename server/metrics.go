@@ -16,11 +16,18 @@ import (
 //	verifyd_http_request_duration_seconds{route}    latency per route
 //	verifyd_http_idempotent_replays_total           Idempotent-Replay answers
 //	verifyd_credits_charged_total                   credits charged by validations
+//	verifyd_http_validate_overhead_seconds          a fresh validation's time less the engine's
 var (
 	idemReplays    = metrics.NewCounter("verifyd_http_idempotent_replays_total")
 	creditsCharged = metrics.NewCounter("verifyd_credits_charged_total")
-	reqCounters    sync.Map // route+status → *metrics.Counter
-	reqDurations   sync.Map // route → *metrics.Histogram
+	// validateOverhead is what the API adds to the engine's time for a
+	// fresh validation answered 200: from the handler's start to the
+	// response being ready, less the engine's own time (auth, limits,
+	// idempotency, the hold, the real-time pool's queue, signing and the
+	// synced charge).
+	validateOverhead = metrics.NewHistogram("verifyd_http_validate_overhead_seconds")
+	reqCounters      sync.Map // route+status → *metrics.Counter
+	reqDurations     sync.Map // route → *metrics.Histogram
 )
 
 // routeLabel names a request's route for metrics without unbounded labels.

@@ -72,6 +72,9 @@ func Open(dir string, opts Options) (*DB, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       uint64(opts.MemTableSize),
 	}
+	if d := opts.WALMinSyncInterval; d > 0 {
+		popts.WALMinSyncInterval = func() time.Duration { return d }
+	}
 	// Bloom filters on every level: many point reads look for keys that
 	// are not there (a job address without a result yet, an idempotency
 	// key seen for the first time, a cache miss), and a filter answers

@@ -38,6 +38,17 @@ type Options struct {
 	// cache: true of a recently validated address reads nothing from
 	// Pebble. Default 16 MiB; negative: none.
 	MemoSize int
+	// WALMinSyncInterval is the least time between two fsyncs of the WAL
+	// (Pebble's option of that name): a synced commit that comes sooner
+	// after the last fsync waits for the rest of it, and shares the next
+	// fsync with every commit that arrives meanwhile. An idle appliance
+	// never waits (the first commit after a pause syncs at once); a busy
+	// one makes fewer, larger fsyncs, each of which costs CPU time in the
+	// kernel: on the 2-core build machine, 250 µs took the CPU time of a
+	// cache:true validation from ~148 to ~112 µs and its throughput from
+	// ~10,000 to ~15,000/s (BenchmarkCacheHits). A commit waits at most
+	// this long more. Default 250 µs; negative: no minimum.
+	WALMinSyncInterval time.Duration
 }
 
 // Defaults for Options.
@@ -47,6 +58,8 @@ const (
 	DefaultIdemTTL       = 24 * time.Hour
 	DefaultPurgeInterval = 10 * time.Minute
 	DefaultMemoSize      = 16 << 20
+	// DefaultWALMinSyncInterval is Options.WALMinSyncInterval's default.
+	DefaultWALMinSyncInterval = 250 * time.Microsecond
 )
 
 // Defaults fills the unset fields.
@@ -62,6 +75,9 @@ func (o *Options) Defaults() {
 	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.WALMinSyncInterval == 0 {
+		o.WALMinSyncInterval = DefaultWALMinSyncInterval
 	}
 	if o.MemoSize == 0 {
 		o.MemoSize = DefaultMemoSize

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +32,34 @@ type Load struct {
 	// returns "" when it is a success, else the name of the failure. The
 	// body is only valid during the call. Default: HTTP 200 is success.
 	Check func(i int, status int, body []byte, latency time.Duration) string
+	// Timing, when set, is called after a successful Check with the
+	// answer's Server-Timing header (nil when absent), valid during the
+	// call.
+	Timing func(i int, serverTiming []byte)
+}
+
+// EngineTiming returns the dur of metric "engine" in a Server-Timing
+// header (verifyd's engine time of a fresh validation); ok is false when
+// there is none.
+func EngineTiming(h []byte) (time.Duration, bool) {
+	for _, m := range strings.Split(string(h), ",") {
+		parts := strings.Split(m, ";")
+		if strings.TrimSpace(parts[0]) != "engine" {
+			continue
+		}
+		for _, p := range parts[1:] {
+			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+			if k != "dur" {
+				continue
+			}
+			ms, err := strconv.ParseFloat(v, 64)
+			if err != nil || ms < 0 {
+				return 0, false
+			}
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	return 0, false
 }
 
 // LoadStats is what a load measured.
@@ -140,6 +170,9 @@ func (l Load) Run(ctx context.Context) LoadStats {
 					fail = "transport: " + errorKind(err)
 				case l.Check != nil:
 					fail = l.Check(i, resp.StatusCode(), resp.Body(), lat)
+					if fail == "" && l.Timing != nil {
+						l.Timing(i, resp.Header.Peek("Server-Timing"))
+					}
 				case resp.StatusCode() != fasthttp.StatusOK:
 					fail = fmt.Sprintf("HTTP %d", resp.StatusCode())
 				}

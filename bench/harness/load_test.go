@@ -90,3 +90,23 @@ func TestLoadTimeAndContextBounds(t *testing.T) {
 		t.Fatalf("context bound: %v elapsed, %d sent", el, st.Sent)
 	}
 }
+
+func TestEngineTiming(t *testing.T) {
+	for _, tc := range []struct {
+		h    string
+		want time.Duration
+		ok   bool
+	}{
+		{"engine;dur=12.345", 12345 * time.Microsecond, true},
+		{"db;dur=1, engine;desc=\"x\";dur=0.250", 250 * time.Microsecond, true},
+		{"", 0, false},
+		{"engine", 0, false},
+		{"engine;dur=x", 0, false},
+		{"api;dur=3", 0, false},
+	} {
+		got, ok := EngineTiming([]byte(tc.h))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("EngineTiming(%q) = %v, %v; want %v, %v", tc.h, got, ok, tc.want, tc.ok)
+		}
+	}
+}

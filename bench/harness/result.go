@@ -120,11 +120,14 @@ type Level struct {
 	// hold a probe for seconds by design (fresh probes only).
 	Prompt *Percentiles `json:"latency_prompt_ms,omitempty"`
 	// Overhead is the API's time over the engine's: the client's round
-	// trip minus the receipt's latency_ms (fresh probes only).
-	Overhead *Percentiles `json:"api_overhead_ms,omitempty"`
-	Verifyd  ProcUsage    `json:"verifyd"`
-	World    ProcUsage    `json:"world"`
-	Client   ProcUsage    `json:"client"`
+	// trip minus the engine's time (fresh probes only), taken from the
+	// Server-Timing header or, where an answer had none, the receipt's
+	// whole-millisecond latency_ms (OverheadFrom says which).
+	Overhead     *Percentiles `json:"api_overhead_ms,omitempty"`
+	OverheadFrom string       `json:"api_overhead_from,omitempty"`
+	Verifyd      ProcUsage    `json:"verifyd"`
+	World        ProcUsage    `json:"world"`
+	Client       ProcUsage    `json:"client"`
 }
 
 // Percentiles of a latency distribution, in milliseconds.

@@ -40,6 +40,10 @@ type outcome struct {
 	Status    string
 	Reason    string
 	LatencyMs int64
+	// Engine is the engine's time from the Server-Timing header, when
+	// HasEngine (verifyd sends it to the microsecond).
+	Engine    time.Duration
+	HasEngine bool
 	Client    time.Duration
 	OK        bool
 }

@@ -94,22 +94,41 @@ func (r *runner) freshLoad(ctx context.Context, v *Verifyd, c int, emails []stri
 				LatencyMs: rc.LatencyMs, Client: lat, OK: true}
 			return ""
 		},
+		Timing: func(i int, h []byte) {
+			if d, ok := EngineTiming(h); ok {
+				outs[i].Engine, outs[i].HasEngine = d, true
+			}
+		},
 	}
 	lv, _ := r.measured(ctx, v, l, nested)
 	ovh, prompt := NewHistogram(), NewHistogram()
 	var got []outcome
+	timed := 0
 	for _, o := range outs {
 		if !o.OK {
 			continue
 		}
 		got = append(got, o)
-		ovh.Record(max(0, o.Client-time.Duration(o.LatencyMs)*time.Millisecond))
+		engine := time.Duration(o.LatencyMs) * time.Millisecond
+		if o.HasEngine {
+			engine = o.Engine
+			timed++
+		}
+		ovh.Record(max(0, o.Client-engine))
 		if !r.world.Slow(o.Email) {
 			prompt.Record(o.Client)
 		}
 	}
 	po, pp := percentiles(ovh), percentiles(prompt)
 	lv.Overhead, lv.Prompt = &po, &pp
+	switch timed {
+	case len(got):
+		lv.OverheadFrom = "server-timing"
+	case 0:
+		lv.OverheadFrom = "latency_ms"
+	default:
+		lv.OverheadFrom = "mixed"
+	}
 	return lv, got
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -169,6 +170,14 @@ func TestAPIValidateEndToEnd(t *testing.T) {
 			t.Errorf("%s: X-Credits-Remaining %q, want %d", tc.email, got, credits)
 		}
 		m := r.json(t)
+		// The engine's time to the microsecond, and the receipt's
+		// latency_ms its whole milliseconds.
+		var engineMs float64
+		if n, err := fmt.Sscanf(r.header.Get("Server-Timing"), "engine;dur=%f", &engineMs); n != 1 || err != nil {
+			t.Errorf("%s: Server-Timing %q", tc.email, r.header.Get("Server-Timing"))
+		} else if lat, _ := m["latency_ms"].(float64); math.Floor(engineMs) != lat {
+			t.Errorf("%s: Server-Timing engine %v ms, latency_ms %v", tc.email, engineMs, lat)
+		}
 		for _, k := range []string{"email", "status", "score", "checks", "probed_at", "latency_ms", "kid", "sig", "credits_remaining", "cached"} {
 			if _, ok := m[k]; !ok {
 				t.Errorf("%s: receipt lacks %s: %s", tc.email, k, r.body)
@@ -206,6 +215,9 @@ func TestAPIValidateEndToEnd(t *testing.T) {
 	credits--
 	if m := r.json(t); r.status != 200 || m["cached"] != true || m["credits_remaining"] != float64(credits) {
 		t.Fatalf("cached: %d %s", r.status, r.body)
+	}
+	if st := r.header.Get("Server-Timing"); st != "" {
+		t.Errorf("a cached answer has Server-Timing %q: no engine ran", st)
 	}
 	verifyWithPython(t, c, r.body)
 	h := c.do("GET", "/v1/results?limit=1", c.key, "").json(t)
