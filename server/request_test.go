@@ -60,8 +60,19 @@ func FuzzDecodeValidate(f *testing.F) {
 		`{"email":"` + strings.Repeat("a", 330) + `"}`, `[1,2]`, `{"email":"a@b","email":"a@b"}`} {
 		f.Add([]byte(s))
 	}
+	for _, s := range []string{" {\n\"cache\" : false , \"email\":\"ü@b\" }\t", `{"email":"a\u0040b"}`, `{"email":"a@b","cache":tru}`,
+		`{"email":"a@b","cache":truex}`, `{"email":"a@b"}x`, `{"email":"a@b",}`, `{"cache":true}`} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, issues := decodeValidate(body)
+		// The fast path, where it answers, answers as the slow one.
+		if fast, ok := decodeValidateFast(body); ok {
+			slow, slowIssues := decodeValidateSlow(body)
+			if fast != slow || slowIssues != nil {
+				t.Fatalf("%q: fast path %+v, slow %+v %v", body, fast, slow, slowIssues)
+			}
+		}
 		for _, is := range issues {
 			if is.Message == "" {
 				t.Fatalf("issue without message: %+v", is)
@@ -76,4 +87,20 @@ func FuzzDecodeValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The bodies clients send most take the fast path.
+func TestDecodeValidateFastPath(t *testing.T) {
+	for _, body := range []string{`{"email":"user1@bench.test","cache":true}`, `{"email":"a@b.test"}`,
+		` { "cache" : false , "email" : "ü@b.test" } `} {
+		if _, ok := decodeValidateFast([]byte(body)); !ok {
+			t.Errorf("%s: not on the fast path", body)
+		}
+	}
+	for _, body := range []string{`{"email":"a\u0040b"}`, `{"email":"ab"}`, `{"email":"a@b","x":1}`, `{"email":"a@b","email":"a@b"}`,
+		`{"cache":true}`, `{"email":"a@b","cache":1}`, `{"email":"a@b"} x`, "{\"email\":\"a@b\xff\"}"} {
+		if req, ok := decodeValidateFast([]byte(body)); ok {
+			t.Errorf("%s: fast path answered %+v", body, req)
+		}
+	}
 }
