@@ -37,6 +37,9 @@ type VerifydConfig struct {
 	RealtimeBudget   time.Duration
 	ShutdownTimeout  time.Duration
 	LogLevel         string
+	// Metrics, when set, is metrics.listen (host:port), with
+	// metrics.pprof on: the harness takes CPU profiles there (-profile).
+	Metrics string
 }
 
 // DefaultVerifydConfig is the configuration of a benchmark run, missing
@@ -95,7 +98,10 @@ func (c VerifydConfig) TOML() string {
 	b.WriteString("\n[admin]\n")
 	kv("socket", c.AdminSocket)
 	b.WriteString("\n[metrics]\n")
-	kv("listen", "")
+	kv("listen", c.Metrics)
+	if c.Metrics != "" {
+		kv("pprof", true)
+	}
 	b.WriteString("\n[resolver]\n")
 	fmt.Fprintf(&b, "upstreams = [%s]\n", strconv.Quote(c.DNS))
 	b.WriteString("\n[smtp]\n")

@@ -66,6 +66,10 @@ type Options struct {
 	// end unless Keep.
 	WorkDir string
 	Keep    bool
+	// Profile takes a CPU profile of verifyd during every measured level
+	// (metrics.pprof on a loopback port) into <WorkDir>/profiles/; set
+	// Keep to look at them afterwards.
+	Profile bool
 
 	// Command is the command line, for the report.
 	Command string

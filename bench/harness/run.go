@@ -19,6 +19,7 @@ import (
 // measured.
 type runner struct {
 	o     Options
+	work  string
 	procs *Procs
 	world *World
 	vds   []*Verifyd
@@ -118,6 +119,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 func (r *runner) run(ctx context.Context, work string) error {
+	r.work = work
 	o := r.o
 	// Binaries.
 	bins := filepath.Join(work, "bin")
@@ -172,6 +174,13 @@ func (r *runner) run(ctx context.Context, work string) error {
 		cfg.DNS = r.world.DNS
 		cfg.SMTPPort = r.world.SMTPPort
 		cfg.Egress = EgressRange(netip.MustParseAddr(firsts[i]), len(o.Config.Egress))
+		if o.Profile {
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			cfg.Metrics = fmt.Sprintf("127.0.0.1:%d", port)
+		}
 		v, err := StartVerifyd(ctx, r.procs, run.Label, run.Binary, filepath.Join(work, "verifyd-"+run.Label), cfg)
 		if err != nil {
 			return err

@@ -35,8 +35,10 @@ func (r *runner) measured(ctx context.Context, v *Verifyd, l Load, nested bool) 
 	}
 	mw := StartMeter(r.world.Proc.PID)
 	mc := StartMeter(os.Getpid())
+	prof := r.startProfile(v, l)
 	st := l.Run(ctx)
 	uv, uw, uc := mv.Stop(), mw.Stop(), mc.Stop()
+	prof()
 	lv := Level{
 		Concurrency:       l.Concurrency,
 		Sent:              st.Sent,

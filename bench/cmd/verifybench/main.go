@@ -129,6 +129,7 @@ func run() int {
 	noReport := fs.Bool("no-report", false, "write the JSON result only, not the report and the plot")
 	str("work", "", "work directory for binaries, world, data and logs (default: a temporary one, removed at the end)", func(o *harness.Options, v string) { o.WorkDir = v })
 	keep := fs.Bool("keep", false, "keep the temporary work directory (logs of every process)")
+	profile := fs.Bool("profile", false, "take a CPU profile of verifyd during every measured level into <work>/profiles/ (implies -keep)")
 
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: verifybench [-full] [-compare OTHER_VERIFYD] [flags]\n\n")
@@ -159,7 +160,8 @@ func run() int {
 		return 2
 	}
 	o.NoReport = *noReport
-	o.Keep = *keep
+	o.Keep = *keep || *profile
+	o.Profile = *profile
 	o.Command = command()
 	if !*quiet {
 		o.Log = os.Stderr
