@@ -16,8 +16,8 @@ const SocketEnv = "VERIFYD_ADMIN_SOCKET"
 
 // systemdSocket is where verifyd's socket is under the shipped systemd
 // unit (RuntimeDirectory=verifyd): verifyd derives it from
-// $RUNTIME_DIRECTORY, which a shell does not have.
-const systemdSocket = "/run/verifyd/admin.sock"
+// $RUNTIME_DIRECTORY, which a shell does not have. A variable for tests.
+var systemdSocket = "/run/verifyd/admin.sock"
 
 // findSocket returns the admin socket path and where it came from: flag,
 // else $VERIFYD_ADMIN_SOCKET, else the configuration as verifyd reads it.
