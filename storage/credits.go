@@ -153,6 +153,15 @@ type acctState struct {
 // or writes next comes after them. It holds no other lock while it waits
 // and the writes it waits for take none but an idempotency stripe, which
 // no holder of mu waits for.
+// enqueue makes the caller's write, staged with mu held, the account's
+// next: the caller unlocks, waits for prev (nil: nothing ahead), hands
+// its batch to Pebble and closes done, whatever happened.
+func (st *acctState) enqueue() (prev, done chan struct{}) {
+	prev, done = st.pending, make(chan struct{})
+	st.pending = done
+	return prev, done
+}
+
 func (st *acctState) drain() {
 	if st.pending != nil {
 		<-st.pending
@@ -341,16 +350,20 @@ func (db *DB) adjust(account string, stage func(*ledgerTx) (Entry, error)) (Entr
 
 // Hold takes n credits of the account for a validation about to run, or
 // fails with an *InsufficientCreditsError when fewer are available
-// (balance − held). The check and the write happen under the account's
-// lock, so concurrent holds never take more than the balance. The hold
-// entry is not synced by Hold: the charge or release that ends it is, and
-// brings it to disk with it (see below). ref is logged in the entry (a
-// request id). End the hold with Charge or Release.
+// (balance − held). The check and the staging happen under the account's
+// lock, so concurrent holds never take more than the balance; the hold
+// reaches Pebble in the account's order of writes (acctState.pending).
+// The hold entry is not synced by Hold: the charge or release that ends
+// it is, and brings it to disk with it (see below). ref is logged in the
+// entry (a request id). End the hold with Charge or Release.
 func (db *DB) Hold(account string, n int64, ref string) (Hold, error) {
 	if n <= 0 {
 		return Hold{}, invalidf("credits to hold must be positive, not %d", n)
 	}
-	st, err := db.lockAccount(account)
+	// The hold joins the account's chain of staged writes, as a charge
+	// does (see charge), rather than waiting under the lock for the
+	// charges ahead of it to be signed.
+	st, err := db.lockAccountStaged(account)
 	if err != nil {
 		return Hold{}, err
 	}
@@ -366,19 +379,24 @@ func (db *DB) Hold(account string, n int64, ref string) (Hold, error) {
 	e := tx.add(EntryHold, n, 0, n, 0, ref, "")
 	h := Hold{Account: account, Seq: e.Seq, N: n, Ref: ref, At: e.Time}
 	b.Set(holdKey(account, e.Seq), encodeHold(h), nil)
+	tx.apply()
+	st.holds[e.Seq] = n
+	prev, done := st.enqueue()
+	st.mu.Unlock()
 	// The hold is not synced on its own: it changes no balance, and the
 	// synced charge or release that ends it carries it to disk (the WAL is
 	// written in order). A crash before then may lose it, which loses
 	// nothing: a lost hold was never charged, and one that reached disk is
 	// released at Open. This saves one fsync per validation.
+	if prev != nil {
+		<-prev
+	}
 	err = db.commit(b, pebble.NoSync)
+	close(done)
 	if err != nil {
-		st.mu.Unlock()
+		db.fail(fmt.Errorf("hold of %s not applied: %w", account, err))
 		return Hold{}, err
 	}
-	tx.apply()
-	st.holds[e.Seq] = n
-	st.mu.Unlock()
 	return h, nil
 }
 
@@ -516,8 +534,7 @@ func (db *DB) charge(account string, h *Hold, n int64, req ChargeRequest) (Charg
 	if h != nil {
 		delete(st.holds, h.Seq)
 	}
-	prev, done := st.pending, make(chan struct{})
-	st.pending = done
+	prev, done := st.enqueue()
 	st.mu.Unlock()
 
 	var sealed Sealed
