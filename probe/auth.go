@@ -13,7 +13,9 @@ import (
 //  1. When the MX stage has routed the domain and an SMTP probe will be
 //     made, startAuth starts the collector's DNS lookups for the domain and
 //     its first MX host (or joins them, or finds them cached); they run
-//     while the SMTP stage runs.
+//     while the SMTP stage runs. A real-time probe's collection goes ahead
+//     of batch ones when the collector's concurrency bound makes them
+//     wait (Collector.StartUrgent).
 //  2. In the SMTP transaction, after the real RCPTs and the catch-all
 //     probe, probeRoleMailboxes sends RCPT TO:<postmaster@D> and
 //     RCPT TO:<abuse@D> (pipelined when the server offers PIPELINING),
@@ -25,10 +27,14 @@ import (
 //     mailboxes), and counts the positive signals into Evidence.Auth.
 
 // startAuth begins the auth signals of domain when they are wanted: an
-// Options.Auth, and an SMTP probe about to be made.
-func (e *Engine) startAuth(p plan, domain string) *authsig.Pending {
+// Options.Auth, and an SMTP probe about to be made. urgent is for a
+// real-time probe.
+func (e *Engine) startAuth(p plan, domain string, urgent bool) *authsig.Pending {
 	if e.opts.Auth == nil || !p.probe {
 		return nil
+	}
+	if urgent {
+		return e.opts.Auth.StartUrgent(domain, p.route.hosts)
 	}
 	return e.opts.Auth.Start(domain, p.route.hosts)
 }

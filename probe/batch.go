@@ -40,7 +40,7 @@ func (e *Engine) VerifyDomain(ctx context.Context, emails []string, prefer netip
 		}
 		if !strings.EqualFold(addr.ASCIIDomain, domain) {
 			p := e.plan(ctx, r, addr)
-			auth := e.startAuth(p, addr.ASCIIDomain)
+			auth := e.startAuth(p, addr.ASCIIDomain, false)
 			if p.probe {
 				e.probeDomain(ctx, p.route, addr.ASCIIDomain, []*target{{addr: addr, r: r}}, false, prefer)
 			}
@@ -58,7 +58,7 @@ func (e *Engine) VerifyDomain(ctx context.Context, emails []string, prefer netip
 		}
 	}
 	if len(targets) > 0 {
-		auth := e.startAuth(plan{route: rt, probe: true}, domain)
+		auth := e.startAuth(plan{route: rt, probe: true}, domain, false)
 		e.probeDomain(ctx, rt, domain, targets, false, prefer)
 		rs := make([]*Result, len(targets))
 		for i, t := range targets {

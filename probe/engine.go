@@ -126,7 +126,7 @@ func (e *Engine) Verify(ctx context.Context, email string) *Result {
 		return e.finish(r, start)
 	}
 	plan := e.plan(ctx, r, addr)
-	auth := e.startAuth(plan, addr.ASCIIDomain)
+	auth := e.startAuth(plan, addr.ASCIIDomain, true)
 	if plan.probe {
 		e.probeOne(ctx, r, addr, plan.route)
 	}

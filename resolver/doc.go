@@ -21,9 +21,10 @@
 //  3. In-flight deduplication (begin, wait and fly in resolver.go). On a
 //     miss, concurrent lookups of one (name, type) share one upstream
 //     query. The query runs on one of the resolver's worker goroutines
-//     under the resolver's own deadlines, so a caller whose context ends
-//     returns early (a temporary failure) without cancelling the query the
-//     others wait for; its answer is still cached.
+//     (at most Options.MaxInFlight; further queries wait in a FIFO queue,
+//     workers.go) under the resolver's own deadlines, so a caller whose
+//     context ends returns early (a temporary failure) without cancelling
+//     the query the others wait for; its answer is still cached.
 //  4. Upstreams (upstream.go). The query is sent over UDP with EDNS0
 //     (RFC 6891: a 1232-octet buffer and the DO bit, RFC 3225) and RD set,
 //     from a pooled connected UDP socket; a reply is accepted only if its ID

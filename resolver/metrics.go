@@ -22,6 +22,19 @@ var (
 	tcpFallbacks   = metrics.NewCounter(`verifyd_resolver_tcp_fallbacks_total`)
 	udpMismatches  = metrics.NewCounter(`verifyd_resolver_udp_mismatched_replies_total`)
 
+	queueWaits = metrics.NewCounter(`verifyd_resolver_queries_queued_total`)
+
+	// workersRunning and queriesQueued are every Resolver's worker pool:
+	// workers started (busy or idle), queries waiting for one.
+	workersRunning atomic.Int64
+	queriesQueued  atomic.Int64
+	_              = metrics.NewGauge(`verifyd_resolver_workers`, func() float64 {
+		return float64(workersRunning.Load())
+	})
+	_ = metrics.NewGauge(`verifyd_resolver_queries_queued`, func() float64 {
+		return float64(queriesQueued.Load())
+	})
+
 	// cacheEntries counts the entries of every Resolver's cache.
 	cacheEntries atomic.Int64
 	_            = metrics.NewGauge(`verifyd_resolver_cache_entries`, func() float64 {

@@ -60,6 +60,14 @@ type Options struct {
 	// MaxIdleConns is the number of idle UDP sockets, and separately of
 	// idle TCP connections, kept per upstream for reuse. Default 64.
 	MaxIdleConns int
+	// MaxInFlight bounds the upstream queries in flight at once, each on a
+	// worker goroutine holding a socket and a read buffer; further queries
+	// wait in a FIFO queue for a free worker (their callers' contexts still
+	// bound the callers' waits). Thousands of queries at once, as a big
+	// batch's auth signals make, answer no faster than the upstream and
+	// the CPU allow, each held ~20 KB, and their bursts overflow an
+	// upstream's receive buffer (lost queries, 2 s timeouts). Default 256.
+	MaxInFlight int
 	// ConnMaxQueries is the number of queries sent on one UDP socket before
 	// it is replaced, so the source port keeps changing (RFC 5452 §4.5).
 	// Default 1000.
@@ -86,6 +94,7 @@ const (
 	DefaultCacheBytes     = 64 << 20
 	DefaultStaleTTL       = 24 * time.Hour
 	DefaultMaxIdleConns   = 64
+	DefaultMaxInFlight    = 256
 	DefaultConnMaxQueries = 1000
 )
 
@@ -131,6 +140,9 @@ func (o *Options) Defaults() {
 	}
 	if o.MaxIdleConns == 0 {
 		o.MaxIdleConns = DefaultMaxIdleConns
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
 	}
 	if o.ConnMaxQueries == 0 {
 		o.ConnMaxQueries = DefaultConnMaxQueries
@@ -193,6 +205,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxIdleConns < 0 {
 		add("max_idle_conns must not be negative, not %d", o.MaxIdleConns)
+	}
+	if o.MaxInFlight < 1 {
+		add("max_inflight must be at least 1, not %d", o.MaxInFlight)
 	}
 	if o.ConnMaxQueries < 1 {
 		add("conn_max_queries must be at least 1, not %d", o.ConnMaxQueries)

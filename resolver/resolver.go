@@ -64,7 +64,7 @@ type Resolver struct {
 
 	ctx    context.Context // cancelled by Close; the context of queries
 	cancel context.CancelFunc
-	tasks  chan *call     // to idle workers
+	work   workers        // the worker pool (workers.go)
 	wg     sync.WaitGroup // workers
 	closed atomic.Bool
 	once   sync.Once
@@ -84,11 +84,6 @@ type call struct {
 	done chan struct{}
 	e    *entry
 }
-
-// workerIdle is how long a worker waits for its next query before it
-// exits. Workers are reused because a fresh goroutine's stack grows while
-// it unpacks a reply, which was several percent of the CPU per query.
-const workerIdle = 10 * time.Second
 
 // New returns a Resolver. It reads Options.ResolvConf if no upstream is
 // configured, and fails if that names none. It sends no query.
@@ -122,7 +117,7 @@ func New(opts Options) (*Resolver, error) {
 	for i := range r.flights {
 		r.flights[i].m = make(map[key]*call)
 	}
-	r.tasks = make(chan *call)
+	r.work.idleFor = workerIdle
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r, nil
 }
@@ -366,33 +361,9 @@ func (r *Resolver) begin(ctx context.Context, name string, qtype uint16) pending
 	fs.m[k] = c
 	// Dispatched under the lock: Close's barrier then knows no query
 	// starts after it.
-	select {
-	case r.tasks <- c:
-	default:
-		r.wg.Add(1)
-		go r.worker(c)
-	}
+	r.dispatch(c)
 	fs.mu.Unlock()
 	return pending{c: c, k: k}
-}
-
-// worker runs c, then the queries handed to it until it has been idle for
-// workerIdle or the resolver closes.
-func (r *Resolver) worker(c *call) {
-	defer r.wg.Done()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		r.fly(c)
-		idle.Reset(workerIdle)
-		select {
-		case c = <-r.tasks:
-		case <-idle.C:
-			return
-		case <-r.ctx.Done():
-			return
-		}
-	}
 }
 
 // wait returns the entry of p, waiting for its query until ctx ends, and

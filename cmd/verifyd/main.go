@@ -13,6 +13,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -29,6 +30,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/pprofhandler"
 
 	"github.com/verifyd/verifyd/cmd/verifyd/config"
 	"github.com/verifyd/verifyd/probe"
@@ -199,7 +201,12 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 			return fmt.Errorf("cannot listen on metrics.listen: %w", err)
 		}
 		metricsAddr = mln.Addr().String()
+		pprof := cfg.Metrics.Pprof
 		metricsSrv = &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+			if pprof && bytes.HasPrefix(ctx.Path(), []byte("/debug/pprof/")) {
+				pprofhandler.PprofHandler(ctx)
+				return
+			}
 			if string(ctx.Path()) != "/metrics" {
 				ctx.Error("not found", fasthttp.StatusNotFound)
 				return

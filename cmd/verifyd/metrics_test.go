@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -49,6 +50,15 @@ func TestMetricsScrape(t *testing.T) {
 			t.Errorf("/metrics lacks %s", name)
 		}
 	}
+	// The runtime profiles are off unless metrics.pprof asks for them.
+	if resp, err := http.Get("http://" + l.Metrics + "/debug/pprof/heap"); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("/debug/pprof/heap without metrics.pprof: %d, want 404", resp.StatusCode)
+		}
+	}
 	// Labels carry what the issue asks: route and status, verdict and reason.
 	found := false
 	for _, m := range fams["verifyd_probe_results_total"].GetMetric() {
@@ -63,5 +73,33 @@ func TestMetricsScrape(t *testing.T) {
 	}
 	if !found {
 		t.Error("no verifyd_probe_results_total{status=invalid,reason=domain_not_found} after such a validation")
+	}
+}
+
+// TestMetricsPprof: with metrics.pprof, the metrics listener serves Go's
+// runtime profiles beside /metrics.
+func TestMetricsPprof(t *testing.T) {
+	run := testWorld(t, 0)
+	cfg := strings.Replace(worldConfig(run, ""), "[metrics]\nlisten = \"\"", "[metrics]\nlisten = \"127.0.0.1:0\"\npprof = true", 1)
+	cfg = strings.Replace(cfg, `log_level = "warn"`, `log_level = "info"`, 1)
+	in := startIn(t, t.TempDir(), cfg)
+	line := in.waitLog(t, "verifyd listening")
+	var l struct{ Metrics string }
+	if err := json.Unmarshal([]byte(line), &l); err != nil || l.Metrics == "" {
+		t.Fatalf("no metrics address in %s", line)
+	}
+	for path, want := range map[string]string{
+		"/debug/pprof/goroutine?debug=1": "goroutine profile:",
+		"/metrics":                       "go_goroutines",
+	} {
+		resp, err := http.Get("http://" + l.Metrics + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), want) {
+			t.Errorf("%s: %d, %.200q; want 200 with %q", path, resp.StatusCode, b, want)
+		}
 	}
 }

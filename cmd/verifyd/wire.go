@@ -61,6 +61,7 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 		NegativeMaxTTL: cfg.Resolver.NegativeMaxTTL,
 		CacheEntries:   cfg.Resolver.CacheEntries,
 		ServeStale:     cfg.Resolver.ServeStale,
+		MaxInFlight:    cfg.Resolver.MaxInFlight,
 		Logger:         log,
 	}); err != nil {
 		return nil, fmt.Errorf("cannot start the resolver: %w", err)
@@ -104,6 +105,7 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 			DNSBL:         cfg.Probe.DNSBLZones,
 			DNSWL:         cfg.Probe.DNSWLZones,
 			Age:           a.age,
+			Concurrency:   cfg.Probe.AuthConcurrency,
 		}); err != nil {
 			return nil, fmt.Errorf("cannot start the auth signals: %w", err)
 		}

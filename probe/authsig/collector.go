@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/verifyd/verifyd/internal/fifo"
 	"github.com/verifyd/verifyd/resolver"
 )
 
@@ -32,8 +33,13 @@ type CollectorOptions struct {
 	DNSBL []string
 	DNSWL []string
 	// Timeout bounds one domain's collection, whatever the callers' own
-	// deadlines. Default 5 s.
+	// deadlines, from when its lookups start. Default 5 s.
 	Timeout time.Duration
+	// Concurrency bounds the collections whose lookups run at once (each
+	// holds a score of lookups and their goroutines); more wait their turn
+	// in a queue, those begun by StartUrgent ahead of those begun by
+	// Start. A caller's deadline bounds its wait. Default 128.
+	Concurrency int
 	// MinTTL and MaxTTL clamp how long a domain's signals are reused: the
 	// smallest TTL of the answers they came from, within these bounds.
 	// Defaults 5 min and 1 h.
@@ -61,6 +67,7 @@ type CollectorOptions struct {
 // Defaults of CollectorOptions.
 const (
 	DefaultCollectTimeout = 5 * time.Second
+	DefaultConcurrency    = 128
 	DefaultSignalsMinTTL  = 5 * time.Minute
 	DefaultSignalsMaxTTL  = time.Hour
 	DefaultSignalsFailTTL = 30 * time.Second
@@ -89,9 +96,13 @@ const (
 //
 // Concurrent collections of one domain share one flight; a finished one is
 // cached for the smallest TTL of its answers, clamped to [MinTTL, MaxTTL],
-// or FailTTL when a lookup failed. The session keys come from the prober's
-// SMTP session (Signals.MergeSession, MergeMailboxes) and domain_age_days
-// from DomainAge's cache.
+// or FailTTL when a lookup failed. At most Options.Concurrency flights run
+// their lookups at once; the others wait in a queue (real-time ones, begun
+// by StartUrgent, first), holding no goroutine, so that a batch of
+// thousands of domains does not start tens of thousands of lookups at
+// once. The session keys come from the prober's SMTP session
+// (Signals.MergeSession, MergeMailboxes) and domain_age_days from
+// DomainAge's cache.
 type Collector struct {
 	opts    CollectorOptions
 	log     *slog.Logger
@@ -100,6 +111,9 @@ type Collector struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight
+	running int                 // flights running their lookups (≤ Concurrency)
+	urgent  fifo.Queue[*flight] // waiting flights of StartUrgent
+	normal  fifo.Queue[*flight] // waiting flights of Start
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -129,6 +143,9 @@ func NewCollector(opts CollectorOptions) (*Collector, error) {
 	if opts.MaxEntries < 0 {
 		errs = append(errs, fmt.Errorf("max entries %d is negative", opts.MaxEntries))
 	}
+	if opts.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("concurrency %d is negative", opts.Concurrency))
+	}
 	if opts.MinTTL > 0 && opts.MaxTTL > 0 && opts.MinTTL > opts.MaxTTL {
 		errs = append(errs, fmt.Errorf("min ttl %v is above max ttl %v", opts.MinTTL, opts.MaxTTL))
 	}
@@ -142,6 +159,9 @@ func NewCollector(opts CollectorOptions) (*Collector, error) {
 	opts.DNSWL = normalizeZones(opts.DNSWL)
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultCollectTimeout
+	}
+	if opts.Concurrency == 0 {
+		opts.Concurrency = DefaultConcurrency
 	}
 	if opts.MinTTL == 0 {
 		opts.MinTTL = DefaultSignalsMinTTL
@@ -198,7 +218,14 @@ func (c *Collector) Close() {
 // as the lookups finish.
 type flight struct {
 	done  chan struct{}
-	start time.Time
+	start time.Time // when Start made it
+
+	// What run needs; set by Start, read once the flight runs. started
+	// (set when it leaves the queue) and urgent (in the urgent queue) are
+	// guarded by Collector.mu.
+	key, domain, mx string
+	now             time.Time
+	started, urgent bool
 
 	mu     sync.Mutex
 	s      Signals
@@ -219,9 +246,21 @@ type Pending struct {
 // itself for an implicit MX; only the first is looked at), or joins the
 // collection already under way, or finds them cached. It does not wait:
 // the lookups run in the background, bounded by Options.Timeout, and Wait
-// collects what they learnt. It also asks the DomainAge, if any, to look
-// the domain up in the background.
+// collects what they learnt. When Options.Concurrency collections are
+// running, the new one waits its turn. It also asks the DomainAge, if
+// any, to look the domain up in the background.
 func (c *Collector) Start(domain string, mxHosts []string) *Pending {
+	return c.start(domain, mxHosts, false)
+}
+
+// StartUrgent is Start for a caller with a budget of seconds (a real-time
+// validation): when its collection has to wait for a turn, it goes ahead
+// of every collection begun by Start.
+func (c *Collector) StartUrgent(domain string, mxHosts []string) *Pending {
+	return c.start(domain, mxHosts, true)
+}
+
+func (c *Collector) start(domain string, mxHosts []string, urgent bool) *Pending {
 	d := normalizeDomain(domain)
 	mx := ""
 	if len(mxHosts) > 0 {
@@ -240,9 +279,13 @@ func (c *Collector) Start(domain string, mxHosts []string) *Pending {
 	defer c.mu.Unlock()
 	if f := c.flights[key]; f != nil {
 		collectionsJoined.Inc()
+		if urgent && !f.started && !f.urgent {
+			f.urgent = true
+			c.urgent.Push(f) // its normal queue entry is skipped later
+		}
 		return &Pending{c: c, domain: d, f: f}
 	}
-	f := &flight{done: make(chan struct{}), start: time.Now()}
+	f := &flight{done: make(chan struct{}), start: time.Now(), key: key, domain: d, mx: mx, now: now}
 	if c.ctx.Err() != nil {
 		close(f.done) // closed: nothing to learn
 		return &Pending{c: c, domain: d, f: f}
@@ -250,8 +293,56 @@ func (c *Collector) Start(domain string, mxHosts []string) *Pending {
 	collectionsRun.Inc()
 	c.flights[key] = f
 	c.wg.Add(1)
-	go c.run(f, key, d, mx, now)
+	if c.running < c.opts.Concurrency {
+		c.running++
+		f.started = true
+		collectionsRunning.Add(1)
+		go c.runner(f)
+	} else {
+		if urgent {
+			f.urgent = true
+			c.urgent.Push(f)
+		} else {
+			c.normal.Push(f)
+		}
+		collectionsQueued.Add(1)
+	}
 	return &Pending{c: c, domain: d, f: f}
+}
+
+// runner runs f, then the queued flights, urgent ones first, until the
+// queues are empty.
+func (c *Collector) runner(f *flight) {
+	for f != nil {
+		c.run(f)
+		c.mu.Lock()
+		f = c.next()
+		if f == nil {
+			c.running--
+			collectionsRunning.Add(-1)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// next takes the next waiting flight off the queues, marked started; nil
+// when none waits. The caller holds mu.
+func (c *Collector) next() *flight {
+	for _, q := range []*fifo.Queue[*flight]{&c.urgent, &c.normal} {
+		for {
+			f, ok := q.Pop()
+			if !ok {
+				break
+			}
+			if f.started {
+				continue // moved ahead by StartUrgent, already run
+			}
+			f.started = true
+			collectionsQueued.Add(-1)
+			return f
+		}
+	}
+	return nil
 }
 
 // Wait returns the signals learnt by the time the collection ends or ctx
@@ -323,11 +414,14 @@ func (c *Collector) RecordMailboxes(domain string, m Mailboxes) {
 }
 
 // run does one collection and caches its outcome.
-func (c *Collector) run(f *flight, key, domain, mx string, now time.Time) {
+func (c *Collector) run(f *flight) {
 	defer c.wg.Done()
+	key, now := f.key, f.now
+	begun := time.Now()
+	collectionWait.UpdateDuration(f.start)
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
 	defer cancel()
-	k := &collection{c: c, f: f, domain: domain, mx: mx}
+	k := &collection{c: c, f: f, domain: f.domain, mx: f.mx}
 	var wg sync.WaitGroup
 	for _, step := range []func(context.Context){
 		k.spf, k.dkim, k.dmarc, k.mtaSTS, k.tlsRPT, k.bimi, k.caa, k.trust, k.dnssecDANE, k.mxAddress,
@@ -348,7 +442,7 @@ func (c *Collector) run(f *flight, key, domain, mx string, now time.Time) {
 	if c.ctx.Err() == nil {
 		c.signals.put(key, s, now, ttl)
 	}
-	collectionDuration.UpdateDuration(f.start)
+	collectionDuration.UpdateDuration(begun)
 	c.mu.Lock()
 	delete(c.flights, key)
 	c.mu.Unlock()

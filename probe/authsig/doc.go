@@ -11,7 +11,9 @@
 //
 // The Collector does the lookups, on resolver.Interface: for a domain and
 // its first MX host it starts every lookup below at once, in the
-// background, while the probe engine runs its SMTP session; Pending.Wait
+// background, while the probe engine runs its SMTP session (at most
+// CollectorOptions.Concurrency domains at a time; more wait their turn,
+// those of StartUrgent first); Pending.Wait
 // takes what was learnt when the session ends, leaving out the keys whose
 // lookups failed or had not finished; the outcome is cached per domain for
 // the TTLs of its answers. Signals is the auth object with its JSON keys;

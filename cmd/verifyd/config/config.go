@@ -85,6 +85,11 @@ type Metrics struct {
 	// Listen is the address serving /metrics; empty disables it.
 	// Default 127.0.0.1:9464.
 	Listen string `toml:"listen"`
+	// Pprof also serves Go's runtime profiles (net/http/pprof: heap,
+	// goroutine, CPU profile, trace) under /debug/pprof/ on the metrics
+	// listener, for diagnosing memory and CPU use. They reveal the
+	// process's internals; keep the listener on loopback. Default false.
+	Pprof bool `toml:"pprof"`
 }
 
 // Resolver configures the caching DNS resolver.
@@ -104,6 +109,11 @@ type Resolver struct {
 	// ServeStale answers from expired entries when every upstream fails
 	// (RFC 8767). Default false.
 	ServeStale bool `toml:"serve_stale"`
+	// MaxInFlight bounds the upstream queries in flight at once; more wait
+	// for a free worker. Each holds a goroutine, a socket and a buffer, and
+	// thousands at once (a big batch's auth signals) answer no sooner and
+	// overflow the upstream's receive buffer. Default 256.
+	MaxInFlight int `toml:"max_inflight"`
 }
 
 // SMTP configures the prober's SMTP sessions.
@@ -193,6 +203,10 @@ type Probe struct {
 	// AuthSignals collects the domain's authentication signals (spec
 	// §2.6) beside each SMTP probe. Default true.
 	AuthSignals bool `toml:"auth_signals"`
+	// AuthConcurrency bounds the domains whose auth-signal lookups run at
+	// once (a score of DNS lookups each); more wait their turn, real-time
+	// validations ahead of batch work. Default 128.
+	AuthConcurrency int `toml:"auth_concurrency"`
 	// TrustKeys are the svc trust programme's issued key ids, each with the
 	// highest level (1-5) a domain using it may claim; a domain whose
 	// _svc-trust record names another key is not certified.
@@ -299,6 +313,7 @@ func Defaults() Config {
 			MaxTTL:         time.Hour,
 			NegativeMaxTTL: 5 * time.Minute,
 			CacheEntries:   200000,
+			MaxInFlight:    256,
 		},
 		SMTP: SMTP{
 			Port:           25,
@@ -325,6 +340,7 @@ func Defaults() Config {
 			ListsDir:        "/etc/verifyd/lists",
 			CacheMaxAge:     24 * time.Hour,
 			AuthSignals:     true,
+			AuthConcurrency: 128,
 		},
 		Limits: Limits{
 			BatchMaxEmails:    100000,
@@ -467,6 +483,9 @@ func (c *Config) Validate() error {
 		add("admin.socket", "must not be empty")
 	}
 	checkHostPort("metrics.listen", c.Metrics.Listen, true)
+	if c.Metrics.Pprof && c.Metrics.Listen == "" {
+		add("metrics.pprof", "needs metrics.listen")
+	}
 
 	for i, u := range c.Resolver.Upstreams {
 		if _, err := netip.ParseAddrPort(u); err != nil {
@@ -484,6 +503,7 @@ func (c *Config) Validate() error {
 		add("resolver.negative_max_ttl", "must not be negative")
 	}
 	atLeast("resolver.cache_entries", c.Resolver.CacheEntries, 1)
+	atLeast("resolver.max_inflight", c.Resolver.MaxInFlight, 1)
 
 	if c.SMTP.Port < 1 || c.SMTP.Port > 65535 {
 		add("smtp.port", "must be 1-65535, not %d", c.SMTP.Port)
@@ -530,6 +550,7 @@ func (c *Config) Validate() error {
 	atLeast("probe.batch_workers", c.Probe.BatchWorkers, 1)
 	positive("probe.catch_all_ttl", c.Probe.CatchAllTTL)
 	positive("probe.cache_max_age", c.Probe.CacheMaxAge)
+	atLeast("probe.auth_concurrency", c.Probe.AuthConcurrency, 1)
 	for k, lvl := range c.Probe.TrustKeys {
 		if lvl < 1 || lvl > 5 {
 			add("probe.trust_keys."+k, "level must be 1-5, not %d", lvl)

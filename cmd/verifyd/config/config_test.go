@@ -139,3 +139,15 @@ func TestStateDirectory(t *testing.T) {
 		t.Fatalf("systemd directories ignored: %q %q", c.DataDir, c.Admin.Socket)
 	}
 }
+
+// TestPprofNeedsMetricsListener: metrics.pprof serves on metrics.listen,
+// so turning it on without the listener is a mistake worth reporting.
+func TestPprofNeedsMetricsListener(t *testing.T) {
+	if _, err := Parse("[metrics]\nlisten = \"\"\npprof = true\n"); err == nil || !strings.Contains(err.Error(), "metrics.pprof") {
+		t.Fatalf("pprof without a metrics listener: %v, want an error naming metrics.pprof", err)
+	}
+	c, err := Parse("[metrics]\npprof = true\n")
+	if err != nil || !c.Metrics.Pprof {
+		t.Fatalf("pprof on the default listener: %+v, %v", c.Metrics, err)
+	}
+}

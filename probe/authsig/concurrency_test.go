@@ -1,0 +1,81 @@
+package authsig_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/verifyd/verifyd/probe/authsig"
+)
+
+// TestCollectorConcurrency: with Concurrency 1, a second domain's
+// collection waits until the first has ended, and one begun by
+// StartUrgent goes ahead of those begun by Start before it.
+func TestCollectorConcurrency(t *testing.T) {
+	m := newMockDNS()
+	m.slow["first.example"] = 400 * time.Millisecond
+	for _, d := range []string{"b.example", "c.example", "urgent.example"} {
+		m.slow[d] = 50 * time.Millisecond
+	}
+	c := testCollector(t, m, func(o *authsig.CollectorOptions) { o.Concurrency = 1 })
+	first := c.Start("first.example", []string{"mx.first.example"})
+	b := c.Start("b.example", []string{"mx.b.example"})
+	cc := c.Start("c.example", []string{"mx.c.example"})
+	urgent := c.StartUrgent("urgent.example", []string{"mx.urgent.example"})
+
+	var order []string
+	pending := map[string]*authsig.Pending{"first": first, "b": b, "c": cc, "urgent": urgent}
+	deadline := time.After(20 * time.Second)
+	for len(pending) > 0 {
+		select {
+		case <-first.Done():
+		case <-b.Done():
+		case <-cc.Done():
+		case <-urgent.Done():
+		case <-deadline:
+			t.Fatalf("collections not done; ended in order %v", order)
+		}
+		// Note every collection found done now; with one running at a
+		// time, at most one ends between two looks.
+		for _, name := range []string{"first", "urgent", "b", "c"} {
+			if p := pending[name]; p != nil {
+				select {
+				case <-p.Done():
+					order = append(order, name)
+					delete(pending, name)
+				default:
+				}
+			}
+		}
+	}
+	want := []string{"first", "urgent", "b", "c"}
+	if len(order) != len(want) {
+		t.Fatalf("order %v", order)
+	}
+	for i := range want {
+		if order[i] != want[i] {
+			t.Fatalf("collections ended in order %v, want %v", order, want)
+		}
+	}
+}
+
+// TestCollectorQueueWaitNotInTimeout: Options.Timeout counts from when a
+// collection's lookups start, not from Start: a collection that waited
+// for its turn longer than Timeout still gets its answers.
+func TestCollectorQueueWaitNotInTimeout(t *testing.T) {
+	m := newMockDNS()
+	m.slow["stuck.example"] = time.Minute // cut by Timeout
+	m.slow["next.example"] = 200 * time.Millisecond
+	c := testCollector(t, m, func(o *authsig.CollectorOptions) {
+		o.Concurrency = 1
+		o.Timeout = time.Second
+	})
+	stuck := c.Start("stuck.example", nil)
+	next := c.Start("next.example", nil)
+	got := asJSON(t, next.Wait(ctx10s(t)))
+	if got["spf"] != "none" || got["dmarc"] != "none" || got["dnssec"] != false {
+		t.Errorf("the queued collection lost keys: %v", got)
+	}
+	if s := asJSON(t, stuck.Wait(ctx10s(t))); s["spf"] != nil {
+		t.Errorf("the stuck collection has spf %v, though its lookup never answered", s["spf"])
+	}
+}

@@ -1,0 +1,147 @@
+package resolver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// TestMaxInFlight: more lookups than MaxInFlight at once all get their
+// answer, and the upstream never has more than MaxInFlight of them at
+// once; the others waited in the queue.
+func TestMaxInFlight(t *testing.T) {
+	checkLeaks(t)
+	var now, peak atomic.Int64
+	s := startServer(t, func(s *testServer, w dns.ResponseWriter, req *dns.Msg) {
+		n := now.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		s.sleep(30 * time.Millisecond)
+		now.Add(-1)
+		answerA(t)(s, w, req)
+	})
+	const limit, n = 4, 40
+	r := newTestResolver(t, Options{Upstreams: []string{s.addr}, MaxInFlight: limit})
+	queued := queueWaits.Get()
+
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = r.LookupIP(context.Background(), "ip4", fmt.Sprintf("h%d.bound.test", i))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("lookup %d: %v", i, err)
+		}
+	}
+	if p := peak.Load(); p > limit {
+		t.Errorf("the upstream had %d queries at once, want at most MaxInFlight %d", p, limit)
+	}
+	if s.total() != n {
+		t.Errorf("%d upstream queries, want %d", s.total(), n)
+	}
+	if queueWaits.Get() == queued {
+		t.Error("no query waited for a worker")
+	}
+	if q := queriesQueued.Load(); q != 0 {
+		t.Errorf("%d queries still counted as queued", q)
+	}
+}
+
+// TestCloseWithQueuedQueries: Close ends the query in flight and those
+// waiting for a worker; their callers get a temporary failure at once and
+// no goroutine is left.
+func TestCloseWithQueuedQueries(t *testing.T) {
+	checkLeaks(t)
+	hole := startBlackHole(t)
+	r, err := New(Options{Upstreams: []string{hole.addr}, Timeout: 30 * time.Second, MaxInFlight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	done := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := r.LookupMX(context.Background(), fmt.Sprintf("q%d.pending.test", i))
+			done <- err
+		}()
+	}
+	for hole.n.Load() == 0 || queriesQueued.Load() < n-1 {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	r.Close()
+	for range n {
+		if err := <-done; !errors.Is(err, ErrTemporary) {
+			t.Errorf("lookup at Close: %v, want a temporary failure", err)
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close and the failures took %v", d)
+	}
+	if got := hole.n.Load(); got != 1 {
+		t.Errorf("the upstream got %d queries, want only the one in flight", got)
+	}
+}
+
+// TestIdleWorkersExit: after a burst, a steady trickle of queries keeps
+// one worker busy, and the burst's other workers exit once idle for
+// workerIdle (they are not handed the trickle in turn, which would keep
+// them all alive).
+func TestIdleWorkersExit(t *testing.T) {
+	checkLeaks(t)
+	old := workerIdle
+	t.Cleanup(func() { workerIdle = old })
+	workerIdle = 300 * time.Millisecond // read by New
+	var slow atomic.Bool
+	slow.Store(true)
+	s := startServer(t, func(s *testServer, w dns.ResponseWriter, req *dns.Msg) {
+		if slow.Load() {
+			s.sleep(50 * time.Millisecond)
+		}
+		answerA(t)(s, w, req)
+	})
+	base := workersRunning.Load()
+	r := newTestResolver(t, Options{Upstreams: []string{s.addr}, MaxInFlight: 64})
+
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = r.LookupIP(context.Background(), "ip4", fmt.Sprintf("b%d.burst.test", i))
+		}()
+	}
+	wg.Wait()
+	if got := workersRunning.Load() - base; got < 32 {
+		t.Fatalf("%d workers after a burst of 64 slow queries, want most of 64", got)
+	}
+	slow.Store(false)
+	// One query at a time, every 2 ms: a worker idle for 300 ms would be
+	// handed one long before it expired if queries went round the idle
+	// workers.
+	for i := range 400 {
+		if _, err := r.LookupIP(context.Background(), "ip4", fmt.Sprintf("t%d.trickle.test", i)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if got := workersRunning.Load() - base; got > 4 {
+		t.Errorf("%d workers left after a trickle of one query at a time, want the burst's idle ones gone", got)
+	}
+}
