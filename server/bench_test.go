@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -55,12 +56,15 @@ func cpuTime(b *testing.B) time.Duration {
 }
 
 // benchServer starts the API on loopback with real storage and keys.
-// BENCH_WAL_MIN_SYNC, when set, is the storage's WALMinSyncInterval (e.g.
-// -1ns for none), to compare group-commit settings.
+// BENCH_WAL_MIN_SYNC and BENCH_WAL_BUSY_RATE, when set, are the storage's
+// WALMinSyncInterval (e.g. -1ns for none) and WALBusyRate (1: always), to
+// compare group-commit settings.
 func benchServer(b *testing.B, v Verifier) (addr, key string) {
 	dir := b.TempDir()
 	minSync, _ := time.ParseDuration(os.Getenv("BENCH_WAL_MIN_SYNC"))
-	db, err := storage.Open(dir+"/db", storage.Options{Logger: slog.New(slog.DiscardHandler), WALMinSyncInterval: minSync})
+	busyRate, _ := strconv.Atoi(os.Getenv("BENCH_WAL_BUSY_RATE"))
+	db, err := storage.Open(dir+"/db", storage.Options{Logger: slog.New(slog.DiscardHandler),
+		WALMinSyncInterval: minSync, WALBusyRate: busyRate})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,6 +45,7 @@ type DB struct {
 	outboxMu  sync.Mutex
 	histIDs   seqAlloc
 	memo      *cacheMemo // nil: none
+	pacer     *syncPacer // nil: no floor between WAL fsyncs
 
 	closed atomic.Bool
 	// failed is set once the in-memory account state counts a write Pebble
@@ -72,8 +73,10 @@ func Open(dir string, opts Options) (*DB, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       uint64(opts.MemTableSize),
 	}
+	var pacer *syncPacer
 	if d := opts.WALMinSyncInterval; d > 0 {
-		popts.WALMinSyncInterval = func() time.Duration { return d }
+		pacer = newSyncPacer(d, float64(opts.WALBusyRate))
+		popts.WALMinSyncInterval = pacer.minSyncInterval
 	}
 	// Bloom filters on every level: many point reads look for keys that
 	// are not there (a job address without a result yet, an idempotency
@@ -100,6 +103,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		jobs:     make(map[string]*Job),
 		stop:     make(chan struct{}),
 		histIDs:  seqAlloc{key: keyMetaHistSeq, block: histIDBlock},
+		pacer:    pacer,
 	}
 	if opts.MemoSize > 0 {
 		db.memo = newCacheMemo(opts.MemoSize)
@@ -250,6 +254,9 @@ func (db *DB) has(key []byte) (bool, error) {
 func (db *DB) commit(b *pebble.Batch, opts *pebble.WriteOptions) error {
 	defer b.Close()
 	start := time.Now()
+	if opts.Sync && db.pacer != nil {
+		db.pacer.count()
+	}
 	if err := db.pdb.Apply(b, opts); err != nil {
 		return fmt.Errorf("storage: commit: %w", err)
 	}
@@ -268,6 +275,9 @@ func (db *DB) commit(b *pebble.Batch, opts *pebble.WriteOptions) error {
 // batch before it. A caller reports success only after wait returns nil.
 func (db *DB) applyOrdered(b *pebble.Batch) (wait func() error, err error) {
 	start := time.Now()
+	if db.pacer != nil {
+		db.pacer.count()
+	}
 	if err := db.pdb.ApplyNoSyncWait(b, pebble.Sync); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("storage: commit: %w", err)

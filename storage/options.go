@@ -39,16 +39,20 @@ type Options struct {
 	// Pebble. Default 16 MiB; negative: none.
 	MemoSize int
 	// WALMinSyncInterval is the least time between two fsyncs of the WAL
-	// (Pebble's option of that name): a synced commit that comes sooner
-	// after the last fsync waits for the rest of it, and shares the next
-	// fsync with every commit that arrives meanwhile. An idle appliance
-	// never waits (the first commit after a pause syncs at once); a busy
-	// one makes fewer, larger fsyncs, each of which costs CPU time in the
-	// kernel: on the 2-core build machine, 250 µs took the CPU time of a
-	// cache:true validation from ~148 to ~112 µs and its throughput from
-	// ~10,000 to ~15,000/s (BenchmarkCacheHits). A commit waits at most
-	// this long more. Default 250 µs; negative: no minimum.
+	// (Pebble's option of that name) while synced commits come faster
+	// than WALBusyRate a second: a commit that comes sooner after the last
+	// fsync waits for the rest of it, and shares the next fsync with every
+	// commit that arrives meanwhile. A busy appliance makes fewer, larger
+	// fsyncs, each of which costs CPU time in the kernel: on the 2-core
+	// build machine, 250 µs took the CPU time of a cache:true validation
+	// from ~148 to ~112 µs and its throughput from ~10,000 to ~15,000/s
+	// (BenchmarkCacheHits). Below the busy rate there is no floor, since
+	// there it would only make commits wait (syncpace.go). Default
+	// 250 µs; negative: never a floor.
 	WALMinSyncInterval time.Duration
+	// WALBusyRate is the rate of synced commits a second above which
+	// WALMinSyncInterval applies (measured over 20 ms). Default 4,000.
+	WALBusyRate int
 }
 
 // Defaults for Options.
@@ -60,6 +64,8 @@ const (
 	DefaultMemoSize      = 16 << 20
 	// DefaultWALMinSyncInterval is Options.WALMinSyncInterval's default.
 	DefaultWALMinSyncInterval = 250 * time.Microsecond
+	// DefaultWALBusyRate is Options.WALBusyRate's default.
+	DefaultWALBusyRate = 4000
 )
 
 // Defaults fills the unset fields.
@@ -75,6 +81,9 @@ func (o *Options) Defaults() {
 	}
 	if o.MemTableSize == 0 {
 		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.WALBusyRate == 0 {
+		o.WALBusyRate = DefaultWALBusyRate
 	}
 	if o.WALMinSyncInterval == 0 {
 		o.WALMinSyncInterval = DefaultWALMinSyncInterval
