@@ -156,6 +156,7 @@ type keyState struct {
 	file    keyFile
 	kid     string
 	kidJSON []byte // kid, for the canonicalizer
+	kidStr  []byte // kid as a canonical JSON string, for resign
 	priv    ed25519.PrivateKey
 	pub     *PublicKeys
 	jwks    []byte
@@ -374,6 +375,7 @@ func newKeyState(f keyFile) (*keyState, error) {
 	})
 	st.pub = pub
 	st.kidJSON = []byte(st.kid)
+	st.kidStr = appendString(nil, st.kidJSON)
 	st.jwks = buildJWKS(pub, AlgEd25519)
 	st.legacy = buildJWKS(pub, AlgEdDSA)
 	return st, nil
