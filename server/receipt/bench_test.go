@@ -61,11 +61,19 @@ func BenchmarkEd25519Sign(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	priv := ks.cur.Load().priv
-	b.ReportAllocs()
-	for b.Loop() {
-		ed25519.Sign(priv, canon)
-	}
+	st := ks.cur.Load()
+	b.Run("stdlib", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			ed25519.Sign(st.priv, canon)
+		}
+	})
+	b.Run("signer", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			st.signer.sign(canon)
+		}
+	})
 }
 
 func BenchmarkVerify(b *testing.B) {

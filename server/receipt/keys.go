@@ -158,6 +158,7 @@ type keyState struct {
 	kidJSON []byte // kid, for the canonicalizer
 	kidStr  []byte // kid as a canonical JSON string, for resign
 	priv    ed25519.PrivateKey
+	signer  *signer // priv, ready to sign
 	pub     *PublicKeys
 	jwks    []byte
 	legacy  []byte
@@ -356,6 +357,9 @@ func newKeyState(f keyFile) (*keyState, error) {
 		}
 		if k.Kid == f.Active {
 			st.priv = priv
+			if st.signer, err = newSigner(priv); err != nil {
+				errs = append(errs, fmt.Errorf("key %s: %w", k.Kid, err))
+			}
 		}
 	}
 	if _, ok := pub.keys[f.Active]; !ok && f.Active != "" {

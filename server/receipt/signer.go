@@ -1,7 +1,6 @@
 package receipt
 
 import (
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,14 +103,14 @@ func (ks *KeySet) SignStruct(v any) ([]byte, error) {
 // seal signs canon, an object in canonical form, and returns it with
 // "sig" appended.
 func (st *keyState) seal(canon []byte) []byte {
-	sig := ed25519.Sign(st.priv, canon)
+	sig := st.signer.sign(canon)
 	out := make([]byte, 0, len(canon)+len(`,"sig":""`)+sigLen)
 	out = append(out, canon[:len(canon)-1]...)
 	if len(canon) > 2 {
 		out = append(out, ',')
 	}
 	out = append(out, `"sig":"`...)
-	out = b64.AppendEncode(out, sig)
+	out = b64.AppendEncode(out, sig[:])
 	return append(out, '"', '}')
 }
 
