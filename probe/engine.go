@@ -119,6 +119,9 @@ func New(opts Options) (*Engine, error) {
 // once its cooldown ends, as long as the budget allows; otherwise the result
 // is unknown with RetryAt set.
 func (e *Engine) Verify(ctx context.Context, email string) *Result {
+	// A real-time validation's lookups go ahead of a batch's when they
+	// wait for a resolver worker.
+	ctx = resolver.Urgent(ctx)
 	start := e.opts.Now()
 	r := &Result{Email: email, ProbedAt: start}
 	addr, err := address.Parse(email)

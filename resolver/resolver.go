@@ -83,6 +83,9 @@ type call struct {
 	fs   *flightShard
 	done chan struct{}
 	e    *entry
+	// urgent and queued are the worker pool's, under its lock: the query
+	// is an urgent caller's (Urgent), and it waits in a queue.
+	urgent, queued bool
 }
 
 // New returns a Resolver. It reads Options.ResolvConf if no upstream is
@@ -342,6 +345,9 @@ func (r *Resolver) begin(ctx context.Context, name string, qtype uint16) pending
 	fs := &r.flights[h%uint64(len(r.flights))]
 	fs.mu.Lock()
 	if c := fs.m[k]; c != nil {
+		if isUrgent(ctx) {
+			r.promote(c)
+		}
 		fs.mu.Unlock()
 		inflightJoins.Inc()
 		return pending{c: c, k: k}
@@ -357,7 +363,7 @@ func (r *Resolver) begin(ctx context.Context, name string, qtype uint16) pending
 		fs.mu.Unlock()
 		return pending{e: failEntry(k, StatusNone, -1, ErrClosed), k: k}
 	}
-	c := &call{k: k, h: h, fs: fs, done: make(chan struct{})}
+	c := &call{k: k, h: h, fs: fs, done: make(chan struct{}), urgent: isUrgent(ctx)}
 	fs.m[k] = c
 	// Dispatched under the lock: Close's barrier then knows no query
 	// starts after it.

@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -39,6 +40,24 @@ type workers struct {
 	running int               // workers started and not exited
 	idle    []chan *call      // idle workers' hand-off channels, last idle on top
 	queue   fifo.Queue[*call] // queries waiting for a worker
+	urgent  fifo.Queue[*call] // the same of urgent callers (Urgent), served first
+}
+
+// urgentKey marks a context whose lookups go ahead of queued ones.
+type urgentKey struct{}
+
+// Urgent returns ctx marked so that the lookups made with it, when they
+// must wait for a worker, go ahead of the lookups of unmarked contexts: a
+// real-time validation, with a budget of seconds, ahead of a batch job's
+// thousands of lookups. A lookup that joins one already queued moves it
+// ahead.
+func Urgent(ctx context.Context) context.Context {
+	return context.WithValue(ctx, urgentKey{}, true)
+}
+
+func isUrgent(ctx context.Context) bool {
+	u, _ := ctx.Value(urgentKey{}).(bool)
+	return u
 }
 
 // dispatch runs c on a worker, or queues it; the caller holds c's flight
@@ -62,20 +81,47 @@ func (r *Resolver) dispatch(c *call) {
 		go r.worker(c)
 		return
 	}
-	w.queue.Push(c)
+	c.queued = true
+	if c.urgent {
+		w.urgent.Push(c)
+	} else {
+		w.queue.Push(c)
+	}
 	w.mu.Unlock()
 	queriesQueued.Add(1)
 	queueWaits.Inc()
 }
 
+// promote moves c ahead when it still waits in the normal queue (an urgent
+// caller joined it); its entry there is skipped later.
+func (r *Resolver) promote(c *call) {
+	w := &r.work
+	w.mu.Lock()
+	if c.queued && !c.urgent {
+		c.urgent = true
+		w.urgent.Push(c)
+	}
+	w.mu.Unlock()
+}
+
 // next pops the queue's head; nil when the queue is empty. The caller
 // holds w.mu.
 func (w *workers) next() *call {
-	c, ok := w.queue.Pop()
-	if ok {
-		queriesQueued.Add(-1)
+	for _, q := range []*fifo.Queue[*call]{&w.urgent, &w.queue} {
+		for {
+			c, ok := q.Pop()
+			if !ok {
+				break
+			}
+			if !c.queued {
+				continue // promoted, and taken from the urgent queue already
+			}
+			c.queued = false
+			queriesQueued.Add(-1)
+			return c
+		}
 	}
-	return c
+	return nil
 }
 
 // worker runs c, then queued queries and those handed to it, until it has

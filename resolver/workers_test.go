@@ -145,3 +145,65 @@ func TestIdleWorkersExit(t *testing.T) {
 		t.Errorf("%d workers left after a trickle of one query at a time, want the burst's idle ones gone", got)
 	}
 }
+
+// TestUrgentGoFirst: lookups with an Urgent context that must wait for a
+// worker go ahead of the queued ones of unmarked contexts, and an urgent
+// lookup that joins a queued query moves it ahead.
+func TestUrgentGoFirst(t *testing.T) {
+	checkLeaks(t)
+	var mu sync.Mutex
+	var order []string
+	s := startServer(t, func(s *testServer, w dns.ResponseWriter, req *dns.Msg) {
+		mu.Lock()
+		order = append(order, req.Question[0].Name)
+		mu.Unlock()
+		s.sleep(20 * time.Millisecond)
+		answerA(t)(s, w, req)
+	})
+	r := newTestResolver(t, Options{Upstreams: []string{s.addr}, MaxInFlight: 1})
+	var wg sync.WaitGroup
+	lookup := func(ctx context.Context, name string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := r.LookupIP(ctx, "ip4", name); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}()
+	}
+	waitQueued := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for queriesQueued.Load() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d queries queued, want %d", queriesQueued.Load(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	lookup(context.Background(), "first.prio.test")
+	for s.total() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 4 {
+		lookup(context.Background(), fmt.Sprintf("n%d.prio.test", i))
+		waitQueued(int64(i + 1))
+	}
+	lookup(Urgent(context.Background()), "u.prio.test")
+	waitQueued(5)
+	lookup(Urgent(context.Background()), "n3.prio.test") // joins n3, queued
+	for inflightJoins.Get() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	wg.Wait()
+	want := []string{"first.prio.test.", "u.prio.test.", "n3.prio.test.", "n0.prio.test.", "n1.prio.test.", "n2.prio.test."}
+	mu.Lock()
+	got := fmt.Sprint(order)
+	mu.Unlock()
+	if got != fmt.Sprint(want) {
+		t.Errorf("upstream saw %v, want %v", got, want)
+	}
+	if q := queriesQueued.Load(); q != 0 {
+		t.Errorf("%d queries still counted as queued", q)
+	}
+}

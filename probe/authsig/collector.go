@@ -421,6 +421,14 @@ func (c *Collector) run(f *flight) {
 	collectionWait.UpdateDuration(f.start)
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
 	defer cancel()
+	c.mu.Lock()
+	urgent := f.urgent
+	c.mu.Unlock()
+	if urgent {
+		// A real-time validation waits for these: ahead of a batch's
+		// lookups at the resolver too.
+		ctx = resolver.Urgent(ctx)
+	}
 	k := &collection{c: c, f: f, domain: f.domain, mx: f.mx}
 	var wg sync.WaitGroup
 	for _, step := range []func(context.Context){
