@@ -150,9 +150,10 @@ type acctState struct {
 
 // drain waits, with mu held, until every write of the account staged
 // before has been handed to Pebble, so what the caller reads from Pebble
-// or writes next comes after them. It holds no other lock while it waits
-// and the writes it waits for take none but an idempotency stripe, which
-// no holder of mu waits for.
+// or writes next comes after them. The caller holds no other lock; the
+// writes it waits for take none but an idempotency stripe, and only once
+// the write ahead of them is in (so a write waiting in the chain holds no
+// lock at all).
 // enqueue makes the caller's write, staged with mu held, the account's
 // next: the caller unlocks, waits for prev (nil: nothing ahead), hands
 // its batch to Pebble and closes done, whatever happened.
@@ -544,22 +545,24 @@ func (db *DB) charge(account string, h *Hold, n int64, req ChargeRequest) (Charg
 			r.Receipt = sealed.Receipt
 		}
 	}
-	var idemMu *sync.Mutex
 	if sealErr == nil {
 		db.stageResultAt(b, &r, pos)
-		if req.Idem != nil {
-			idemMu = db.idemLock(*req.Idem)
-			idemMu.Lock()
-			if err := db.stageIdemDone(b, *req.Idem, sealed.Response, now); err != nil {
-				// Fail-open, as for an idempotency store that fails
-				// before the request (spec §7.3): the validation stands,
-				// its response is not kept for replays.
-				db.log.Warn("idempotency record not completed", "account", account, "err", err)
-			}
-		}
 	}
+	// Wait for the write ahead before taking any lock: a write ahead may
+	// need the same idempotency stripe.
 	if prev != nil {
 		<-prev
+	}
+	var idemMu *sync.Mutex
+	if sealErr == nil && req.Idem != nil {
+		idemMu = db.idemLock(*req.Idem)
+		idemMu.Lock()
+		if err := db.stageIdemDone(b, *req.Idem, sealed.Response, now); err != nil {
+			// Fail-open, as for an idempotency store that fails before
+			// the request (spec §7.3): the validation stands, its
+			// response is not kept for replays.
+			db.log.Warn("idempotency record not completed", "account", account, "err", err)
+		}
 	}
 	wait, err := db.applyOrdered(b)
 	if idemMu != nil {

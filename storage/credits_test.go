@@ -288,10 +288,12 @@ func TestChargeSealAndIdem(t *testing.T) {
 // Charges seal their receipts outside the account's lock and so finish in
 // any order; their writes must still reach Pebble in the order of the
 // lock. Seals here sleep for random times (every 10th fails), beside holds,
-// releases and credits added; a reader checks all along that the stored
-// ledger has no gap and each entry follows from the one before, and at the
-// end every receipt carries the balance of its own ledger entry and every
-// result is in the history once.
+// releases and credits added, and most charges complete an idempotency
+// record (whose lock stripes they share: a charge waiting for the one
+// ahead must hold none); a reader checks all along that the stored ledger
+// has no gap and each entry follows from the one before, and at the end
+// every receipt carries the balance of its own ledger entry, every result
+// is in the history once and every idempotency key replays.
 func TestChargesSealOutOfOrder(t *testing.T) {
 	db := openTest(t)
 	acct := db.account(t, 1_000)
@@ -299,6 +301,7 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 	type charged struct {
 		sealed int64
 		c      Charged
+		idem   *IdemRef
 	}
 	out := make(chan charged, n)
 	stop := make(chan struct{})
@@ -356,8 +359,19 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 						return Sealed{}, errors.New("signer down")
 					}
 					sealed = balance
-					return Sealed{Receipt: fmt.Appendf(nil, "%d", balance)}, nil
+					return Sealed{Receipt: fmt.Appendf(nil, "%d", balance), Response: IdemResponse{Status: 200}}, nil
 				},
+			}
+			// Most charges complete an idempotency record: 300 keys
+			// share 64 lock stripes, so charges waiting for each other
+			// meet on them.
+			if i%3 != 0 {
+				ref := IdemRef{Account: acct, Endpoint: "POST /v1/validate", Key: fmt.Sprintf("key-%04d", i)}
+				if out, _, err := db.BeginIdem(ref, []byte("hash")); err != nil || out != IdemNew {
+					t.Errorf("BeginIdem %d: %v %v", i, out, err)
+					return
+				}
+				req.Idem = &ref
 			}
 			var c Charged
 			var err error
@@ -377,7 +391,7 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 			case err != nil:
 				t.Error(err)
 			default:
-				out <- charged{sealed, c}
+				out <- charged{sealed, c, req.Idem}
 			}
 		}()
 	}
@@ -397,6 +411,11 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 		r, err := db.GetResult(c.c.Result.ID)
 		if err != nil || string(r.Receipt) != fmt.Sprint(c.sealed) {
 			t.Errorf("result %s: %q, %v", c.c.Result.ID, r.Receipt, err)
+		}
+		if c.idem != nil {
+			if o, _, err := db.BeginIdem(*c.idem, []byte("hash")); err != nil || o != IdemReplay {
+				t.Errorf("idempotency key %s after its charge: %v %v", c.idem.Key, o, err)
+			}
 		}
 	}
 	var voided int
