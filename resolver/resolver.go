@@ -83,9 +83,6 @@ type call struct {
 	fs   *flightShard
 	done chan struct{}
 	e    *entry
-	// urgent and queued are the worker pool's, under its lock: the query
-	// is an urgent caller's (Urgent), and it waits in a queue.
-	urgent, queued bool
 }
 
 // New returns a Resolver. It reads Options.ResolvConf if no upstream is
@@ -363,11 +360,11 @@ func (r *Resolver) begin(ctx context.Context, name string, qtype uint16) pending
 		fs.mu.Unlock()
 		return pending{e: failEntry(k, StatusNone, -1, ErrClosed), k: k}
 	}
-	c := &call{k: k, h: h, fs: fs, done: make(chan struct{}), urgent: isUrgent(ctx)}
+	c := &call{k: k, h: h, fs: fs, done: make(chan struct{})}
 	fs.m[k] = c
 	// Dispatched under the lock: Close's barrier then knows no query
 	// starts after it.
-	r.dispatch(c)
+	r.dispatch(c, isUrgent(ctx))
 	fs.mu.Unlock()
 	return pending{c: c, k: k}
 }

@@ -39,8 +39,7 @@ type workers struct {
 	mu      sync.Mutex
 	running int               // workers started and not exited
 	idle    []chan *call      // idle workers' hand-off channels, last idle on top
-	queue   fifo.Queue[*call] // queries waiting for a worker
-	urgent  fifo.Queue[*call] // the same of urgent callers (Urgent), served first
+	waiting fifo.Lanes[*call] // queries waiting for a worker, urgent ones (Urgent) first
 }
 
 // urgentKey marks a context whose lookups go ahead of queued ones.
@@ -60,9 +59,10 @@ func isUrgent(ctx context.Context) bool {
 	return u
 }
 
-// dispatch runs c on a worker, or queues it; the caller holds c's flight
-// shard lock (Close's barrier relies on it).
-func (r *Resolver) dispatch(c *call) {
+// dispatch runs c on a worker, or queues it (ahead of others when
+// urgent); the caller holds c's flight shard lock (Close's barrier relies
+// on it).
+func (r *Resolver) dispatch(c *call, urgent bool) {
 	w := &r.work
 	w.mu.Lock()
 	if n := len(w.idle); n > 0 {
@@ -81,47 +81,29 @@ func (r *Resolver) dispatch(c *call) {
 		go r.worker(c)
 		return
 	}
-	c.queued = true
-	if c.urgent {
-		w.urgent.Push(c)
-	} else {
-		w.queue.Push(c)
-	}
+	w.waiting.Push(c, urgent)
 	w.mu.Unlock()
 	queriesQueued.Add(1)
 	queueWaits.Inc()
 }
 
-// promote moves c ahead when it still waits in the normal queue (an urgent
-// caller joined it); its entry there is skipped later.
+// promote moves c ahead when it still waits among the others (an urgent
+// caller joined it).
 func (r *Resolver) promote(c *call) {
 	w := &r.work
 	w.mu.Lock()
-	if c.queued && !c.urgent {
-		c.urgent = true
-		w.urgent.Push(c)
-	}
+	w.waiting.Promote(c)
 	w.mu.Unlock()
 }
 
-// next pops the queue's head; nil when the queue is empty. The caller
-// holds w.mu.
+// next pops the next waiting query; nil when none waits. The caller holds
+// w.mu.
 func (w *workers) next() *call {
-	for _, q := range []*fifo.Queue[*call]{&w.urgent, &w.queue} {
-		for {
-			c, ok := q.Pop()
-			if !ok {
-				break
-			}
-			if !c.queued {
-				continue // promoted, and taken from the urgent queue already
-			}
-			c.queued = false
-			queriesQueued.Add(-1)
-			return c
-		}
+	c, ok := w.waiting.Pop()
+	if ok {
+		queriesQueued.Add(-1)
 	}
-	return nil
+	return c
 }
 
 // worker runs c, then queued queries and those handed to it, until it has

@@ -137,6 +137,19 @@ func pct(lat []time.Duration, p float64) time.Duration {
 	return s[int(p*float64(len(s)-1))]
 }
 
+// validateReq makes request i a POST /v1/validate with body(i).
+func validateReq(addr, key string, body func(i int) string) func(i int, r *fasthttp.Request) {
+	return func(i int, r *fasthttp.Request) {
+		r.SetRequestURI("http://" + addr + "/v1/validate")
+		r.Header.SetMethod("POST")
+		r.Header.Set("Authorization", "Bearer "+key)
+		r.SetBodyString(body(i))
+	}
+}
+
+// freshBody is a validation of a new address each time.
+func freshBody(i int) string { return fmt.Sprintf(`{"email":"user%d@bench.test"}`, i) }
+
 // BenchmarkAPIOverhead measures what the API adds to a fresh validation:
 // with an engine that answers at once, the request's whole latency is the
 // API's (auth, limits, hold, synced charge with result, history and cache,
@@ -147,12 +160,7 @@ func BenchmarkAPIOverhead(b *testing.B) {
 			addr, key := benchServer(b, instantVerifier{})
 			n := max(b.N, conc*50)
 			b.ResetTimer()
-			lat, el := load(b, addr, conc, n, func(i int, r *fasthttp.Request) {
-				r.SetRequestURI("http://" + addr + "/v1/validate")
-				r.Header.SetMethod("POST")
-				r.Header.Set("Authorization", "Bearer "+key)
-				r.SetBodyString(fmt.Sprintf(`{"email":"user%d@bench.test"}`, i))
-			})
+			lat, el := load(b, addr, conc, n, validateReq(addr, key, freshBody))
 			b.ReportMetric(float64(n)/el.Seconds(), "req/s")
 			b.ReportMetric(float64(pct(lat, 0.5).Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(pct(lat, 0.99).Microseconds())/1000, "p99-ms")
@@ -186,12 +194,7 @@ func BenchmarkAPIOverheadProbing(b *testing.B) {
 			n := max(b.N, conc*50)
 			engine := make([]time.Duration, n)
 			b.ResetTimer()
-			lat, _ := load(b, addr, conc, n, func(i int, r *fasthttp.Request) {
-				r.SetRequestURI("http://" + addr + "/v1/validate")
-				r.Header.SetMethod("POST")
-				r.Header.Set("Authorization", "Bearer "+key)
-				r.SetBodyString(fmt.Sprintf(`{"email":"user%d@bench.test"}`, i))
-			}, func(i int, rs *fasthttp.Response) {
+			lat, _ := load(b, addr, conc, n, validateReq(addr, key, freshBody), func(i int, rs *fasthttp.Response) {
 				var ms float64
 				if _, err := fmt.Sscanf(string(rs.Header.Peek("Server-Timing")), "engine;dur=%f", &ms); err != nil {
 					b.Errorf("Server-Timing %q: %v", rs.Header.Peek("Server-Timing"), err)
@@ -213,13 +216,9 @@ func BenchmarkAPIOverheadProbing(b *testing.B) {
 func BenchmarkCacheHits(b *testing.B) {
 	addr, key := benchServer(b, instantVerifier{})
 	const addrs = 1000
-	body := func(i int) string { return fmt.Sprintf(`{"email":"user%d@bench.test","cache":true}`, i%addrs) }
-	req := func(i int, r *fasthttp.Request) {
-		r.SetRequestURI("http://" + addr + "/v1/validate")
-		r.Header.SetMethod("POST")
-		r.Header.Set("Authorization", "Bearer "+key)
-		r.SetBodyString(body(i))
-	}
+	req := validateReq(addr, key, func(i int) string {
+		return fmt.Sprintf(`{"email":"user%d@bench.test","cache":true}`, i%addrs)
+	})
 	load(b, addr, 64, addrs, req) // fill the cache
 	const conc = 256
 	n := max(b.N, conc*40)

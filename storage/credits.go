@@ -125,8 +125,10 @@ func decodeHold(account string, seq uint64, v []byte) (Hold, error) {
 
 // acctState is what the package keeps in memory about one account, and the
 // lock that orders its writes. Every write of a ledger entry, a history
-// row or a job of the account happens with mu held, from reading the
-// state to handing the batch to Pebble (applyOrdered).
+// row or a job of the account is staged with mu held, from reading the
+// state to taking its place in the account's order: most then hand their
+// batch to Pebble before unlocking (applyOrdered); a hold or a charge
+// unlocks first and hands it over after the write ahead (pending).
 type acctState struct {
 	mu sync.Mutex
 

@@ -264,13 +264,15 @@ func (db *DB) commit(b *pebble.Batch, opts *pebble.WriteOptions) error {
 	return nil
 }
 
-// applyOrdered commits b synced while the caller holds an account's lock.
-// Pebble's ApplyNoSyncWait gives the batch its place in the WAL and makes
-// it visible before returning, without waiting for the fsync; the caller
-// updates its in-memory state, unlocks, and then calls the returned wait,
-// which blocks until the WAL sync covers the batch. So the order of an
-// account's writes is the order of its lock, yet concurrent writers of one
-// account share fsyncs (group commit) instead of queueing one fsync each.
+// applyOrdered commits b synced at its place in an account's order of
+// writes: with the account's lock held, or for a charge once the write
+// ahead of it is in (acctState.pending). Pebble's ApplyNoSyncWait gives
+// the batch its place in the WAL and makes it visible before returning,
+// without waiting for the fsync; the caller goes on (updates its state,
+// unlocks, lets the next write go) and then calls the returned wait, which
+// blocks until the WAL sync covers the batch. So the order of an account's
+// writes is the order of its lock, yet concurrent writers of one account
+// share fsyncs (group commit) instead of queueing one fsync each.
 // The WAL is one sequential file: once a batch is synced, so is every
 // batch before it. A caller reports success only after wait returns nil.
 func (db *DB) applyOrdered(b *pebble.Batch) (wait func() error, err error) {

@@ -36,3 +36,61 @@ func (q *Queue[T]) Pop() (v T, ok bool) {
 	}
 	return v, true
 }
+
+// Lanes is a waiting line of two FIFOs: urgent items are served before
+// normal ones, and an item waiting in the normal lane can be moved to the
+// urgent one (an urgent caller joined it). An item is in Lanes at most
+// once; T is usually a pointer. Not safe for concurrent use.
+type Lanes[T comparable] struct {
+	urgent, normal Queue[T]
+	// waiting holds every item pushed and not yet popped, with whether it
+	// is in the urgent lane. A promoted item stays in the normal lane too,
+	// where Pop skips it once it is no longer waiting.
+	waiting map[T]bool
+}
+
+// Push adds v at the tail of its lane.
+func (l *Lanes[T]) Push(v T, urgent bool) {
+	if l.waiting == nil {
+		l.waiting = make(map[T]bool)
+	}
+	l.waiting[v] = urgent
+	if urgent {
+		l.urgent.Push(v)
+	} else {
+		l.normal.Push(v)
+	}
+}
+
+// Promote moves v, when it waits in the normal lane, to the urgent lane's
+// tail, and reports whether it did.
+func (l *Lanes[T]) Promote(v T) bool {
+	if urgent, ok := l.waiting[v]; !ok || urgent {
+		return false
+	}
+	l.waiting[v] = true
+	l.urgent.Push(v)
+	return true
+}
+
+// Len is the number of items waiting.
+func (l *Lanes[T]) Len() int { return len(l.waiting) }
+
+// Pop removes and returns the urgent lane's head, else the normal lane's;
+// ok is false when nothing waits.
+func (l *Lanes[T]) Pop() (v T, ok bool) {
+	for _, q := range []*Queue[T]{&l.urgent, &l.normal} {
+		for {
+			v, ok := q.Pop()
+			if !ok {
+				break
+			}
+			if _, waiting := l.waiting[v]; !waiting {
+				continue // promoted, and popped from the urgent lane already
+			}
+			delete(l.waiting, v)
+			return v, true
+		}
+	}
+	return v, false
+}

@@ -1,6 +1,9 @@
 package fifo
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // Pushes and pops interleaved come out in order, through the compaction
 // of the space before the head, and popped slots are cleared.
@@ -41,5 +44,40 @@ func TestQueue(t *testing.T) {
 	}
 	if out != in || len(q.items) != 0 {
 		t.Fatalf("drained %d of %d, %d slots left", out, in, len(q.items))
+	}
+}
+
+// Lanes serves urgent items first, each lane in order, and a promoted item
+// once, from the urgent lane.
+func TestLanes(t *testing.T) {
+	var l Lanes[string]
+	l.Push("n1", false)
+	l.Push("n2", false)
+	l.Push("u1", true)
+	l.Push("n3", false)
+	if !l.Promote("n2") || l.Promote("n2") || l.Promote("u1") || l.Promote("x") {
+		t.Fatal("Promote: want true only for a waiting normal item, once")
+	}
+	l.Push("u2", true)
+	if l.Len() != 5 {
+		t.Fatalf("Len %d, want 5", l.Len())
+	}
+	var got []string
+	for {
+		v, ok := l.Pop()
+		if !ok {
+			break
+		}
+		got = append(got, v)
+		if v == "n1" {
+			l.Push("u3", true) // pushed while serving: still ahead of n3
+		}
+	}
+	want := "[u1 n2 u2 n1 u3 n3]"
+	if s := fmt.Sprint(got); s != want {
+		t.Errorf("popped %s, want %s", s, want)
+	}
+	if l.Len() != 0 || l.Promote("n3") {
+		t.Errorf("after draining: Len %d", l.Len())
 	}
 }

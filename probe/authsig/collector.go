@@ -112,8 +112,7 @@ type Collector struct {
 	mu      sync.Mutex
 	flights map[string]*flight
 	running int                 // flights running their lookups (≤ Concurrency)
-	urgent  fifo.Queue[*flight] // waiting flights of StartUrgent
-	normal  fifo.Queue[*flight] // waiting flights of Start
+	waiting fifo.Lanes[*flight] // flights waiting to run, StartUrgent's first
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -220,12 +219,12 @@ type flight struct {
 	done  chan struct{}
 	start time.Time // when Start made it
 
-	// What run needs; set by Start, read once the flight runs. started
-	// (set when it leaves the queue) and urgent (in the urgent queue) are
-	// guarded by Collector.mu.
+	// What run needs; set by Start, read once the flight runs. urgent
+	// (begun or joined by StartUrgent while waiting) is guarded by
+	// Collector.mu.
 	key, domain, mx string
 	now             time.Time
-	started, urgent bool
+	urgent          bool
 
 	mu     sync.Mutex
 	s      Signals
@@ -279,9 +278,8 @@ func (c *Collector) start(domain string, mxHosts []string, urgent bool) *Pending
 	defer c.mu.Unlock()
 	if f := c.flights[key]; f != nil {
 		collectionsJoined.Inc()
-		if urgent && !f.started && !f.urgent {
+		if urgent && c.waiting.Promote(f) {
 			f.urgent = true
-			c.urgent.Push(f) // its normal queue entry is skipped later
 		}
 		return &Pending{c: c, domain: d, f: f}
 	}
@@ -295,16 +293,12 @@ func (c *Collector) start(domain string, mxHosts []string, urgent bool) *Pending
 	c.wg.Add(1)
 	if c.running < c.opts.Concurrency {
 		c.running++
-		f.started = true
+		f.urgent = urgent
 		collectionsRunning.Add(1)
 		go c.runner(f)
 	} else {
-		if urgent {
-			f.urgent = true
-			c.urgent.Push(f)
-		} else {
-			c.normal.Push(f)
-		}
+		f.urgent = urgent
+		c.waiting.Push(f, urgent)
 		collectionsQueued.Add(1)
 	}
 	return &Pending{c: c, domain: d, f: f}
@@ -325,24 +319,14 @@ func (c *Collector) runner(f *flight) {
 	}
 }
 
-// next takes the next waiting flight off the queues, marked started; nil
-// when none waits. The caller holds mu.
+// next takes the next waiting flight, urgent ones first; nil when none
+// waits. The caller holds mu.
 func (c *Collector) next() *flight {
-	for _, q := range []*fifo.Queue[*flight]{&c.urgent, &c.normal} {
-		for {
-			f, ok := q.Pop()
-			if !ok {
-				break
-			}
-			if f.started {
-				continue // moved ahead by StartUrgent, already run
-			}
-			f.started = true
-			collectionsQueued.Add(-1)
-			return f
-		}
+	f, ok := c.waiting.Pop()
+	if ok {
+		collectionsQueued.Add(-1)
 	}
-	return nil
+	return f
 }
 
 // Wait returns the signals learnt by the time the collection ends or ctx
