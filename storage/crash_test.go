@@ -28,7 +28,13 @@ import (
 const (
 	crashDirEnv     = "VERIFYD_STORAGE_CRASH_DIR"
 	crashAccountEnv = "VERIFYD_STORAGE_CRASH_ACCOUNT"
-	crashInitial    = 1_000_000
+	// crashNowEnv hands the parent's test clock to the child: the instant
+	// (RFC 3339, nanoseconds) the child's clock reads. A clock shared by two
+	// processes is passed explicitly, never left to the real time of one
+	// of them (the outbox's due times would then disagree with the
+	// parent's clock).
+	crashNowEnv  = "VERIFYD_STORAGE_CRASH_NOW"
+	crashInitial = 1_000_000
 )
 
 func TestCrashChild(t *testing.T) {
@@ -37,7 +43,13 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("runs as the child of TestCrash")
 	}
 	acct := os.Getenv(crashAccountEnv)
-	db, err := Open(dir, Options{Logger: slog.New(slog.DiscardHandler), PurgeInterval: -1})
+	now, err := time.Parse(time.RFC3339Nano, os.Getenv(crashNowEnv))
+	if err != nil {
+		fmt.Println("open: the parent's clock:", err)
+		os.Exit(2)
+	}
+	c := &clock{t: now}
+	db, err := Open(dir, Options{Now: c.Now, Logger: slog.New(slog.DiscardHandler), PurgeInterval: -1})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(2)
@@ -123,7 +135,7 @@ func TestCrash(t *testing.T) {
 	charged := make(map[string]bool) // result ids the child saw charged
 	ended := make(map[string]int64)  // job id → used, as the child saw it end
 	for iter := range 5 {
-		lines := runCrashChild(t, db.dir, acct, time.Duration(100+rand.IntN(500))*time.Millisecond)
+		lines := runCrashChild(t, db.dir, acct, db.clock.Now(), time.Duration(100+rand.IntN(500))*time.Millisecond)
 		n := 0
 		for _, l := range lines {
 			switch f := strings.Fields(l); {
@@ -152,12 +164,13 @@ func TestCrash(t *testing.T) {
 	}
 }
 
-// runCrashChild runs the child on dir, SIGKILLs it after d (counted from
-// its "ready") and returns its output lines.
-func runCrashChild(t *testing.T, dir, acct string, d time.Duration) []string {
+// runCrashChild runs the child on dir with its clock at now, SIGKILLs it
+// after d (counted from its "ready") and returns its output lines.
+func runCrashChild(t *testing.T, dir, acct string, now time.Time, d time.Duration) []string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashAccountEnv+"="+acct)
+	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashAccountEnv+"="+acct,
+		crashNowEnv+"="+now.Format(time.RFC3339Nano))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
