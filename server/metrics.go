@@ -50,6 +50,9 @@ func routeLabel(ctx *fasthttp.RequestCtx) string {
 func (s *Server) observe(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()
+		if ctx.IsPost() {
+			s.chunkedLimits.Delete(&ctx.Request.Header) // read within its limit
+		}
 		next(ctx)
 		route := routeLabel(ctx)
 		status := ctx.Response.StatusCode()

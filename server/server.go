@@ -17,11 +17,16 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +34,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/server/conns"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
 )
@@ -47,6 +53,15 @@ type Options struct {
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration
+	// MaxConns and MaxConnsPerIP cap the open connections, in total and
+	// per client address (the socket's; trusted proxies are exempt); 0
+	// means no cap. A connection over a cap is answered 429 in the
+	// envelope and closed. LingerTimeout and LingerBytes bound the
+	// lingering close (package conns); zero means the defaults.
+	MaxConns      int
+	MaxConnsPerIP int
+	LingerTimeout time.Duration
+	LingerBytes   int64
 	// MaxBodyBytes is the largest body of POST /v1/batch; MaxSmallBody
 	// that of every other request. Larger ones answer 400.
 	MaxBodyBytes int
@@ -89,6 +104,17 @@ type Server struct {
 	router    *router.Router
 	// ipConf is the per-IP limits in force; SetIPLimits swaps it on reload.
 	ipConf atomic.Pointer[ipLimitConf]
+
+	lnMu sync.Mutex
+	lns  []*conns.Listener
+
+	// chunkedLimits holds the body limit chosen at the head of a chunked
+	// request to a route with the large limit, keyed by the request's
+	// header (its RequestCtx's, reused on its connection): fasthttp resets
+	// the request when a chunked body passes the limit, so the error
+	// handler could not name the route's limit otherwise. The entry goes
+	// when the handler or the error handler runs.
+	chunkedLimits sync.Map // *fasthttp.RequestHeader → int
 }
 
 type ipLimitConf struct {
@@ -160,14 +186,31 @@ func New(opts Options) *Server {
 		WriteTimeout:       opts.WriteTimeout,
 		IdleTimeout:        opts.IdleTimeout,
 		MaxRequestBodySize: opts.MaxBodyBytes,
+		// Each route's body limit applies as soon as the head is read, so
+		// an oversized body is refused on its Content-Length (or as soon
+		// as a chunked one passes the limit) without being buffered.
+		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+			limit := s.bodyLimit(h.Method(), h.RequestURI())
+			if limit != s.opts.MaxSmallBody && h.ContentLength() < 0 {
+				s.chunkedLimits.Store(h, limit)
+			}
+			return fasthttp.RequestConfig{MaxRequestBodySize: limit}
+		},
 		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
 			// fasthttp calls this for requests it could not read: bodies
-			// over the limit, malformed heads, read timeouts.
-			msg := "malformed request"
-			if err == fasthttp.ErrBodyTooLarge {
-				msg = fmt.Sprintf("request body exceeds %d bytes", opts.MaxBodyBytes)
+			// over the limit, malformed heads, read timeouts. The
+			// connection then closes lingering (package conns), so the
+			// client reads this answer even if it writes its whole body
+			// first.
+			limit, chunked := s.chunkedLimits.LoadAndDelete(&ctx.Request.Header)
+			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+				if !chunked {
+					limit = s.bodyLimit(ctx.Method(), ctx.RequestURI())
+				}
+				writeError(ctx, BodyTooLarge(limit.(int)))
+				return
 			}
-			writeError(ctx, &APIError{Code: CodeBadRequest, Message: msg})
+			writeError(ctx, &APIError{Code: CodeBadRequest, Message: "malformed request"})
 		},
 		Logger: fasthttpLogger{s.log},
 	}
@@ -218,12 +261,80 @@ func (s *Server) internal(ctx *fasthttp.RequestCtx, what string, err error) {
 	writeError(ctx, &APIError{Code: CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
 }
 
-// Serve serves the API on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+// BodyTooLarge is the answer to a request body over its route's limit of
+// max bytes; details.maxBodyBytes names the limit.
+func BodyTooLarge(max int) *APIError {
+	return &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("request body exceeds the limit of %d bytes", max),
+		Details: map[string]any{"maxBodyBytes": max}}
+}
+
+// bodyLimit is the largest body the request may carry: MaxBodyBytes for
+// POST /v1/batch, MaxSmallBody for every other request.
+func (s *Server) bodyLimit(method, requestURI []byte) int {
+	if string(method) != fasthttp.MethodPost {
+		return s.opts.MaxSmallBody
+	}
+	path := requestURI
+	if i := bytes.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if string(path) == "/v1/batch" {
+		return s.opts.MaxBodyBytes
+	}
+	if bytes.IndexByte(path, '%') >= 0 || !bytes.HasPrefix(path, []byte("/")) {
+		// A percent-encoded or absolute form: judge the path the router sees.
+		var u fasthttp.URI
+		if u.Parse(nil, requestURI) == nil && string(u.Path()) == "/v1/batch" {
+			return s.opts.MaxBodyBytes
+		}
+	}
+	return s.opts.MaxSmallBody
+}
+
+// Serve serves the API on ln until Shutdown, with the connection caps and
+// the lingering close of package conns.
+func (s *Server) Serve(ln net.Listener) error {
+	cl := conns.New(ln, conns.Options{
+		MaxConns:      s.opts.MaxConns,
+		MaxConnsPerIP: s.opts.MaxConnsPerIP,
+		Exempt:        s.opts.TrustedProxies,
+		LingerTimeout: s.opts.LingerTimeout,
+		LingerBytes:   s.opts.LingerBytes,
+		Reject:        writeRefusal,
+		Name:          "api",
+	})
+	s.lnMu.Lock()
+	s.lns = append(s.lns, cl)
+	s.lnMu.Unlock()
+	return s.srv.Serve(cl)
+}
+
+// writeRefusal answers a connection over a cap: 429 in the envelope,
+// before its request is read, and the connection closes.
+func writeRefusal(w io.Writer, why conns.Reason) {
+	msg := "too many connections from this address; retry after 1 second"
+	if why == conns.OverTotal {
+		msg = "the server has too many open connections; retry after 1 second"
+	}
+	b, _ := json.Marshal(struct {
+		Error *APIError `json:"error"`
+	}{&APIError{Code: CodeRateLimited, Message: msg, Details: map[string]any{"retryAfter": 1, "limit": "connections_" + why.String()}}})
+	fmt.Fprintf(w, "HTTP/1.1 429 Too Many Requests\r\nServer: verifyd\r\nConnection: close\r\nRetry-After: 1\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
+}
 
 // Shutdown stops accepting, waits for in-flight requests until ctx ends, and
-// closes idle connections.
-func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
+// closes idle connections; lingering closes still under way end at once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.ShutdownWithContext(ctx)
+	s.lnMu.Lock()
+	lns := s.lns
+	s.lnMu.Unlock()
+	for _, l := range lns {
+		l.Shutdown()
+	}
+	return err
+}
 
 // fasthttpLogger sends fasthttp's own messages to slog at debug level.
 type fasthttpLogger struct{ log *slog.Logger }

@@ -29,7 +29,7 @@ const (
 func (s *Server) validate(ctx *fasthttp.RequestCtx, c *caller) {
 	body := ctx.PostBody()
 	if len(body) > s.opts.MaxSmallBody {
-		writeError(ctx, &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("request body exceeds %d bytes", s.opts.MaxSmallBody)})
+		writeError(ctx, BodyTooLarge(s.opts.MaxSmallBody))
 		return
 	}
 	idem, done := s.beginIdem(ctx, c, endpointValidate, body)

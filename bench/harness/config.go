@@ -95,6 +95,10 @@ func (c VerifydConfig) TOML() string {
 	b.WriteString("\n[http]\n")
 	kv("listen", c.Listen)
 	kv("shutdown_timeout", c.ShutdownTimeout)
+	// The load generator is one client address with up to 1,040
+	// connections.
+	kv("max_conns_per_ip", 0)
+	kv("max_conns", 0)
 	b.WriteString("\n[admin]\n")
 	kv("socket", c.AdminSocket)
 	b.WriteString("\n[metrics]\n")

@@ -13,6 +13,7 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"github.com/verifyd/verifyd/server/conns"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
 )
@@ -51,6 +52,7 @@ type Server struct {
 	srv  *fasthttp.Server
 
 	mu   sync.Mutex
+	cl   *conns.Listener
 	ln   net.Listener
 	path string
 	sock os.FileInfo // the socket file Listen made, to remove only that one
@@ -90,11 +92,13 @@ func New(opts Options) *Server {
 		MaxRequestBodySize: MaxBodyBytes,
 		CloseOnShutdown:    true,
 		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
-			msg := "malformed request"
 			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-				msg = fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes)
+				e := badRequest(fmt.Sprintf("request body exceeds the limit of %d bytes", MaxBodyBytes))
+				e.Details = map[string]any{"maxBodyBytes": MaxBodyBytes}
+				WriteError(ctx, e)
+				return
 			}
-			WriteError(ctx, badRequest(msg))
+			WriteError(ctx, badRequest("malformed request"))
 		},
 		Logger: fasthttpLogger{s.log},
 	}
@@ -157,7 +161,10 @@ func (s *Server) Listen(path string) error {
 	if err != nil {
 		return err
 	}
-	s.ln, s.path, s.sock = peerListener{ln}, path, fi
+	// The lingering close of package conns, so that verifyctl (or any
+	// client) reads the answer to a body over the limit.
+	s.cl = conns.New(ln, conns.Options{Name: "admin"})
+	s.ln, s.path, s.sock = peerListener{s.cl}, path, fi
 	s.log.Info("admin API listening", "socket", path, "mode", "0600")
 	return nil
 }
@@ -186,6 +193,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.srv.ShutdownWithContext(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.cl != nil {
+		s.cl.Shutdown()
+	}
 	if s.ln != nil {
 		s.ln.Close() // when Serve never ran; else already closed
 		removeSocket(s.path, s.sock)

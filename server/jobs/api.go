@@ -94,7 +94,8 @@ func acceptedBody(j storage.Job) ([]byte, error) {
 func (s *Service) postBatch(ctx *fasthttp.RequestCtx, account string) {
 	body := ctx.PostBody()
 	if len(body) > s.opts.MaxBodyBytes {
-		writeError(ctx, apiError{Code: server.CodeBadRequest, Message: fmt.Sprintf("request body exceeds %d bytes", s.opts.MaxBodyBytes)})
+		e := server.BodyTooLarge(s.opts.MaxBodyBytes)
+		writeError(ctx, apiError{Code: e.Code, Message: e.Message, Details: e.Details})
 		return
 	}
 	idem, done := s.beginIdem(ctx, account, body)

@@ -71,6 +71,19 @@ type HTTP struct {
 	IdleTimeout time.Duration `toml:"idle_timeout"`
 	// ShutdownTimeout bounds the graceful drain on SIGTERM. Default 20s.
 	ShutdownTimeout time.Duration `toml:"shutdown_timeout"`
+	// MaxConns caps the connections open at once; MaxConnsPerIP those
+	// from one client address (trusted proxies are exempt). A connection
+	// over a cap is answered 429 RATE_LIMITED with Retry-After: 1 and
+	// closed. 0 means no cap. Defaults 8192 and 512.
+	MaxConns      int `toml:"max_conns"`
+	MaxConnsPerIP int `toml:"max_conns_per_ip"`
+	// LingerTimeout and LingerBytes bound the lingering close (RFC 9112
+	// §9.6): after answering a request it did not read to the end (a body
+	// over the limit), verifyd reads and discards what the client still
+	// sends for at most this long and this much, so the client reads the
+	// answer instead of a TCP reset. Defaults 5s and 32 MiB.
+	LingerTimeout time.Duration `toml:"linger_timeout"`
+	LingerBytes   int64         `toml:"linger_bytes"`
 }
 
 // Admin is the operator API on a unix socket (verifyctl talks to it).
@@ -305,6 +318,10 @@ func Defaults() Config {
 			WriteTimeout:    60 * time.Second,
 			IdleTimeout:     2 * time.Minute,
 			ShutdownTimeout: 20 * time.Second,
+			MaxConns:        8192,
+			MaxConnsPerIP:   512,
+			LingerTimeout:   5 * time.Second,
+			LingerBytes:     32 << 20,
 		},
 		Metrics: Metrics{Listen: "127.0.0.1:9464"},
 		Resolver: Resolver{
@@ -478,6 +495,16 @@ func (c *Config) Validate() error {
 	positive("http.write_timeout", c.HTTP.WriteTimeout)
 	positive("http.idle_timeout", c.HTTP.IdleTimeout)
 	positive("http.shutdown_timeout", c.HTTP.ShutdownTimeout)
+	positive("http.linger_timeout", c.HTTP.LingerTimeout)
+	if c.HTTP.MaxConns < 0 {
+		add("http.max_conns", "must be 0 (no cap) or positive, not %d", c.HTTP.MaxConns)
+	}
+	if c.HTTP.MaxConnsPerIP < 0 {
+		add("http.max_conns_per_ip", "must be 0 (no cap) or positive, not %d", c.HTTP.MaxConnsPerIP)
+	}
+	if c.HTTP.LingerBytes <= 0 {
+		add("http.linger_bytes", "must be positive, not %d", c.HTTP.LingerBytes)
+	}
 
 	if c.Admin.Socket == "" {
 		add("admin.socket", "must not be empty")
