@@ -27,6 +27,7 @@ cat >"$work/verifyd.toml" <<TOML
 data_dir = "$work/data"
 log_format = "text"
 log_level = "warn"
+demo_account = true
 [http]
 listen = "$api"
 [metrics]

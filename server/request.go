@@ -91,7 +91,7 @@ func decodeValidateFast(b []byte) (req validateRequest, ok bool) {
 		switch string(name) {
 		case "email":
 			v, ok := str()
-			if seenEmail || !ok || !utf8.Valid(v) || bytes.IndexByte(v, '@') < 0 || utf8.RuneCount(v) > MaxEmailLength {
+			if seenEmail || !ok || !utf8.Valid(v) || bytes.ContainsRune(v, utf8.RuneError) || bytes.IndexByte(v, '@') < 0 || utf8.RuneCount(v) > MaxEmailLength {
 				return req, false
 			}
 			seenEmail, req.Email = true, string(v)
@@ -183,6 +183,9 @@ func emailValue(raw json.RawMessage) (string, string) {
 	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
 		return "", "must be a string"
 	}
+	if msg := CheckText(s); msg != "" {
+		return "", msg
+	}
 	switch n := utf8.RuneCountInString(s); {
 	case n == 0:
 		return "", "must not be empty"
@@ -194,10 +197,14 @@ func emailValue(raw json.RawMessage) (string, string) {
 
 // WalkObject decodes body as one JSON object and calls member for each
 // member name, with the decoder positioned at its value; member must
-// consume the value. Duplicate names, trailing data and anything but an
-// object are errors, worded for a client (details.issues). The request
-// decoders of every endpoint use it.
+// consume the value. Duplicate names, trailing data, anything but an
+// object and a body that is not UTF-8 (spec §1.5; encoding/json would
+// quietly turn the bad bytes into U+FFFD) are errors, worded for a client
+// (details.issues). The request decoders of every endpoint use it.
 func WalkObject(body []byte, member func(name string, dec *json.Decoder) error) error {
+	if !utf8.Valid(body) {
+		return fmt.Errorf("body must be UTF-8: byte %d is not", invalidUTF8At(body))
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -229,6 +236,29 @@ func WalkObject(body []byte, member func(name string, dec *json.Decoder) error) 
 		return fmt.Errorf("malformed JSON: data after the object")
 	}
 	return nil
+}
+
+// CheckText is the problem with a decoded JSON string that holds U+FFFD:
+// encoding/json puts it in place of a lone surrogate escape (\ud800), and
+// no real address holds it; "" when there is none. An address is never
+// probed or charged in an altered form.
+func CheckText(s string) string {
+	if strings.ContainsRune(s, utf8.RuneError) {
+		return "must be valid Unicode text: it holds U+FFFD or a lone surrogate escape"
+	}
+	return ""
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 // jsonErr words a decoder error for a client, without Go type names.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -39,6 +40,27 @@ type historyPage struct {
 	NextCursor *string      `json:"next_cursor"`
 }
 
+// QueryIssues reports the query parameters outside known, and those given
+// more than once (limit=50&limit=abc is refused, not read as its first
+// value).
+func QueryIssues(args *fasthttp.Args, known ...string) []Issue {
+	var issues []Issue
+	seen := make(map[string]bool, args.Len())
+	for k := range args.All() {
+		name := string(k)
+		switch {
+		case !slices.Contains(known, name):
+			if !seen[name] {
+				issues = append(issues, Issue{Path: name, Message: "unknown query parameter"})
+			}
+		case seen[name]:
+			issues = append(issues, Issue{Path: name, Message: "appears more than once"})
+		}
+		seen[name] = true
+	}
+	return issues
+}
+
 // results is GET /v1/results (spec §4.6). The cursor is lossless: see
 // storage.FormatCursor.
 func (s *Server) results(ctx *fasthttp.RequestCtx, c *caller) {
@@ -67,13 +89,7 @@ func (s *Server) results(ctx *fasthttp.RequestCtx, c *caller) {
 			issues = append(issues, Issue{Path: "cursor", Message: "must be an ISO 8601 date-time (the next_cursor of the previous page)"})
 		}
 	}
-	for k := range args.All() {
-		switch string(k) {
-		case "limit", "kind", "cursor":
-		default:
-			issues = append(issues, Issue{Path: string(k), Message: "unknown query parameter"})
-		}
-	}
+	issues = append(issues, QueryIssues(args, "limit", "kind", "cursor")...)
 	if issues != nil {
 		writeError(ctx, &APIError{Code: CodeBadRequest, Message: "invalid query", Details: map[string]any{"issues": issues}})
 		return

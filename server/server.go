@@ -157,6 +157,14 @@ func New(opts Options) *Server {
 	}
 	s.SetIPLimits(opts.IPLimits, opts.IPLimitsDisabled)
 	r := router.New()
+	// No redirects: the router's trailing-slash and path-fixing redirects
+	// answered /v1/balance/, /V1/BALANCE and /v1//balance with a bare 301
+	// (308 for POST) to the client's own Host, before authentication: an
+	// open redirect outside the envelope. Such paths answer the 404
+	// envelope instead, as on the admin socket.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleOPTIONS = false
 	r.GET("/healthz", s.healthz)
 	if opts.DB != nil {
 		r.GET("/.well-known/jwks.json", s.jwks)

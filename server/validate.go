@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -220,6 +221,24 @@ func (s *Server) abortIdem(idem *storage.IdemRef) {
 	}
 }
 
+// CheckIdemKey is the 400 answer to an Idempotency-Key header that is not
+// 8 to 128 characters (spec §7.3, §8), counted as Unicode characters, not
+// bytes; a value that is not UTF-8 is refused too. Nil when the key is
+// good.
+func CheckIdemKey(key []byte) *APIError {
+	msg := ""
+	if !utf8.Valid(key) {
+		msg = "is not UTF-8 text"
+	} else if n := utf8.RuneCount(key); n < 8 || n > 128 {
+		msg = fmt.Sprintf("is %d characters long", n)
+	}
+	if msg == "" {
+		return nil
+	}
+	return &APIError{Code: CodeBadRequest, Message: "Idempotency-Key must be 8 to 128 characters",
+		Details: map[string]any{"issues": []Issue{{Path: headerIdemKey, Message: msg}}}}
+}
+
 // beginIdem handles the Idempotency-Key header (spec §7.3): a bad key
 // answers 400; a replay answers the stored response with
 // Idempotent-Replay: true; another body under the same key answers 409; a
@@ -231,9 +250,8 @@ func (s *Server) beginIdem(ctx *fasthttp.RequestCtx, c *caller, endpoint string,
 	if key == nil {
 		return nil, false
 	}
-	if n := len(key); n < 8 || n > 128 {
-		writeError(ctx, &APIError{Code: CodeBadRequest, Message: "Idempotency-Key must be 8 to 128 characters",
-			Details: map[string]any{"issues": []Issue{{Path: headerIdemKey, Message: fmt.Sprintf("is %d characters long", n)}}}})
+	if e := CheckIdemKey(key); e != nil {
+		writeError(ctx, e)
 		return nil, true
 	}
 	r := storage.IdemRef{Account: c.account, Endpoint: endpoint, Key: string(key)}

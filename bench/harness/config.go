@@ -92,6 +92,7 @@ func (c VerifydConfig) TOML() string {
 	kv("data_dir", c.DataDir)
 	kv("log_level", c.LogLevel)
 	kv("log_format", "json")
+	kv("demo_account", true) // the account and key the load uses
 	b.WriteString("\n[http]\n")
 	kv("listen", c.Listen)
 	kv("shutdown_timeout", c.ShutdownTimeout)

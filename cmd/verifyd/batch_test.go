@@ -22,6 +22,7 @@ import (
 	"github.com/verifyd/verifyd/bench/world"
 	"github.com/verifyd/verifyd/server/admin/adminapi"
 	"github.com/verifyd/verifyd/server/jobs"
+	"github.com/verifyd/verifyd/server/jobs/hookapi"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -32,7 +33,7 @@ func batchWorld(t *testing.T, latency time.Duration) *world.Running {
 	d := world.Duration(latency)
 	w := &world.World{
 		Hosts: []*world.Host{
-			{Name: "mx.shop.test", IP: "127.72.0.1", Latency: d},
+			{Name: "mx.shop.test", IP: "127.72.0.1", Latency: d, Aliases: []string{"hooks.shop.test"}},
 			{Name: "mx.catch.test", IP: "127.72.0.2", Latency: d},
 			{Name: "mx.mailinator.com", IP: "127.72.0.3"},
 			{Name: "mx.grey.test", IP: "127.72.0.4", Latency: d},
@@ -542,21 +543,22 @@ func stopVerifyd(t *testing.T, in *instance) {
 	}
 }
 
-// TestBatchSSRFGuard: with webhooks.allow_private off, a private or
-// loopback IP literal is refused at POST time (no connection is ever
-// tried), and a name that resolves to loopback is refused at delivery:
-// the receiver never sees a connection and the event is dead-lettered.
+// TestBatchSSRFGuard: with webhooks.allow_private off, a webhookUrl whose
+// host is an internal address in any spelling a browser reads as one
+// (literal, 127.1, 0x7f.1, 2130706433, localhost) is refused at POST time,
+// no connection ever tried; a name that resolves (on resolver.upstreams,
+// the world's DNS) to loopback is refused at delivery: the event is
+// dead-lettered with the reason.
 func TestBatchSSRFGuard(t *testing.T) {
-	addrs, err := net.LookupHost("localhost")
-	if err != nil || len(addrs) == 0 || !slices.ContainsFunc(addrs, func(a string) bool { return strings.HasPrefix(a, "127.") || a == "::1" }) {
-		t.Skipf("localhost does not resolve to loopback here: %v %v", addrs, err)
-	}
 	run := batchWorld(t, 0)
 	dir := t.TempDir()
 	in := startIn(t, dir, strings.Replace(batchConfig(run, "", ""), "allow_private = true", "allow_private = false", 1))
 	c := &client{t: t, base: in.base, key: in.key}
 	hook := newHookReceiver(t, 200)
-	for _, u := range []string{"http://10.0.0.1/hook", "http://127.0.0.1:" + hook.port() + "/hook", "http://[::1]/x", "http://169.254.169.254/latest/meta-data/"} {
+	p := hook.port()
+	for _, u := range []string{"http://10.0.0.1/hook", "http://127.0.0.1:" + p + "/hook", "http://[::1]/x", "http://169.254.169.254/latest/meta-data/",
+		"http://localhost:" + p + "/hook", "http://2130706433:" + p + "/", "http://0x7f.1:" + p + "/", "http://127.1:" + p + "/",
+		"http://0177.0.0.1:" + p + "/", "http://api.localhost:" + p + "/"} {
 		d := c.do("POST", "/v1/batch", c.key, batchBody(t, []string{"ann@shop.test"}, map[string]any{"webhookUrl": u})).wantError(t, 400, "BAD_REQUEST")
 		is, _ := d["issues"].([]any)
 		if len(is) != 1 || is[0].(map[string]any)["path"] != "webhookUrl" || !strings.Contains(is[0].(map[string]any)["message"].(string), "refused") {
@@ -566,24 +568,25 @@ func TestBatchSSRFGuard(t *testing.T) {
 	if b := balance(t, c, c.key); b != 1000 {
 		t.Errorf("refused uploads reserved credits: balance %d", b)
 	}
-	r := c.do("POST", "/v1/batch", c.key, batchBody(t, []string{"ann@shop.test"}, map[string]any{"webhookUrl": "http://localhost:" + hook.port() + "/hook"}))
+	// hooks.shop.test is an alias of mx.shop.test (127.72.0.1) in the
+	// world's DNS; the system resolver has never heard of it.
+	r := c.do("POST", "/v1/batch", c.key, batchBody(t, []string{"ann@shop.test"}, map[string]any{"webhookUrl": "http://hooks.shop.test:" + p + "/hook"}))
 	if r.status != 202 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 	waitDone(t, c, c.key, r.json(t)["job_id"].(string), 30*time.Second)
-	time.Sleep(time.Second)
-	stopVerifyd(t, in)
+	ac := adminClient(t, in)
+	var dl []hookapi.Event
+	waitFor(t, func() bool {
+		var err error
+		dl, err = hookapi.DeadLetters(context.Background(), ac, "", 0)
+		return err == nil && len(dl) > 0
+	})
+	if len(dl) != 1 || !strings.Contains(dl[0].LastError, "loopback") || !strings.Contains(dl[0].LastError, "127.72.0.1") {
+		t.Fatalf("dead letters %+v", dl)
+	}
 	if n := len(hook.requests()); n != 0 {
 		t.Fatalf("the receiver on loopback got %d requests through the guard", n)
-	}
-	db, err := storage.Open(filepath.Join(dir, "data", "db"), storage.Options{PurgeInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	dl, _ := db.DeadLetters("", 0)
-	if len(dl) != 1 || !strings.Contains(dl[0].LastError, "loopback") {
-		t.Fatalf("dead letters %+v", dl)
 	}
 }
 

@@ -84,6 +84,7 @@ func loadConfig(path string) (config.Config, string, error) {
 	if path == "" {
 		if _, err := os.Stat(config.DefaultPath); errors.Is(err, fs.ErrNotExist) {
 			c := config.Defaults()
+			c.DemoAccount = true // make run: a first session needs a key
 			c.Derive()
 			return c, "embedded defaults", c.Validate()
 		}
@@ -123,8 +124,10 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		return err
 	}
 	defer a.close(log)
-	if err := bootstrap(a.db, os.Stdout); err != nil {
-		return fmt.Errorf("cannot create the demo account: %w", err)
+	if cfg.DemoAccount {
+		if err := bootstrap(a.db, os.Stdout); err != nil {
+			return fmt.Errorf("cannot create the demo account: %w", err)
+		}
 	}
 
 	var proxies []netip.Prefix
@@ -169,6 +172,9 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 			Timeout: cfg.Webhooks.Timeout, AllowPrivate: cfg.Webhooks.AllowPrivate,
 			RetrySchedule: cfg.Webhooks.RetrySchedule, GiveUpAfter: cfg.Webhooks.GiveUpAfter,
 			Concurrency: cfg.Webhooks.Concurrency,
+			// Webhook hosts resolve on resolver.upstreams, like every other
+			// lookup of verifyd, never through the system's resolver.
+			Resolver: webhookResolver{a.res},
 		},
 	})
 	if err != nil {

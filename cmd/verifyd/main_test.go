@@ -2,13 +2,17 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,6 +84,14 @@ func startVerifyd(t *testing.T, config string) (*exec.Cmd, string) {
 func startIn(t *testing.T, dir, config string) *instance {
 	t.Helper()
 	cfgPath := filepath.Join(dir, "verifyd.toml")
+	// Tests use the demo account unless their config says otherwise; its
+	// key is printed on the first start on a data directory.
+	_, statErr := os.Stat(filepath.Join(dir, "data"))
+	fresh := errors.Is(statErr, fs.ErrNotExist)
+	if !strings.Contains(config, "demo_account") {
+		config = "demo_account = true\n" + config
+	}
+	wantKey := fresh && strings.Contains(config, "demo_account = true")
 	config = "data_dir = " + quote(filepath.Join(dir, "data")) + "\n" + config
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -128,9 +140,14 @@ func startIn(t *testing.T, dir, config string) *instance {
 	case <-time.After(60 * time.Second):
 		t.Fatal("verifyd did not say where it listens")
 	}
-	select {
-	case in.key = <-keyc:
-	case <-time.After(200 * time.Millisecond):
+	if wantKey {
+		// The key goes to stdout before the API line to stderr, but the
+		// two pipes are read apart: wait for it, however busy the machine.
+		select {
+		case in.key = <-keyc:
+		case <-time.After(60 * time.Second):
+			t.Fatal("verifyd did not print the demo account's key")
+		}
 	}
 	return in
 }
@@ -174,31 +191,125 @@ func TestHealthzAndShutdown(t *testing.T) {
 // TestErrorEnvelope checks that unknown paths and wrong methods answer the
 // spec's error envelope with a code from its enumeration.
 func TestErrorEnvelope(t *testing.T) {
-	_, base := startVerifyd(t, testConfig)
+	in := startIn(t, t.TempDir(), testConfig)
+	base := in.base
+	// Never a redirect: http.Client would follow one, so refuse them to see
+	// the first answer.
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, tc := range []struct {
 		method, path string
+		body         string
+		header       []string
 		status       int
 		code         string
+		issue        string // a details.issues path the answer must name
 	}{
-		{"GET", "/nope", 404, "NOT_FOUND"},
-		{"POST", "/healthz", 400, "BAD_REQUEST"},
+		{"GET", "/nope", "", nil, 404, "NOT_FOUND", ""},
+		{"POST", "/healthz", "", nil, 400, "BAD_REQUEST", ""},
+		// The router's redirects are off: each of these was a bare 301 or
+		// 308 to the client's Host, before authentication.
+		{"GET", "/v1/balance/", "", nil, 404, "NOT_FOUND", ""},
+		{"GET", "/V1/BALANCE", "", nil, 404, "NOT_FOUND", ""},
+		{"GET", "/v1//balance", "", nil, 404, "NOT_FOUND", ""},
+		{"POST", "/v1/validate/", `{"email":"a@b.test"}`, nil, 404, "NOT_FOUND", ""},
+		{"GET", "/v1/jobs/../x", "", nil, 404, "NOT_FOUND", ""},
+		{"OPTIONS", "/v1/balance", "", nil, 400, "BAD_REQUEST", ""},
+		// A parameter given twice is refused, not read as its first value.
+		{"GET", "/v1/results?limit=50&limit=abc", "", nil, 400, "BAD_REQUEST", "limit"},
+		{"GET", "/v1/results?kind=all&kind=single", "", nil, 400, "BAD_REQUEST", "kind"},
+		// Invalid UTF-8 and lone surrogates are refused on the slow JSON
+		// path (the second member keeps the fast path out), never probed
+		// in an altered form.
+		{"POST", "/v1/validate", "{\"email\":\"a\xff@b.test\",\"cache\":false}", nil, 400, "BAD_REQUEST", ""},
+		{"POST", "/v1/validate", "{\"cache\":false,\"email\":\"a\xc3@b.test\"}", nil, 400, "BAD_REQUEST", ""},
+		{"POST", "/v1/validate", `{"email":"a\ud800@b.test"}`, nil, 400, "BAD_REQUEST", "email"},
+		{"POST", "/v1/validate", "{\"email\":\"a\uFFFD@b.test\"}", nil, 400, "BAD_REQUEST", "email"},
+		{"POST", "/v1/batch", "{\"emails\":[\"a\xff@b.test\"]}", nil, 400, "BAD_REQUEST", ""},
+		{"POST", "/v1/batch", `{"emails":["ok@b.test","a\udfff@b.test"]}`, nil, 400, "BAD_REQUEST", "emails[1]"},
+		// Idempotency-Key is 8 to 128 characters, not bytes: four
+		// two-byte characters are too short, 100 are fine.
+		{"POST", "/v1/validate", `{"email":"x"}`, []string{"Idempotency-Key", strings.Repeat("é", 4)}, 400, "BAD_REQUEST", "Idempotency-Key"},
+		{"POST", "/v1/validate", `{"email":"x"}`, []string{"Idempotency-Key", strings.Repeat("é", 100)}, 400, "BAD_REQUEST", "email"},
+		{"POST", "/v1/batch", `{"emails":["a@b.test"]}`, []string{"Idempotency-Key", strings.Repeat("k", 129)}, 400, "BAD_REQUEST", "Idempotency-Key"},
 	} {
-		req, _ := http.NewRequest(tc.method, base+tc.path, nil)
-		resp, err := http.DefaultClient.Do(req)
+		name := tc.method + " " + tc.path + " " + tc.body
+		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+		req.Header.Set("Authorization", "Bearer "+in.key)
+		if tc.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if tc.header != nil {
+			req.Header.Set(tc.header[0], tc.header[1])
+		}
+		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var env struct {
-			Error struct{ Code, Message string }
+			Error struct {
+				Code, Message string
+				Details       struct {
+					Issues []struct{ Path, Message string }
+				}
+			}
 		}
 		err = json.NewDecoder(resp.Body).Decode(&env)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != tc.status || env.Error.Code != tc.code || env.Error.Message == "" {
-			t.Errorf("%s %s: %d %+v (%v), want %d %s", tc.method, tc.path, resp.StatusCode, env, err, tc.status, tc.code)
+			t.Errorf("%s: %d %+v (%v), want %d %s", name, resp.StatusCode, env, err, tc.status, tc.code)
+			continue
 		}
 		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-			t.Errorf("%s %s: content type %q", tc.method, tc.path, ct)
+			t.Errorf("%s: content type %q", name, ct)
 		}
+		if loc := resp.Header.Get("Location"); loc != "" {
+			t.Errorf("%s: Location %q", name, loc)
+		}
+		if tc.issue != "" && !slices.ContainsFunc(env.Error.Details.Issues, func(i struct{ Path, Message string }) bool { return i.Path == tc.issue }) {
+			t.Errorf("%s: issues %+v do not name %s", name, env.Error.Details.Issues, tc.issue)
+		}
+	}
+	// Nothing above was charged or recorded.
+	c := &client{t: t, base: base, key: in.key}
+	if b := balance(t, c, in.key); b != 1000 {
+		t.Errorf("balance %d after refused requests", b)
+	}
+}
+
+// TestDemoAccountOnlyWhenAsked: the demo account and its printed key come
+// with the embedded defaults (make run) or demo_account = true, never
+// under an operator's configuration file that does not ask for them.
+func TestDemoAccountOnlyWhenAsked(t *testing.T) {
+	in := startIn(t, t.TempDir(), "demo_account = false\n"+testConfig)
+	if in.key != "" {
+		t.Fatalf("a key was printed: %s", in.key)
+	}
+	as, err := adminClient(t, in).Accounts(context.Background())
+	if err != nil || len(as) != 0 {
+		t.Fatalf("accounts %v, %v; want none", as, err)
+	}
+	in.mu.Lock()
+	for _, l := range in.stderr {
+		if strings.Contains(l, "svc_live_") {
+			t.Errorf("a key in the log: %s", l)
+		}
+	}
+	in.mu.Unlock()
+
+	// A file that does not name the key: off.
+	cfg := filepath.Join(t.TempDir(), "v.toml")
+	os.WriteFile(cfg, []byte("[smtp]\nport = 2525\n"), 0o600)
+	out, err := exec.Command(binary, "-print-config", "-config", cfg).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "demo_account = false") {
+		t.Errorf("a file without demo_account: %v\n%s", err, out)
+	}
+	// The embedded defaults (no -config, no /etc/verifyd/verifyd.toml): on.
+	if _, err := os.Stat("/etc/verifyd/verifyd.toml"); err == nil {
+		t.Skip("this machine has /etc/verifyd/verifyd.toml")
+	}
+	out, err = exec.Command(binary, "-print-config").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "demo_account = true") {
+		t.Errorf("the embedded defaults: %v\n%s", err, out)
 	}
 }
 

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -187,4 +189,18 @@ func bootstrap(db *storage.DB, w io.Writer) error {
 	fmt.Fprintf(w, "\nverifyd: created demo account %s with 1000 credits.\n", acct.ID)
 	fmt.Fprintf(w, "verifyd: its API key (shown once, keep it): %s\n\n", key)
 	return nil
+}
+
+// webhookResolver gives the webhook dialer verifyd's resolver.
+type webhookResolver struct{ r *resolver.Resolver }
+
+func (w webhookResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	res, err := w.r.LookupIP(ctx, network, host)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.IPs) == 0 {
+		return nil, fmt.Errorf("no address for %s", host)
+	}
+	return slices.Clone(res.IPs), nil
 }

@@ -7,6 +7,13 @@ import (
 
 // peerCred asks the kernel who connected (SO_PEERCRED, unix(7)).
 func peerCred(c net.Conn) peer {
+	for {
+		w, ok := c.(interface{ Unwrap() net.Conn })
+		if !ok {
+			break
+		}
+		c = w.Unwrap() // conns.Conn, the lingering close's wrapper
+	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return peer{}

@@ -183,9 +183,8 @@ func (s *Service) beginIdem(ctx *fasthttp.RequestCtx, account string, body []byt
 	if key == nil {
 		return nil, false
 	}
-	if n := len(key); n < 8 || n > 128 {
-		writeError(ctx, apiError{Code: server.CodeBadRequest, Message: "Idempotency-Key must be 8 to 128 characters",
-			Details: map[string]any{"issues": []server.Issue{{Path: headerIdemKey, Message: fmt.Sprintf("is %d characters long", n)}}}})
+	if e := server.CheckIdemKey(key); e != nil {
+		writeError(ctx, apiError{Code: e.Code, Message: e.Message, Details: e.Details})
 		return nil, true
 	}
 	ref := storage.IdemRef{Account: account, Endpoint: endpointBatch, Key: string(key)}

@@ -123,6 +123,8 @@ func decodeEmails(dec *json.Decoder, maxEmails int, is *issues) ([]string, error
 		switch v := tok.(type) {
 		case string:
 			switch c := utf8.RuneCountInString(v); {
+			case server.CheckText(v) != "":
+				is.add(path(), "%s", server.CheckText(v))
 			case c == 0:
 				is.add(path(), "must not be empty")
 			case c > server.MaxEmailLength:

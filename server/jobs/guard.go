@@ -18,10 +18,14 @@ import (
 // http://169.254.169.254/ or http://10.0.0.5:8500/ would make verifyd post
 // to the cloud metadata service or an internal API. So:
 //
-//  1. At POST /v1/batch, a URL whose host is an IP literal is checked at
-//     once (that is all that can be known then: a name may resolve
-//     elsewhere at delivery time).
-//  2. At delivery, the dialer resolves the host, drops every address the
+//  1. At POST /v1/batch, the URL's host is read as a browser reads it
+//     (webhookHost: the WHATWG host parser), so 127.1, 0x7f.1, 2130706433
+//     and localhost are addresses, not names; a host that is an address
+//     is checked at once (that is all that can be known then: a name may
+//     resolve elsewhere at delivery time). A host that a browser would
+//     not parse is refused.
+//  2. At delivery, the dialer resolves the host (through verifyd's own
+//     resolver, on resolver.upstreams, never the system's), drops every address the
 //     guard refuses, and dials the allowed ones; the dialer's Control hook
 //     checks the address of the socket actually being connected, so a
 //     DNS answer that changes between the check and the connect (DNS
@@ -35,7 +39,9 @@ import (
 // multicast and broadcast addresses are refused even then: no webhook
 // receiver lives there.
 
-// Resolver resolves a webhook URL's host; net.DefaultResolver in verifyd.
+// Resolver resolves a webhook URL's host: verifyd's resolver (on
+// resolver.upstreams, like every other lookup of verifyd), or
+// net.DefaultResolver when none is given.
 type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
@@ -183,7 +189,11 @@ func (g *Guard) CheckURL(raw string) (*url.URL, error) {
 			return nil, fmt.Errorf("port %q is not 1 to 65535", p)
 		}
 	}
-	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+	_, ip, err := webhookHost(u.Hostname())
+	if err != nil {
+		return nil, fmt.Errorf("host %q %w", u.Hostname(), err)
+	}
+	if ip.IsValid() {
 		if err := g.Check(u.Hostname(), ip); err != nil {
 			return nil, err
 		}
@@ -199,15 +209,19 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 	if err != nil {
 		return nil, err
 	}
+	name, ip, err := webhookHost(host)
+	if err != nil {
+		return nil, &RefusedError{Host: host, Reason: "unparsable host", Always: true}
+	}
 	var ips []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
+	if ip.IsValid() {
 		ips = []netip.Addr{ip}
 	} else {
 		r := g.Resolver
 		if r == nil {
 			r = net.DefaultResolver
 		}
-		ips, err = r.LookupNetIP(ctx, "ip", host)
+		ips, err = r.LookupNetIP(ctx, "ip", name)
 		if err != nil {
 			return nil, fmt.Errorf("cannot resolve %s: %w", host, err)
 		}

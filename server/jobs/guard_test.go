@@ -73,7 +73,34 @@ func TestCheckURL(t *testing.T) {
 		{"http://hooks.example.com:8080/x", ""},
 		{"https://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]/x", ""},
 		{"https://93.184.215.14/x", ""},
-		{"https://localhost/x", ""}, // a name: judged at delivery, where its address is known
+		{"https://hooks.example.com./x", ""},
+		{"https://1572395042/x", ""}, // 93.184.216.34, a public address in decimal
+		// Every spelling a browser reads as an internal address is one
+		// (the WHATWG host parser), refused at once, not left to delivery.
+		{"https://localhost/x", "loopback"},
+		{"https://LOCALHOST./x", "loopback"},
+		{"https://api.localhost/x", "loopback"},
+		{"http://2130706433/", "loopback"},
+		{"http://0x7f.1/", "loopback"},
+		{"http://127.1/", "loopback"},
+		{"http://0177.0.0.1/", "loopback"},
+		{"http://0x7F000001/", "loopback"},
+		{"http://127.0.0.1./", "loopback"},
+		{"http://%31%32%37.0.0.1/", "absolute"},                                        // Go refuses escapes in a host: 400 too
+		{"http://\uff11\uff12\uff17\u3002\uff10\u3002\uff10\u3002\uff11/", "loopback"}, // full-width digits and dots
+		{"http://0xa9.0xfe.0xa9.0xfe/latest/meta-data/", "link-local"},
+		{"http://012.0.0.1/", "private"}, // 10.0.0.1
+		{"http://0x/", "unspecified"},
+		{"http://[::ffff:127.0.0.1]/", "loopback"},
+		{"http://[::ffff:7f00:1]/", "loopback"},
+		// Hosts a browser refuses are refused.
+		{"http://1.2.3.4.5/", "not a valid host"},
+		{"http://256.1.1.1/", "not a valid host"},
+		{"http://1.2.3.16777216/", "not a valid host"},
+		{"http://08.1.1.1/", "not a valid host"},
+		{"http://hooks.0x7g/", ""}, // does not end in a number: a name
+		{"http://hooks.0x7f/", "not a valid host"},
+		{"http://99999999999999999999999/", "not a valid host"},
 		{"/relative/path", "absolute"},
 		{"hooks.example.com/x", "absolute"},
 		{"ftp://hooks.example.com/x", "http or https"},

@@ -41,6 +41,12 @@ type Config struct {
 	// LogFormat is json, text or auto (text on a terminal, JSON otherwise,
 	// e.g. under systemd where journald stores it).
 	LogFormat string `toml:"log_format"`
+	// DemoAccount creates a demo account on an empty data directory: 1,000
+	// credits and one key with both scopes, whose secret is printed once
+	// to standard output. On for the embedded defaults (make run, no
+	// configuration file); off otherwise, so that an operator's box never
+	// gets an account, or a secret in its journal, it did not ask for.
+	DemoAccount bool `toml:"demo_account"`
 
 	HTTP       HTTP       `toml:"http"`
 	Admin      Admin      `toml:"admin"`
