@@ -38,6 +38,11 @@ type APIError struct {
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
 
+// WriteError answers ctx with the error envelope, for the routes other
+// parts of verifyd add (batch jobs). A code outside the enumeration is a
+// programming error and answers INTERNAL.
+func WriteError(ctx *fasthttp.RequestCtx, e *APIError) { writeError(ctx, e) }
+
 // writeError answers ctx with the error envelope. A code outside the
 // enumeration is a programming error and answers INTERNAL.
 func writeError(ctx *fasthttp.RequestCtx, e *APIError) {

@@ -165,6 +165,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	batch, err := jobs.Start(jobs.Options{
 		DB: a.db, Verifier: a.pools, Logger: log,
 		MaxEmails: cfg.Limits.BatchMaxEmails, MaxBodyBytes: cfg.Limits.BatchMaxBodyBytes,
+		MaxDownloads: cfg.Limits.CSVDownloads, MaxDownloadsPerAccount: cfg.Limits.CSVDownloadsPerAccount,
 		RetryWindow: cfg.Jobs.RetryWindow, Concurrency: cfg.Jobs.Concurrency,
 		DomainConcurrency: cfg.Jobs.DomainConcurrency, GroupSize: cfg.Jobs.GroupSize,
 		GroupTimeout: cfg.Jobs.GroupTimeout, MaxFailures: cfg.Jobs.MaxFailures,

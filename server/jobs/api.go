@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -30,36 +31,10 @@ func (s *Service) Routes(srv *server.Server) {
 }
 
 // apiError is spec §2.11's envelope.
-type apiError struct {
-	Code    string         `json:"code"`
-	Message string         `json:"message"`
-	Details map[string]any `json:"details,omitempty"`
-}
+type apiError = server.APIError
 
-var statusOf = map[string]int{
-	server.CodeBadRequest: fasthttp.StatusBadRequest,
-	server.CodeNotFound:   fasthttp.StatusNotFound,
-	server.CodeConflict:   fasthttp.StatusConflict,
-	server.CodeInternal:   fasthttp.StatusInternalServerError,
-}
-
-func writeError(ctx *fasthttp.RequestCtx, e apiError) {
-	status, ok := statusOf[e.Code]
-	if !ok {
-		e = apiError{Code: server.CodeInternal, Message: "internal error"}
-		status = fasthttp.StatusInternalServerError
-	}
-	b, err := json.Marshal(struct {
-		Error apiError `json:"error"`
-	}{e})
-	if err != nil {
-		b = []byte(`{"error":{"code":"INTERNAL","message":"internal error"}}`)
-		status = fasthttp.StatusInternalServerError
-	}
-	ctx.Response.Header.SetContentType("application/json")
-	ctx.SetStatusCode(status)
-	ctx.SetBody(b)
-}
+// writeError answers with the envelope (server.WriteError).
+func writeError(ctx *fasthttp.RequestCtx, e apiError) { server.WriteError(ctx, &e) }
 
 func (s *Service) internal(ctx *fasthttp.RequestCtx, what string, err error) {
 	s.log.Error("internal error", "what", what, "err", err, "path", string(ctx.Path()))
@@ -288,7 +263,8 @@ func (s *Service) getJob(ctx *fasthttp.RequestCtx, account string) {
 }
 
 // getResults is GET /v1/jobs/{id}/results.csv (spec §4.4): 400 until the
-// job has completed, then the CSV, streamed from storage through a pipe.
+// job has completed, then the CSV, streamed from storage through a pipe,
+// within the download caps (downloadGate).
 // A storage error in the middle ends the response without the final
 // chunk, so the client sees a broken transfer, never a short file that
 // looks whole.
@@ -305,11 +281,23 @@ func (s *Service) getResults(ctx *fasthttp.RequestCtx, account string) {
 		writeError(ctx, apiError{Code: server.CodeBadRequest, Message: msg, Details: map[string]any{"status": string(j.Status)}})
 		return
 	}
+	release, ok := s.downloads.acquire(account)
+	if !ok {
+		csvRefused.Inc()
+		ctx.Response.Header.Set("Retry-After", "5")
+		writeError(ctx, apiError{Code: server.CodeRateLimited, Message: "too many results.csv downloads under way; retry after 5 seconds",
+			Details: map[string]any{"retryAfter": 5, "limit": "csv_downloads"}})
+		return
+	}
 	csvDownloads.Inc()
 	id := j.ID
 	pr, pw := io.Pipe()
 	db, log := s.db, s.log
 	go func() {
+		// The place is held until the writer ends: the whole file sent,
+		// or the client gone (http.write_timeout cuts one that stopped
+		// reading, which closes the pipe).
+		defer release()
 		rows, err := writeCSV(pw, db, id)
 		csvRows.Add(rows)
 		if err != nil && !errors.Is(err, io.ErrClosedPipe) {
@@ -320,4 +308,43 @@ func (s *Service) getResults(ctx *fasthttp.RequestCtx, account string) {
 	ctx.Response.Header.SetContentType("text/csv; charset=utf-8")
 	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="job-`+id+`.csv"`)
 	ctx.SetBodyStream(pr, -1)
+}
+
+// downloadGate caps the results.csv downloads streaming at once, in total
+// and per account. A download holds a Pebble iterator, a goroutine and
+// its buffers, and decodes a receipt per row; without a cap, 200 clients
+// that never read held 50 MB and slowed every other request.
+type downloadGate struct {
+	mu         sync.Mutex
+	max, perAc int
+	n          int
+	byAccount  map[string]int
+}
+
+func newDownloadGate(max, perAccount int) *downloadGate {
+	return &downloadGate{max: max, perAc: perAccount, byAccount: map[string]int{}}
+}
+
+// acquire takes a place for account; release gives it back (once).
+func (g *downloadGate) acquire(account string) (release func(), ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n >= g.max || g.byAccount[account] >= g.perAc {
+		return nil, false
+	}
+	g.n++
+	g.byAccount[account]++
+	csvActive.Inc()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.n--
+			if g.byAccount[account]--; g.byAccount[account] <= 0 {
+				delete(g.byAccount, account)
+			}
+			csvActive.Dec()
+		})
+	}, true
 }

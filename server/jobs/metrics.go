@@ -24,6 +24,8 @@ var (
 	resultWriteErr = metrics.NewCounter("verifyd_jobs_result_write_errors_total")
 	csvDownloads   = metrics.NewCounter("verifyd_jobs_csv_downloads_total")
 	csvRows        = metrics.NewCounter("verifyd_jobs_csv_rows_total")
+	csvRefused     = metrics.NewCounter("verifyd_jobs_csv_downloads_refused_total")
+	csvActive      = metrics.NewGauge("verifyd_jobs_csv_downloads_active", nil)
 
 	hooksEnqueued = map[string]*metrics.Counter{
 		EventBatchCompleted:    metrics.NewCounter(`verifyd_webhooks_enqueued_total{event="batch.completed"}`),

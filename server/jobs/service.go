@@ -32,6 +32,10 @@ type Options struct {
 	// HTTP server refuses larger bodies before reading them; this is the
 	// handler's own check. Default 8 MiB.
 	MaxBodyBytes int
+	// MaxDownloads caps the results.csv downloads streaming at once;
+	// MaxDownloadsPerAccount those of one account. Defaults 32 and 4.
+	MaxDownloads           int
+	MaxDownloadsPerAccount int
 	// RetryWindow is how long after its first greylisting an address is
 	// retried; when it is spent, its result is the last one (unknown).
 	// Default 30 min.
@@ -70,6 +74,12 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
+	if o.MaxDownloads <= 0 {
+		o.MaxDownloads = 32
+	}
+	if o.MaxDownloadsPerAccount <= 0 {
+		o.MaxDownloadsPerAccount = 4
+	}
 	if o.MaxEmails == 0 {
 		o.MaxEmails = 100_000
 	}
@@ -157,8 +167,10 @@ type Service struct {
 	log   *slog.Logger
 	now   func() time.Time
 	guard *Guard
-	hooks *dispatcher
-	sched *scheduler
+	// downloads caps the results.csv downloads under way.
+	downloads *downloadGate
+	hooks     *dispatcher
+	sched     *scheduler
 
 	repMu   sync.Mutex
 	repSent map[string]time.Time // job id + egress address → last warning
@@ -179,15 +191,16 @@ func Start(opts Options) (*Service, error) {
 	}
 	log := opts.Logger.With("pkg", "jobs")
 	s := &Service{
-		opts:    opts,
-		db:      opts.DB,
-		log:     log,
-		now:     opts.Now,
-		guard:   &Guard{AllowPrivate: opts.Webhooks.AllowPrivate},
-		hooks:   newDispatcher(opts.DB, opts.Webhooks, opts.Now, log.With("part", "webhooks")),
-		repSent: map[string]time.Time{},
-		repCh:   make(chan egress.Event, 64),
-		repStop: make(chan struct{}),
+		opts:      opts,
+		db:        opts.DB,
+		log:       log,
+		now:       opts.Now,
+		guard:     &Guard{AllowPrivate: opts.Webhooks.AllowPrivate},
+		downloads: newDownloadGate(opts.MaxDownloads, opts.MaxDownloadsPerAccount),
+		hooks:     newDispatcher(opts.DB, opts.Webhooks, opts.Now, log.With("part", "webhooks")),
+		repSent:   map[string]time.Time{},
+		repCh:     make(chan egress.Event, 64),
+		repStop:   make(chan struct{}),
 	}
 	s.sched = newScheduler(s)
 	if err := s.sched.resume(); err != nil {

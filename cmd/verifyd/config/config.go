@@ -248,6 +248,13 @@ type Limits struct {
 	BatchMaxBodyBytes int `toml:"batch_max_body_bytes"`
 	// MaxBodyBytes caps the body of every other request. Default 64 KiB.
 	MaxBodyBytes int `toml:"max_body_bytes"`
+	// CSVDownloads caps the results.csv downloads streaming at once, and
+	// CSVDownloadsPerAccount those of one account; one over a cap answers
+	// 429 with Retry-After. A download holds its place until it ends or
+	// http.write_timeout cuts a client that stopped reading. Defaults 32
+	// and 4.
+	CSVDownloads           int `toml:"csv_downloads"`
+	CSVDownloadsPerAccount int `toml:"csv_downloads_per_account"`
 }
 
 // RateLimits are the per source IP fixed one-minute windows of spec §8.
@@ -366,9 +373,11 @@ func Defaults() Config {
 			AuthConcurrency: 128,
 		},
 		Limits: Limits{
-			BatchMaxEmails:    100000,
-			BatchMaxBodyBytes: 8 << 20,
-			MaxBodyBytes:      64 << 10,
+			BatchMaxEmails:         100000,
+			BatchMaxBodyBytes:      8 << 20,
+			MaxBodyBytes:           64 << 10,
+			CSVDownloads:           32,
+			CSVDownloadsPerAccount: 4,
 		},
 		RateLimits: RateLimits{
 			Window:   time.Minute,
@@ -592,6 +601,8 @@ func (c *Config) Validate() error {
 
 	atLeast("limits.batch_max_emails", c.Limits.BatchMaxEmails, 1)
 	atLeast("limits.batch_max_body_bytes", c.Limits.BatchMaxBodyBytes, 1024)
+	atLeast("limits.csv_downloads", c.Limits.CSVDownloads, 1)
+	atLeast("limits.csv_downloads_per_account", c.Limits.CSVDownloadsPerAccount, 1)
 	atLeast("limits.max_body_bytes", c.Limits.MaxBodyBytes, 1024)
 
 	positive("rate_limits.window", c.RateLimits.Window)
