@@ -11,7 +11,7 @@ import (
 // The auth signals (spec §2.6) of a probe, with Options.Auth:
 //
 //  1. When the MX stage has routed the domain and an SMTP probe will be
-//     made, startAuth starts the collector's DNS lookups for the domain and
+//     made, or found that the domain takes no mail (null MX), startAuth starts the collector's DNS lookups for the domain and
 //     its first MX host (or joins them, or finds them cached); they run
 //     while the SMTP stage runs. A real-time probe's collection goes ahead
 //     of batch ones when the collector's concurrency bound makes them
@@ -27,10 +27,13 @@ import (
 //     mailboxes), and counts the positive signals into Evidence.Auth.
 
 // startAuth begins the auth signals of domain when they are wanted: an
-// Options.Auth, and an SMTP probe about to be made. urgent is for a
-// real-time probe.
+// Options.Auth, and an SMTP probe about to be made, or a domain that
+// exists but takes no mail (a null MX, RFC 7505, or neither MX nor
+// address records): its SPF "-all" and DMARC "p=reject" are exactly how it
+// says it sends no mail either, so its DNS-based signals are collected;
+// the SMTP-based ones stay absent. urgent is for a real-time probe.
 func (e *Engine) startAuth(p plan, domain string, urgent bool) *authsig.Pending {
-	if e.opts.Auth == nil || !p.probe {
+	if e.opts.Auth == nil || !p.wantsAuth() {
 		return nil
 	}
 	if urgent {

@@ -68,6 +68,11 @@ func authWorld() *world.World {
 				},
 			},
 			{Name: "_dmarc.mid.test", DNSFault: world.DNSFaultServFail},
+			{
+				// A domain that says it neither receives nor sends mail.
+				Name: "nullmx.test", MX: []world.MX{{Pref: 0, Host: "."}},
+				Records: []world.Record{txt("@", "v=spf1 -all"), txt("_dmarc", "v=DMARC1; p=reject")},
+			},
 		},
 		DNSBL: []*world.DNSBLZone{
 			{Zone: "bl.lists.test", Listed: map[string]string{"127.65.0.1": "127.0.0.2"}},
@@ -268,6 +273,39 @@ func TestAuthBareDomain(t *testing.T) {
 	})
 	if r.Evidence.Auth != 0 {
 		t.Errorf("evidence counts %d positive signals", r.Evidence.Auth)
+	}
+}
+
+// TestAuthNullMX: a null-MX domain (RFC 7505) is invalid/no_mx_record
+// without an SMTP session, and still reports its DNS-based posture (SPF
+// -all, DMARC p=reject are how it says it sends no mail); the keys only an
+// SMTP session or an MX host can give are absent. Batch does the same.
+func TestAuthNullMX(t *testing.T) {
+	e, eng, _ := authEnv(t)
+	r := verify(t, eng, "ann@nullmx.test")
+	if r.Status != StatusInvalid || r.Reason != ReasonNoMX || r.Auth == nil {
+		t.Fatalf("%s/%s auth %v", r.Status, r.Reason, r.Auth)
+	}
+	want := map[string]any{
+		"spf": "strict", "dkim": "none", "dmarc": "found", "dmarc_policy": "reject", "dmarc_subdomain_policy": "reject",
+		"dmarc_alignment_spf": "r", "dmarc_alignment_dkim": "r", "dmarc_rua_set": false,
+		"svc_certified": false, "svc_trust_level": 0.0, "mta_sts": false, "tls_rpt": false, "dnssec": false,
+		"bimi": false, "bimi_vmc": false, "caa": false, "domain_age_days": 0.0,
+	}
+	smtpOnly := []string{"svc_key_id", "dane", "fcrdns", "ptr", "tls_version", "tls_cipher", "abuse_mailbox", "postmaster_mailbox",
+		"helo_matches_rdns", "dnsbl_clean", "dnsbl_lists_on", "dnswl_listed"}
+	checkKeys(t, jsonObject(t, r.Auth), want, smtpOnly)
+	if n := len(e.run.Log().Sessions()); n != 0 {
+		t.Errorf("%d SMTP sessions for a null-MX domain", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rs := eng.VerifyDomain(ctx, []string{"bea@nullmx.test", "cy@nullmx.test"}, netip.Addr{})
+	for _, r := range rs {
+		if r.Status != StatusInvalid || r.Auth == nil {
+			t.Fatalf("batch %s: %s auth %v", r.Email, r.Status, r.Auth)
+		}
+		checkKeys(t, jsonObject(t, r.Auth), want, smtpOnly)
 	}
 }
 

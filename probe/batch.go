@@ -25,6 +25,7 @@ func (e *Engine) VerifyDomain(ctx context.Context, emails []string, prefer netip
 	start := e.opts.Now()
 	results := make([]*Result, len(emails))
 	var targets []*target
+	var noMail []*Result // addresses of a domain that takes no mail
 	var domain string
 	var rt route
 	routed := false
@@ -53,9 +54,16 @@ func (e *Engine) VerifyDomain(ctx context.Context, emails []string, prefer netip
 		if !routed {
 			rt, routed = p.route, true
 		}
-		if p.probe {
+		switch {
+		case p.probe:
 			targets = append(targets, &target{addr: addr, r: r})
+		case p.wantsAuth():
+			noMail = append(noMail, r)
 		}
+	}
+	if len(noMail) > 0 {
+		// A domain that takes no mail: its DNS-based signals only.
+		e.joinAuth(ctx, e.startAuth(plan{route: rt}, domain, false), domain, noMail...)
 	}
 	if len(targets) > 0 {
 		auth := e.startAuth(plan{route: rt, probe: true}, domain, false)

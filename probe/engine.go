@@ -143,6 +143,10 @@ type plan struct {
 	probe bool // an SMTP session is worth making
 }
 
+// wantsAuth reports whether the domain's auth signals are worth
+// collecting: it will be probed, or it exists and takes no mail (startAuth).
+func (p plan) wantsAuth() bool { return p.probe || p.route.outcome == DNSNoMX }
+
 // plan runs the syntax, lists and MX stages for a parsed address and
 // records their findings in r.
 func (e *Engine) plan(ctx context.Context, r *Result, addr address.Address) plan {
