@@ -52,6 +52,10 @@ type pair struct {
 	inflight int
 	until    time.Time // cooling while now is before until
 	repeats  int       // cooldowns in a row without a success
+	// cause is the outcome that started the cooldown (Greylisted,
+	// RateLimited or Policy); a policy block during a cooldown makes it
+	// Policy.
+	cause Outcome
 }
 
 // waiter is an Acquire waiting for a slot. ch is signalled at most once per

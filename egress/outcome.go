@@ -161,10 +161,15 @@ type CoolingError struct {
 	Dest netip.Addr
 	// RetryAt is the earliest end of those cooldowns.
 	RetryAt time.Time
+	// Cause is the outcome that started the cooldown ending at RetryAt:
+	// OutcomeGreylisted, OutcomeRateLimited (a busy or limiting server) or
+	// OutcomePolicy (a 5.7.x block of the prober). A real-time caller
+	// that cannot wait answers with it at once.
+	Cause Outcome
 }
 
 func (e *CoolingError) Error() string {
-	return fmt.Sprintf("egress: every address is cooling for %s until %s", e.Dest, e.RetryAt.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("egress: every address is cooling for %s until %s (%s)", e.Dest, e.RetryAt.UTC().Format(time.RFC3339), e.Cause)
 }
 
 // Is makes errors.Is(err, ErrAllCooling) true.

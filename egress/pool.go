@@ -178,7 +178,7 @@ func (p *Pool) acquire(ctx context.Context, dest, prefer netip.Addr, only bool) 
 			case c.cooling == c.eligible:
 				ds.mu.Unlock()
 				allCooling.Inc()
-				return nil, &CoolingError{Dest: dest, RetryAt: c.earliest}
+				return nil, &CoolingError{Dest: dest, RetryAt: c.earliest, Cause: c.cause}
 			}
 			// Wait for a Release, or for the first cooldown of an
 			// eligible address to end, whichever comes first.
@@ -247,6 +247,7 @@ type choice struct {
 	eligible int     // of dest's family, not disabled or draining
 	cooling  int     // of the eligible, those cooling for dest
 	earliest time.Time
+	cause    Outcome // of the cooldown that ends at earliest
 }
 
 // pick chooses the address for a session to dest; ds is locked.
@@ -272,7 +273,7 @@ func (p *Pool) pick(ds *destState, dest, prefer netip.Addr, only bool, now time.
 			if pr.until.After(now) {
 				c.cooling++
 				if c.earliest.IsZero() || pr.until.Before(c.earliest) {
-					c.earliest = pr.until
+					c.earliest, c.cause = pr.until, pr.cause
 				}
 				continue
 			}
@@ -437,6 +438,7 @@ func (l *Lease) Release(o Outcome) {
 		}
 		pr.until = now.Add(p.backoff(pr.repeats))
 		pr.repeats++
+		pr.cause = o
 		cooled = true
 		src.m.cooldowns[o].Inc()
 		kind := EventCooldown
@@ -445,6 +447,7 @@ func (l *Lease) Release(o Outcome) {
 		}
 		evs = append(evs, Event{Kind: kind, Addr: src.addr, Dest: l.dest, Until: pr.until, Reason: o.String(), At: now})
 	case o == OutcomePolicy:
+		pr.cause = o // the pair was cooling already: a block says more
 		evs = append(evs, Event{Kind: EventPolicyBlock, Addr: src.addr, Dest: l.dest, Until: pr.until, Reason: o.String(), At: now})
 	}
 	if cooled {
@@ -539,6 +542,21 @@ func (p *Pool) CooldownUntil(addr, dest netip.Addr) time.Time {
 		return pr.until
 	}
 	return time.Time{}
+}
+
+// CooldownCause is the outcome that started the cooldown of the pair
+// (addr, dest), and whether it is cooling.
+func (p *Pool) CooldownCause(addr, dest netip.Addr) (Outcome, bool) {
+	addr, dest = addr.Unmap(), dest.WithZone("").Unmap()
+	ds := p.lockDestIfAny(dest)
+	if ds == nil {
+		return 0, false
+	}
+	defer ds.mu.Unlock()
+	if pr := ds.find(addr); pr != nil && pr.until.After(p.now()) {
+		return pr.cause, true
+	}
+	return 0, false
 }
 
 // SetAddresses replaces the pool's addresses (live reload; the empty list

@@ -46,6 +46,8 @@ type Cooldown struct {
 	Until time.Time  `json:"until"`
 	// Repeats is the number of cooldowns in a row, this one included.
 	Repeats int `json:"repeats"`
+	// Cause is what started it: greylisted, rate_limited or policy.
+	Cause Outcome `json:"cause"`
 }
 
 // Snapshot returns the state of every address of the pool, in configured
@@ -58,7 +60,7 @@ func (p *Pool) Snapshot() []AddrStatus {
 	p.eachDest(func(dest netip.Addr, ds *destState) bool {
 		for _, pr := range ds.pairs {
 			if pr.until.After(now) {
-				cool[pr.addr] = append(cool[pr.addr], Cooldown{Dest: dest, Until: pr.until, Repeats: pr.repeats})
+				cool[pr.addr] = append(cool[pr.addr], Cooldown{Dest: dest, Until: pr.until, Repeats: pr.repeats, Cause: pr.cause})
 			}
 		}
 		return false

@@ -35,6 +35,8 @@ type savedCooling struct {
 	Dest    netip.Addr `json:"dest"`
 	Until   time.Time  `json:"until"`
 	Repeats int        `json:"repeats"`
+	// Cause is absent in states saved before it was kept: greylisted.
+	Cause string `json:"cause,omitempty"`
 }
 
 // load restores the state saved in the Store: the health of the addresses
@@ -84,6 +86,10 @@ func (p *Pool) load() error {
 		ds := p.lockDest(dest, now)
 		pr := ds.get(c.Addr.Unmap())
 		pr.until, pr.repeats = c.Until, c.Repeats
+		pr.cause = OutcomeGreylisted
+		if o, ok := parseOutcome(c.Cause); ok && o.cools() {
+			pr.cause = o
+		}
 		ds.mu.Unlock()
 		n++
 	}
@@ -112,7 +118,7 @@ func (p *Pool) encode(now time.Time) ([]byte, error) {
 	p.eachDest(func(dest netip.Addr, ds *destState) bool {
 		for _, pr := range ds.pairs {
 			if pr.until.After(now) {
-				st.Cooldowns = append(st.Cooldowns, savedCooling{Addr: pr.addr, Dest: dest, Until: pr.until, Repeats: pr.repeats})
+				st.Cooldowns = append(st.Cooldowns, savedCooling{Addr: pr.addr, Dest: dest, Until: pr.until, Repeats: pr.repeats, Cause: pr.cause.String()})
 			}
 		}
 		return false

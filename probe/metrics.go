@@ -15,7 +15,10 @@ import (
 //	verifyd_probe_duration_seconds               time per address
 //	verifyd_probe_smtp_replies_total{class}      RCPT replies by class
 //	verifyd_probe_sessions_total{outcome}        SMTP sessions by how they ended
+//	verifyd_probe_policy_retries_total           real-time validations asked again from another
+//	                                             egress address after a 5.7.x block
 var (
+	policyRetries   = metrics.NewCounter("verifyd_probe_policy_retries_total")
 	resultCounters  = map[[2]string]*metrics.Counter{}
 	replyCounters   [smtpclient.ServiceUnavailable + 1]*metrics.Counter
 	sessionCounters = map[egress.Outcome]*metrics.Counter{}

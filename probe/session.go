@@ -101,7 +101,14 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 				if wait && sleepUntil(ctx, e.opts.Now, ce.RetryAt) {
 					continue
 				}
-				settle(pending, SMTPGreylisted, ce.RetryAt, prefer)
+				// A batch comes back at RetryAt. A real-time validation
+				// answers at once, never waiting out a cooldown its budget
+				// cannot outlast, with what the cooldown says.
+				o := SMTPGreylisted
+				if wait {
+					o = cooledOutcome(ce.Cause)
+				}
+				settle(pending, o, ce.RetryAt, prefer)
 				return false, 0
 			case errors.Is(err, egress.ErrNoAddress), errors.Is(err, egress.ErrInvalidDest):
 				return true, SMTPConnRefused
@@ -131,6 +138,13 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 				continue
 			case f.nextIP:
 				return true, f.smtp
+			case wait && f.egress == egress.OutcomePolicy:
+				// Refused by policy at the banner or EHLO: the server
+				// blocks this egress address, which now cools for it.
+				// Another address may be welcome; Acquire picks one, or
+				// says every one is cooling.
+				prefer = netip.Addr{}
+				continue
 			}
 			settle(pending, f.smtp, time.Time{}, lease.Addr())
 			return false, 0
@@ -150,6 +164,15 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 		lease.Release(out.egress)
 		countSession(out.egress)
 
+		if wait && out.egress == egress.OutcomePolicy && !out.greylisted && unsettle(pending, SMTPPolicy) {
+			// Refused by policy (5.7.x at MAIL or RCPT): a block of this
+			// egress address, not an answer about the mailbox. The
+			// address now cools for this server; a real-time validation
+			// asks again at once from another healthy one, if any.
+			policyRetries.Inc()
+			prefer = netip.Addr{}
+			continue
+		}
 		if out.greylisted {
 			prefer = lease.Addr()
 			until := e.opts.Egress.CooldownUntil(prefer, ip)
@@ -411,6 +434,35 @@ func settle(ts []*target, o SMTPOutcome, retryAt time.Time, egressAddr netip.Add
 		}
 		t.done = true
 	}
+}
+
+// unsettle reopens the targets of ts that were settled with o, for another
+// session to answer; it reports whether there was one.
+func unsettle(ts []*target, o SMTPOutcome) bool {
+	any := false
+	for _, t := range ts {
+		if t.done && t.r.Evidence.SMTP == o {
+			t.done = false
+			any = true
+		}
+	}
+	return any
+}
+
+// cooledOutcome is the answer of a real-time validation that finds every
+// egress address cooling for the server beyond its budget: the cause of
+// the cooldown. A greylisting is waited out no longer (unknown, timeout);
+// a busy or limiting server is a connection problem (unknown,
+// connection_error); a policy block of the prober is a refusal that says
+// nothing of the mailbox (unknown, smtp_rejected).
+func cooledOutcome(cause egress.Outcome) SMTPOutcome {
+	switch cause {
+	case egress.OutcomeRateLimited:
+		return SMTPBusy
+	case egress.OutcomePolicy:
+		return SMTPPolicy
+	}
+	return SMTPGreylisted
 }
 
 func pendingTargets(ts []*target) []*target {

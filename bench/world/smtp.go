@@ -40,6 +40,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1013,6 +1014,8 @@ func (s *session) rcptTo(arg []byte) {
 		s.rcptDone(path, replyBadRcpt)
 	case d == nil:
 		s.rcptDone(path, replyNoDomain)
+	case slices.Contains(s.hs.host.BlockedClients, s.rec.Client):
+		s.rcptDone(path, replyPolicy)
 	default:
 		s.rcptDone(path, s.srv.rcptReply(s.rec.Client, d, local, ascii))
 	}

@@ -109,6 +109,10 @@ type Host struct {
 	// MaxRcpts caps the RCPTs of one mail transaction (the others get
 	// 452 4.5.3; RSET, EHLO and STARTTLS start a new count); 0 for no cap.
 	MaxRcpts int `json:"max_rcpts,omitempty"`
+	// BlockedClients are client addresses the host refuses by policy: every
+	// RCPT from one of them gets 550 5.7.1, whatever the domain (a block
+	// list of the host's own, which says nothing of the mailbox).
+	BlockedClients []string `json:"blocked_clients,omitempty"`
 	// MaxConnsPerClient caps the concurrent sessions from one client address
 	// (the others get 421 4.7.0 and are closed); 0 for no cap.
 	MaxConnsPerClient int `json:"max_conns_per_client,omitempty"`
