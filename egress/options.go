@@ -18,6 +18,13 @@ type Options struct {
 	// (the zero netip.Addr), with which the kernel picks the source; it
 	// serves both families.
 	Addresses []netip.Addr
+	// HeloNames are names of addresses of their own (helo.go); HeloName is
+	// the one name of every address without one (empty: each uses its
+	// PTR name, found by the self-check); DefaultHeloName is the name of
+	// last resort (the host's name).
+	HeloNames       map[netip.Addr]string
+	HeloName        string
+	DefaultHeloName string
 	// MaxConnsPerHost caps concurrent sessions per (egress address, MX
 	// address). Default 4.
 	MaxConnsPerHost int

@@ -40,6 +40,8 @@ type Pool struct {
 	saveMu    sync.Mutex
 	lastCount int64 // cooling pairs last added to activeCooldowns; under saveMu
 
+	helo heloNames // per-address HELO names (helo.go)
+
 	closed atomic.Bool
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -112,6 +114,9 @@ func New(opts Options) (*Pool, error) {
 		srcs[i] = newSource(a)
 	}
 	p.sources.Store(&srcs)
+	p.opts.HeloName = normalizeHelo(p.opts.HeloName)
+	p.opts.DefaultHeloName = normalizeHelo(p.opts.DefaultHeloName)
+	p.SetHeloNames(opts.HeloNames)
 	if err := p.load(); err != nil {
 		return nil, err
 	}

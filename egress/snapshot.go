@@ -11,6 +11,10 @@ import (
 type AddrStatus struct {
 	// Addr is the address; the zero Addr (JSON "") is the system address.
 	Addr netip.Addr `json:"addr"`
+	// HeloName is the name its sessions say in EHLO, and HeloSource where
+	// it comes from: config, global, ptr or default (helo.go).
+	HeloName   string `json:"helo_name"`
+	HeloSource string `json:"helo_source"`
 	// InFlight is the number of leases out.
 	InFlight int `json:"in_flight"`
 	// Sessions is the number of leases ever granted, and Outcomes their
@@ -76,6 +80,7 @@ func (p *Pool) Snapshot() []AddrStatus {
 			Draining:  s.draining.Load(),
 			Disabled:  s.disabled.Load(),
 		}
+		st.HeloName, st.HeloSource = p.HeloName(s.addr)
 		for o := range s.totals {
 			if n := s.totals[o].Load(); n > 0 {
 				st.Outcomes[Outcome(o)] = n

@@ -27,9 +27,12 @@ type Options struct {
 	Lists func() *lists.Lists
 	// SMTPPort is the MX port. Default 25.
 	SMTPPort int
-	// HeloName is sent in EHLO. Required.
+	// HeloName is sent in EHLO when the egress address has no name of its
+	// own (egress.Pool.HeloName gives each session's). Required.
 	HeloName string
-	// MailFrom is the reverse-path of the probes. Default verify@HeloName.
+	// MailFrom is the reverse-path of the probes. Default verify@ the
+	// session's HELO name, so that the sender's domain matches the name of
+	// the address it comes from.
 	MailFrom string
 	// CommandTimeout bounds each SMTP reply; SessionTimeout a whole
 	// session. Defaults 30 s and 2 min; the caller's context bounds both.
@@ -85,9 +88,6 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.SMTPPort == 0 {
 		opts.SMTPPort = 25
-	}
-	if opts.MailFrom == "" {
-		opts.MailFrom = "verify@" + opts.HeloName
 	}
 	if opts.CommandTimeout == 0 {
 		opts.CommandTimeout = 30 * time.Second

@@ -19,10 +19,9 @@ import (
 // SelfCheckOptions configures the egress self-check.
 type SelfCheckOptions struct {
 	Resolver resolver.Interface
-	Pool     *egress.Pool
-	// HeloName is what the prober says in EHLO; it must be a PTR name of
-	// every egress address.
-	HeloName string
+	// Pool is the egress pool; it knows the HELO name of each address
+	// (egress.Pool.HeloName) and learns the PTR names found here.
+	Pool *egress.Pool
 	// DNSBLZones are the block lists every egress address is checked on.
 	DNSBLZones []string
 	// Enforce takes failing addresses out of rotation (and back in once
@@ -44,7 +43,11 @@ var (
 // SelfCheck checks every named egress address of the pool, as receiving
 // MTAs will judge it: a reverse DNS name (PTR) that resolves back to the
 // address (forward-confirmed rDNS), the HELO name among those names, and no
-// listing on the configured DNS block lists (RFC 5782 return codes; list
+// listing on the configured DNS block lists. An address whose HELO name is
+// not configured (neither its own nor smtp.helo_name) takes its first
+// forward-confirmed PTR name as its HELO name (egress.Pool.SetDiscoveredHelo),
+// so a pool whose addresses each have their own PTR passes with no HELO
+// name configured at all (RFC 5782 return codes; list
 // operators' error codes are not listings). It returns the findings per
 // address (an empty slice for one that passed). With Enforce, a failing
 // address is disabled in the pool, which emits the pool's event (and so a
@@ -100,34 +103,26 @@ func SelfCheck(ctx context.Context, o SelfCheckOptions) map[netip.Addr][]string 
 // fails temporarily is not a finding (the next run decides).
 func checkAddr(ctx context.Context, o SelfCheckOptions, addr netip.Addr) []string {
 	var findings []string
-	ptr, err := o.Resolver.LookupPTR(ctx, addr)
+	names, confirmed, err := confirmedPTR(ctx, o.Resolver, addr)
 	switch {
 	case errors.Is(err, resolver.ErrNXDomain), errors.Is(err, resolver.ErrNoData):
 		findings = append(findings, "no reverse DNS (PTR) name")
+		o.Pool.SetDiscoveredHelo(addr, "")
 	case err != nil:
 	default:
-		confirmed := false
-		for _, name := range ptr.Names {
-			ips, err := o.Resolver.LookupIP(ctx, "ip", name)
-			if err != nil {
-				continue
-			}
-			for _, ip := range ips.IPs {
-				if ip.Unmap() == addr.Unmap() {
-					confirmed = true
-				}
-			}
+		if len(confirmed) == 0 {
+			findings = append(findings, fmt.Sprintf("reverse DNS %v does not resolve back to the address", names))
+			o.Pool.SetDiscoveredHelo(addr, "")
+		} else {
+			o.Pool.SetDiscoveredHelo(addr, confirmed[0])
 		}
-		if !confirmed {
-			findings = append(findings, fmt.Sprintf("reverse DNS %v does not resolve back to the address", ptr.Names))
-		}
-		helo := strings.TrimSuffix(strings.ToLower(o.HeloName), ".")
+		helo, _ := o.Pool.HeloName(addr)
 		match := false
-		for _, name := range ptr.Names {
+		for _, name := range names {
 			match = match || strings.EqualFold(strings.TrimSuffix(name, "."), helo)
 		}
 		if !match {
-			findings = append(findings, fmt.Sprintf("HELO name %s is not a reverse DNS name of the address %v", helo, ptr.Names))
+			findings = append(findings, fmt.Sprintf("HELO name %s is not a reverse DNS name of the address %v", helo, names))
 		}
 	}
 	for _, zone := range o.DNSBLZones {
@@ -145,6 +140,43 @@ func checkAddr(ctx context.Context, o SelfCheckOptions, addr netip.Addr) []strin
 		}
 	}
 	return findings
+}
+
+// confirmedPTR looks up addr's PTR names and returns them, and those that
+// resolve back to addr (forward-confirmed reverse DNS), in the PTR's order.
+func confirmedPTR(ctx context.Context, r resolver.Interface, addr netip.Addr) (names, confirmed []string, err error) {
+	ptr, err := r.LookupPTR(ctx, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, name := range ptr.Names {
+		ips, err := r.LookupIP(ctx, "ip", name)
+		if err != nil {
+			continue
+		}
+		for _, ip := range ips.IPs {
+			if ip.Unmap() == addr.Unmap() {
+				confirmed = append(confirmed, strings.TrimSuffix(strings.ToLower(name), "."))
+				break
+			}
+		}
+	}
+	return ptr.Names, confirmed, nil
+}
+
+// DiscoverHeloNames gives every named address of the pool its first
+// forward-confirmed PTR name as HELO name, without judging anything: for a
+// verifyd whose self-check is off. An address with a configured name
+// keeps it.
+func DiscoverHeloNames(ctx context.Context, o SelfCheckOptions) {
+	for _, s := range o.Pool.Snapshot() {
+		if !s.Addr.IsValid() || s.Draining {
+			continue
+		}
+		if _, confirmed, err := confirmedPTR(ctx, o.Resolver, s.Addr); err == nil && len(confirmed) > 0 {
+			o.Pool.SetDiscoveredHelo(s.Addr, confirmed[0])
+		}
+	}
 }
 
 // RunSelfChecks runs SelfCheck now and then every interval until ctx ends.

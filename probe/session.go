@@ -121,8 +121,12 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 		if noTLS {
 			tlsCfg = nil
 		}
+		helo := lease.HeloName()
+		if helo == "" {
+			helo = e.opts.HeloName
+		}
 		c, err := smtpclient.Dial(ctx, lease, hostport, smtpclient.Options{
-			HeloName:       e.opts.HeloName,
+			HeloName:       helo,
 			CommandTimeout: e.opts.CommandTimeout,
 			SessionTimeout: e.opts.SessionTimeout,
 			TLSConfig:      tlsCfg,
@@ -155,7 +159,7 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			t.r.Session = facts
 			t.r.Egress = lease.Addr()
 		}
-		out := e.transaction(c, domain, pending)
+		out := e.transaction(c, e.mailFrom(helo), domain, pending)
 		if out.sessionOK {
 			_ = c.Quit()
 		} else {
@@ -203,7 +207,7 @@ type txOutcome struct {
 // transaction runs MAIL, the RCPTs of the pending targets and, when one was
 // accepted and the domain's catch-all finding is not cached, one RCPT with a
 // random local part, after the real ones so it cannot spoil them.
-func (e *Engine) transaction(c *smtpclient.Client, domain string, pending []*target) txOutcome {
+func (e *Engine) transaction(c *smtpclient.Client, mailFrom, domain string, pending []*target) txOutcome {
 	utf8 := false
 	for _, t := range pending {
 		if t.addr.UTF8Local {
@@ -222,7 +226,7 @@ func (e *Engine) transaction(c *smtpclient.Client, domain string, pending []*tar
 		return txOutcome{egress: egress.OutcomeOK, sessionOK: true, progress: true}
 	}
 	// With PIPELINING, MAIL goes out with the RCPTs: one round trip less.
-	if err := c.MailPipelined(e.opts.MailFrom, utf8); err != nil {
+	if err := c.MailPipelined(mailFrom, utf8); err != nil {
 		return failedCommand(err, pending)
 	}
 	rcpts := make([]string, len(pending))
@@ -434,6 +438,14 @@ func settle(ts []*target, o SMTPOutcome, retryAt time.Time, egressAddr netip.Add
 		}
 		t.done = true
 	}
+}
+
+// mailFrom is the reverse-path of a session that says helo in EHLO.
+func (e *Engine) mailFrom(helo string) string {
+	if e.opts.MailFrom != "" {
+		return e.opts.MailFrom
+	}
+	return "verify@" + helo
 }
 
 // unsettle reopens the targets of ts that were settled with o, for another

@@ -2,7 +2,8 @@
 # verifyd-egress — the helper behind verifyd-egress@ADDR.service; installed
 # as /usr/libexec/verifyd/verifyd-egress.
 #
-#   verifyd-egress start ADDR   create $DIR/ADDR, reload verifyd (adds ADDR)
+#   verifyd-egress start ADDR   create $DIR/ADDR, reload verifyd (adds ADDR);
+#                               with $HELO_NAME set, ADDR says that name in EHLO
 #   verifyd-egress stop ADDR    remove $DIR/ADDR, reload verifyd (drains ADDR)
 #   verifyd-egress check ADDR   only say whether ADDR is usable
 #
@@ -74,6 +75,14 @@ usable() {
 	case $1 in *[1-9A-Fa-f]*) ;; *) die "$1: the unspecified address cannot be an egress address" ;; esac
 }
 
+# is_hostname N: letters, digits, hyphens and dots, no empty label, at
+# most 253 characters (verifyd checks it again).
+is_hostname() {
+	n=${1%.}
+	[ -n "$n" ] && [ ${#n} -le 253 ] || return 1
+	case $n in *[!A-Za-z0-9.-]* | .* | *..* | -* | *.-* | *-. | *-) return 1 ;; esac
+}
+
 [ $# -eq 2 ] || die "usage: verifyd-egress start|stop|check ADDR"
 action=$1 addr=$2
 dir=${RUNTIME_DIRECTORY:-/run/verifyd-egress}
@@ -91,8 +100,13 @@ check)
 	;;
 start)
 	usable "$addr"
+	helo=${HELO_NAME:-}
+	[ -z "$helo" ] || is_hostname "$helo" || die "HELO_NAME \"$helo\" is not a host name"
 	mkdir -p "$dir"
-	printf '# verifyd-egress@%s.service\n' "$addr" >"$dir/.$addr.tmp"
+	{
+		printf '# verifyd-egress@%s.service\n' "$addr"
+		[ -z "$helo" ] || printf 'helo_name = %s\n' "$helo"
+	} >"$dir/.$addr.tmp"
 	mv -f "$dir/.$addr.tmp" "$dir/$addr"
 	reload
 	;;

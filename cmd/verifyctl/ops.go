@@ -16,21 +16,24 @@ import (
 func init() {
 	commands = append(commands,
 		command{"backup", "", "DIR", "write a consistent copy of verifyd's data (database checkpoint and signing keys) to a new directory DIR", backup},
-		command{"egress", "list", "", "each egress address: sessions in flight, recent reply classes, cooldowns per destination, health", egressList},
+		command{"egress", "list", "", "each egress address: its HELO name and where it comes from, sessions in flight, recent reply classes, cooldowns per destination and their cause, health", egressList},
 	)
 }
 
 // egressStatus is what GET /v1/egress answers per address.
 type egressStatus struct {
-	Addr      string                     `json:"addr"`
-	InFlight  int                        `json:"in_flight"`
-	Sessions  uint64                     `json:"sessions"`
-	Outcomes  map[string]uint64          `json:"outcomes"`
-	Recent    []struct{ Outcome string } `json:"recent"`
-	Cooldowns []struct {
+	Addr       string                     `json:"addr"`
+	HeloName   string                     `json:"helo_name"`
+	HeloSource string                     `json:"helo_source"`
+	InFlight   int                        `json:"in_flight"`
+	Sessions   uint64                     `json:"sessions"`
+	Outcomes   map[string]uint64          `json:"outcomes"`
+	Recent     []struct{ Outcome string } `json:"recent"`
+	Cooldowns  []struct {
 		Dest    string    `json:"dest"`
 		Until   time.Time `json:"until"`
 		Repeats int       `json:"repeats"`
+		Cause   string    `json:"cause"`
 	} `json:"cooldowns"`
 	PolicyBlocks   int    `json:"policy_blocks"`
 	Draining       bool   `json:"draining"`
@@ -97,14 +100,18 @@ func egressList(c *cli, args []string) error {
 		sort.Strings(rc)
 		var cool []string
 		for _, cd := range s.Cooldowns {
-			cool = append(cool, fmt.Sprintf("%s until %s", cd.Dest, cd.Until.UTC().Format(time.TimeOnly)))
+			cool = append(cool, fmt.Sprintf("%s until %s (%s)", cd.Dest, cd.Until.UTC().Format(time.TimeOnly), cd.Cause))
 		}
 		addr := s.Addr
 		if addr == "" || addr == "invalid IP" {
 			addr = "(system)"
 		}
-		rows = append(rows, []string{addr, state, strconv.Itoa(s.InFlight), strconv.FormatUint(s.Sessions, 10),
+		helo := s.HeloName
+		if s.HeloSource != "" {
+			helo += " (" + s.HeloSource + ")"
+		}
+		rows = append(rows, []string{addr, helo, state, strconv.Itoa(s.InFlight), strconv.FormatUint(s.Sessions, 10),
 			strconv.Itoa(s.PolicyBlocks), strings.Join(rc, " "), strings.Join(cool, ", ")})
 	}
-	return c.printTable([]string{"ADDRESS", "STATE", "IN FLIGHT", "SESSIONS", "POLICY BLOCKS", "RECENT", "COOLDOWNS"}, rows)
+	return c.printTable([]string{"ADDRESS", "HELO NAME", "STATE", "IN FLIGHT", "SESSIONS", "POLICY BLOCKS", "RECENT", "COOLDOWNS"}, rows)
 }

@@ -15,8 +15,8 @@ import (
 
 // readEgressDir returns the egress addresses named by the files of dir
 // (egress.addresses_dir): each file's name is one address, in any form
-// netip.ParseAddr accepts; its content is ignored (the verifyd-egress@
-// units write a comment there). Names starting with "." are skipped, so a
+// netip.ParseAddr accepts; its content may give the address's HELO name
+// (egressHeloNames reads it). Names starting with "." are skipped, so a
 // writer can create ".tmp" files and rename them into place.
 //
 // The addresses come back in canonical form (IPv4-mapped IPv6 as IPv4),
@@ -124,4 +124,71 @@ func egressAddresses(c config.Egress) ([]netip.Addr, error) {
 		add(s)
 	}
 	return out, errors.Join(errs...)
+}
+
+// egressHeloNames are the HELO names of addresses of their own:
+// egress.helo_names of the configuration, then, for the addresses it does
+// not name, the "helo_name = NAME" line of each address file of
+// egress.addresses_dir (the verifyd-egress@ADDR unit writes it from its
+// HELO_NAME environment variable). Like egressAddresses it returns what it
+// could read together with an error naming what it left out.
+func egressHeloNames(c config.Egress) (map[netip.Addr]string, error) {
+	out := map[netip.Addr]string{}
+	for k, v := range c.HeloNames {
+		if a, err := egressAddr(k); err == nil {
+			out[a] = v // Validate checked both
+		}
+	}
+	if c.AddressesDir == "" {
+		return out, nil
+	}
+	fromDir, _ := readEgressDir(c.AddressesDir) // its errors are egressAddresses' to report
+	var errs []error
+	for _, s := range fromDir {
+		a, _ := egressAddr(s)
+		if _, ok := out[a]; ok {
+			continue
+		}
+		path := filepath.Join(c.AddressesDir, s)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			// The file may be named in another form than canonical.
+			continue
+		}
+		name, err := parseEgressFile(b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			continue
+		}
+		if name != "" {
+			out[a] = name
+		}
+	}
+	if len(errs) > 0 {
+		return out, fmt.Errorf("egress.addresses_dir: %w", errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// parseEgressFile reads an address file: blank lines and # comments, and
+// at most one "helo_name = NAME" line (a host name).
+func parseEgressFile(b []byte) (helo string, err error) {
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch {
+		case !ok || k != "helo_name":
+			return "", fmt.Errorf("line %d: want helo_name = NAME, not %q", i+1, line)
+		case helo != "":
+			return "", fmt.Errorf("line %d: a second helo_name", i+1)
+		case !config.IsHostName(v):
+			return "", fmt.Errorf("line %d: %q is not a host name", i+1, v)
+		}
+		helo = v
+	}
+	return helo, nil
 }

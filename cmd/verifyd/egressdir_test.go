@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -215,5 +216,52 @@ func TestEgressHelperStartStop(t *testing.T) {
 	reload := "--no-block try-reload-or-restart verifyd.service\n"
 	if want := strings.Repeat(reload, 3); string(calls) != want {
 		t.Fatalf("systemctl calls:\n%s\nwant three reloads (two starts, one stop)", calls)
+	}
+}
+
+// TestEgressHeloNames: an address says the name of egress.helo_names, else
+// the one its verifyd-egress@ unit wrote from HELO_NAME; a bad file is
+// named in the error and its address keeps working without a name.
+func TestEgressHeloNames(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh")
+	}
+	dir := filepath.Join(t.TempDir(), "egress")
+	for a, name := range map[string]string{"192.0.2.10": "probe1.example.com", "192.0.2.11": "probe2.example.com", "192.0.2.12": ""} {
+		t.Setenv("HELO_NAME", name)
+		if out, err := runHelper(t, dir, "start", a); err != nil {
+			t.Fatalf("start %s: %v: %s", a, err, out)
+		}
+	}
+	t.Setenv("HELO_NAME", "not a name")
+	if out, err := runHelper(t, dir, "start", "192.0.2.13"); err == nil || !strings.Contains(out, "not a host name") {
+		t.Fatalf("a bad HELO_NAME: %v: %s", err, out)
+	}
+	os.WriteFile(filepath.Join(dir, "192.0.2.14"), []byte("helo_name = a.example\nhelo_name = b.example\n"), 0o644)
+	names, err := egressHeloNames(config.Egress{AddressesDir: dir,
+		HeloNames: map[string]string{"192.0.2.11": "override.example.com", "2001:db8::1": "v6.example.com"}})
+	want := map[netip.Addr]string{
+		netip.MustParseAddr("192.0.2.10"):  "probe1.example.com",
+		netip.MustParseAddr("192.0.2.11"):  "override.example.com", // the configuration wins
+		netip.MustParseAddr("2001:db8::1"): "v6.example.com",
+	}
+	if !maps.Equal(names, want) {
+		t.Errorf("names %v, want %v", names, want)
+	}
+	if err == nil || !strings.Contains(err.Error(), "192.0.2.14") || !strings.Contains(err.Error(), "second helo_name") {
+		t.Errorf("error %v, want one naming 192.0.2.14", err)
+	}
+	for _, tc := range []struct{ in, name, err string }{
+		{"# verifyd-egress@x.service\n", "", ""},
+		{"# c\n\nhelo_name = probe1.example.com\n", "probe1.example.com", ""},
+		{"helo_name=probe1.example.com", "probe1.example.com", ""},
+		{"helo = x.example\n", "", "want helo_name"},
+		{"helo_name = -bad.example\n", "", "not a host name"},
+		{"helo_name = \n", "", "not a host name"},
+	} {
+		name, err := parseEgressFile([]byte(tc.in))
+		if name != tc.name || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%q: %q, %v; want %q, %q", tc.in, name, err, tc.name, tc.err)
+		}
 	}
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/verifyd/verifyd/cmd/verifyd/config"
+	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/server"
 )
 
@@ -46,6 +49,20 @@ func (r *reloader) reload() ([]string, error) {
 	added, drained, err := r.app.egress.SetAddresses(addrs)
 	if err != nil {
 		return changes, fmt.Errorf("egress pool: %w", err)
+	}
+	names, err := egressHeloNames(next.Egress)
+	if err != nil {
+		r.log.Warn("egress HELO names left out", "err", err)
+	}
+	r.app.egress.SetHeloNames(names)
+	if len(added) > 0 && next.SMTP.HeloName == "" {
+		// The added addresses learn their PTR names now, not at the next
+		// self-check.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			probe.DiscoverHeloNames(ctx, probe.SelfCheckOptions{Resolver: r.app.res, Pool: r.app.egress})
+		}()
 	}
 	for _, a := range added {
 		changes = append(changes, "egress: added "+a.String())

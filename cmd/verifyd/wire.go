@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -72,8 +73,15 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 	if err != nil {
 		log.Warn("egress addresses left out", "err", err)
 	}
+	heloNames, err := egressHeloNames(cfg.Egress)
+	if err != nil {
+		log.Warn("egress HELO names left out", "err", err)
+	}
 	if a.egress, err = egress.New(egress.Options{
 		Addresses:        addrs,
+		HeloNames:        heloNames,
+		HeloName:         cfg.SMTP.HeloName,
+		DefaultHeloName:  config.HostName(),
 		MaxConnsPerHost:  cfg.Egress.MaxConnsPerHost,
 		MaxRatePerHost:   cfg.Egress.MaxRatePerHost,
 		GreylistCooldown: cfg.Egress.GreylistCooldown,
@@ -118,7 +126,7 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 		Egress:         a.egress,
 		Lists:          a.lists.Get,
 		SMTPPort:       cfg.SMTP.Port,
-		HeloName:       cfg.SMTP.HeloName,
+		HeloName:       cmp.Or(cfg.SMTP.HeloName, config.HostName()), // when the pool gives none
 		MailFrom:       cfg.SMTP.MailFrom,
 		CommandTimeout: cfg.SMTP.CommandTimeout,
 		SessionTimeout: cfg.SMTP.SessionTimeout,

@@ -17,10 +17,12 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -140,10 +142,14 @@ type SMTP struct {
 	// Port is the port of the MX hosts. Default 25; tests and the simulated
 	// world use another.
 	Port int `toml:"port"`
-	// HeloName is the name sent in EHLO/HELO; it should match the forward-
-	// confirmed reverse DNS of the egress addresses. Default: the hostname.
+	// HeloName, when set, is the name every egress address without a name
+	// of its own (egress.helo_names, or its verifyd-egress@ unit) says in
+	// EHLO/HELO: for pools behind one NAT name. Default empty: each address
+	// says its own forward-confirmed reverse DNS name, as the self-check
+	// finds it, and the host's name until then or when it has none.
 	HeloName string `toml:"helo_name"`
-	// MailFrom is the reverse-path of the probes. Default verify@<helo_name>.
+	// MailFrom is the reverse-path of the probes. Default verify@ the
+	// session's HELO name.
 	MailFrom string `toml:"mail_from"`
 	// ConnectTimeout bounds the TCP connect. Default 10s.
 	ConnectTimeout time.Duration `toml:"connect_timeout"`
@@ -163,9 +169,14 @@ type Egress struct {
 	// (here and in AddressesDir) means the system's choice (one unnamed
 	// address).
 	Addresses []string `toml:"addresses"`
+	// HeloNames gives addresses a HELO name of their own, keyed by address:
+	// { "192.0.2.10" = "probe1.example.com", ... }. An address named here
+	// or in its file of AddressesDir says that name, whatever
+	// smtp.helo_name says.
+	HeloNames map[string]string `toml:"helo_names"`
 	// AddressesDir adds one egress address per file, the file's name being
-	// the address ("192.0.2.10", "2001:db8::10"; content ignored, names
-	// starting with "." skipped). The verifyd-egress@ADDR.service units
+	// the address ("192.0.2.10", "2001:db8::10"; names starting with "."
+	// skipped); the file may hold a "helo_name = NAME" line. The verifyd-egress@ADDR.service units
 	// create and remove these files; verifyd reads the directory at start
 	// and on every reload (SIGHUP), so removing a file drains the address.
 	// A missing directory adds nothing; empty disables the feature.
@@ -313,10 +324,6 @@ type Jobs struct {
 
 // Defaults returns the configuration verifyd runs with when no file is given.
 func Defaults() Config {
-	host, _ := os.Hostname()
-	if host == "" || !strings.Contains(host, ".") {
-		host = "verifyd.localdomain"
-	}
 	dataDir := "./data"
 	if d := firstDir(os.Getenv("STATE_DIRECTORY")); d != "" {
 		dataDir = d
@@ -347,7 +354,6 @@ func Defaults() Config {
 		},
 		SMTP: SMTP{
 			Port:           25,
-			HeloName:       host,
 			ConnectTimeout: 10 * time.Second,
 			CommandTimeout: 30 * time.Second,
 			SessionTimeout: 2 * time.Minute,
@@ -421,9 +427,38 @@ func (c *Config) Derive() {
 			c.Admin.Socket = filepath.Join(c.DataDir, "admin.sock")
 		}
 	}
-	if c.SMTP.MailFrom == "" {
-		c.SMTP.MailFrom = "verify@" + c.SMTP.HeloName
+}
+
+// HostName is the HELO name of last resort: the host's name when it is a
+// fully qualified one, else verifyd.localdomain.
+func HostName() string {
+	host, _ := os.Hostname()
+	if host == "" || !strings.Contains(host, ".") || !IsHostName(host) {
+		host = "verifyd.localdomain"
 	}
+	return host
+}
+
+// IsHostName reports whether s can be a HELO name: a domain name of
+// letters, digits, hyphens and dots (RFC 5321 §4.1.2 Domain), 1 to 253
+// characters, no empty label.
+func IsHostName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Load reads the TOML file at path over the defaults, then validates. A key
@@ -550,8 +585,18 @@ func (c *Config) Validate() error {
 	if c.SMTP.Port < 1 || c.SMTP.Port > 65535 {
 		add("smtp.port", "must be 1-65535, not %d", c.SMTP.Port)
 	}
-	if c.SMTP.HeloName == "" || strings.ContainsAny(c.SMTP.HeloName, " \t\r\n") {
+	if c.SMTP.HeloName != "" && !IsHostName(c.SMTP.HeloName) {
 		add("smtp.helo_name", "must be a host name, not %q", c.SMTP.HeloName)
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Egress.HeloNames)) {
+		v := c.Egress.HeloNames[k]
+		key := fmt.Sprintf("egress.helo_names[%q]", k)
+		if a, err := netip.ParseAddr(k); err != nil || a.Zone() != "" {
+			add(key, "%q is not an IP address", k)
+		}
+		if !IsHostName(v) {
+			add(key, "must be a host name, not %q", v)
+		}
 	}
 	if c.SMTP.MailFrom != "" && (!strings.Contains(c.SMTP.MailFrom, "@") || strings.ContainsAny(c.SMTP.MailFrom, " <>\r\n")) {
 		add("smtp.mail_from", "must be an address like verify@example.com, not %q", c.SMTP.MailFrom)

@@ -15,8 +15,9 @@ func TestDefaultsValidate(t *testing.T) {
 	if c.SMTP.Port != 25 || c.Limits.BatchMaxEmails != 100000 || c.RateLimits.Validate != 500 {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
-	if !strings.HasPrefix(c.SMTP.MailFrom, "verify@") {
-		t.Fatalf("mail_from not derived: %q", c.SMTP.MailFrom)
+	// Each address says its own PTR name, and MAIL FROM follows it.
+	if c.SMTP.HeloName != "" || c.SMTP.MailFrom != "" {
+		t.Fatalf("helo_name %q, mail_from %q: want both per session by default", c.SMTP.HeloName, c.SMTP.MailFrom)
 	}
 }
 
