@@ -63,6 +63,10 @@ type Session struct {
 	Rcpts []RcptResult
 	// Quit is set when the client sent QUIT and was answered 221.
 	Quit bool
+	// RoundTrips counts the latency waits of the session: one per group
+	// of replies sent together, as over a real network (zero on a host
+	// without latency).
+	RoundTrips int
 	// Outcome is how the session ended: one of the Outcome constants.
 	Outcome string
 }

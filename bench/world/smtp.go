@@ -661,6 +661,7 @@ func (s *session) pause(verb string) {
 	if d <= 0 {
 		return
 	}
+	s.rec.RoundTrips++
 	if s.timer == nil {
 		s.timer = time.NewTimer(d)
 	} else {

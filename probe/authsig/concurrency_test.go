@@ -12,15 +12,22 @@ import (
 // StartUrgent goes ahead of those begun by Start before it.
 func TestCollectorConcurrency(t *testing.T) {
 	m := newMockDNS()
-	m.slow["first.example"] = 400 * time.Millisecond
+	// The first collection is held until every other one is queued, so
+	// the order does not depend on how fast this goroutine runs.
+	gate := make(chan struct{})
+	m.gate["first.example"] = gate
 	for _, d := range []string{"b.example", "c.example", "urgent.example"} {
 		m.slow[d] = 50 * time.Millisecond
 	}
-	c := testCollector(t, m, func(o *authsig.CollectorOptions) { o.Concurrency = 1 })
+	c := testCollector(t, m, func(o *authsig.CollectorOptions) { o.Concurrency = 1; o.Timeout = time.Minute })
 	first := c.Start("first.example", []string{"mx.first.example"})
+	for m.queries.Load() == 0 { // running, held at the gate
+		time.Sleep(time.Millisecond)
+	}
 	b := c.Start("b.example", []string{"mx.b.example"})
 	cc := c.Start("c.example", []string{"mx.c.example"})
 	urgent := c.StartUrgent("urgent.example", []string{"mx.urgent.example"})
+	close(gate)
 
 	var order []string
 	pending := map[string]*authsig.Pending{"first": first, "b": b, "c": cc, "urgent": urgent}
@@ -64,10 +71,12 @@ func TestCollectorConcurrency(t *testing.T) {
 func TestCollectorQueueWaitNotInTimeout(t *testing.T) {
 	m := newMockDNS()
 	m.slow["stuck.example"] = time.Minute // cut by Timeout
-	m.slow["next.example"] = 200 * time.Millisecond
+	// Any delay detects a Timeout counted from Start; 2 s less this one
+	// is the room left for a loaded machine.
+	m.slow["next.example"] = 100 * time.Millisecond
 	c := testCollector(t, m, func(o *authsig.CollectorOptions) {
 		o.Concurrency = 1
-		o.Timeout = time.Second
+		o.Timeout = 2 * time.Second
 	})
 	stuck := c.Start("stuck.example", nil)
 	next := c.Start("next.example", nil)

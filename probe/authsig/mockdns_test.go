@@ -17,7 +17,8 @@ import (
 // resolver). A name absent from every map is NXDOMAIN; a name in fail is a
 // temporary failure (SERVFAIL) for every type, "TYPE name" (as "TXT
 // example.com") for that type only; a name in slow waits that
-// long (or until the context ends, a temporary failure then). Every answer
+// long (or until the context ends, a temporary failure then), and one in
+// gate until its channel is closed (or the context ends). Every answer
 // carries TTL 300 s unless ttl says otherwise; AD is set for the names in
 // signed (answers and denials alike).
 type mockDNS struct {
@@ -30,6 +31,7 @@ type mockDNS struct {
 	caa    map[string][]resolver.CAA
 	fail   map[string]bool
 	slow   map[string]time.Duration
+	gate   map[string]chan struct{}
 	signed map[string]bool
 	ttl    time.Duration
 
@@ -40,7 +42,7 @@ func newMockDNS() *mockDNS {
 	return &mockDNS{
 		txt: map[string][]string{}, mx: map[string][]resolver.MX{}, ip: map[string][]netip.Addr{},
 		ptr: map[netip.Addr][]string{}, tlsa: map[string][]resolver.TLSA{}, caa: map[string][]resolver.CAA{},
-		fail: map[string]bool{}, slow: map[string]time.Duration{}, signed: map[string]bool{}, ttl: 300 * time.Second,
+		fail: map[string]bool{}, slow: map[string]time.Duration{}, gate: map[string]chan struct{}{}, signed: map[string]bool{}, ttl: 300 * time.Second,
 	}
 }
 
@@ -50,8 +52,16 @@ func (m *mockDNS) begin(ctx context.Context, name string, qtype uint16) (resolve
 	m.queries.Add(1)
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
 	m.mu.Lock()
-	fail, delay := m.fail[name] || m.fail[dns.TypeToString[qtype]+" "+name], m.slow[name]
+	fail, delay, gate := m.fail[name] || m.fail[dns.TypeToString[qtype]+" "+name], m.slow[name], m.gate[name]
 	m.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return resolver.Meta{Status: resolver.StatusTempFail},
+				&resolver.Error{Name: name, Type: qtype, Status: resolver.StatusTempFail, Rcode: -1, Err: ctx.Err()}
+		}
+	}
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		defer t.Stop()
