@@ -3,6 +3,7 @@ module github.com/verifyd/verifyd
 go 1.26.8
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/BurntSushi/toml v1.6.0
 	github.com/VictoriaMetrics/metrics v1.35.1
 	github.com/cockroachdb/pebble/v2 v2.1.7
@@ -11,11 +12,11 @@ require (
 	github.com/panjf2000/ants/v2 v2.12.1
 	github.com/prometheus/common v0.42.0
 	github.com/valyala/fasthttp v1.74.0
+	golang.org/x/crypto v0.59.0
 	golang.org/x/net v0.62.0
 )
 
 require (
-	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/DataDog/zstd v1.5.7 // indirect
 	github.com/RaduBerinde/axisds v0.1.0 // indirect
 	github.com/RaduBerinde/btreemap v0.0.0-20250419174037-3d62b7205d54 // indirect
@@ -47,8 +48,8 @@ require (
 	github.com/valyala/fastrand v1.1.0 // indirect
 	github.com/valyala/histogram v1.2.0 // indirect
 	golang.org/x/exp v0.0.0-20230626212559-97b1e661b5df // indirect
-	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
+	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
 	google.golang.org/protobuf v1.33.0 // indirect
 )

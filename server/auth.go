@@ -95,12 +95,28 @@ func bearer(h []byte) (string, bool) {
 	return string(tok), true
 }
 
+// RateLimited answers 429 RATE_LIMITED with Retry-After and
+// details.retryAfter, the whole seconds of wait rounded up.
+func RateLimited(ctx *fasthttp.RequestCtx, wait time.Duration) { rateLimited(ctx, wait) }
+
 func rateLimited(ctx *fasthttp.RequestCtx, wait time.Duration) {
 	secs := retryAfterSeconds(wait)
 	ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
 	writeError(ctx, &APIError{Code: CodeRateLimited,
 		Message: "rate limit exceeded; retry in " + strconv.Itoa(secs) + " s",
 		Details: map[string]any{"retryAfter": secs}})
+}
+
+// ClientIP is the address the per-IP limits key on: the socket's peer,
+// or, when the peer is a trusted proxy, the right-most address of
+// X-Forwarded-For that is not a trusted proxy.
+func (s *Server) ClientIP(ctx *fasthttp.RequestCtx) string { return s.clientIP(ctx) }
+
+// ViaTrustedProxy reports whether the request came through a trusted
+// proxy, whose X-Forwarded-Proto may then be believed.
+func (s *Server) ViaTrustedProxy(ctx *fasthttp.RequestCtx) bool {
+	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
+	return s.trusted(peer.Unmap())
 }
 
 // clientIP is the socket's peer, or, when the peer is a trusted proxy, the

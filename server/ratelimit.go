@@ -60,8 +60,23 @@ type limKey struct {
 }
 
 type window struct {
-	start time.Time
-	count int
+	start  time.Time
+	length time.Duration
+	count  int
+}
+
+// Limiter counts requests per key in fixed windows of any length, for
+// limits outside the route classes (the /auth/* endpoints).
+type Limiter struct{ l *limiter }
+
+// NewLimiter returns a Limiter on the clock now.
+func NewLimiter(now func() time.Time) *Limiter { return &Limiter{newLimiter(now)} }
+
+// Allow counts one request of key against lim and reports whether it is
+// within the limit; when not, after how long the window ends. A zero
+// Limit allows everything.
+func (l *Limiter) Allow(key string, lim Limit) (bool, time.Duration) {
+	return l.l.allow(key, routeOther, lim)
 }
 
 func newLimiter(now func() time.Time) *limiter {
@@ -86,7 +101,7 @@ func (l *limiter) allow(key string, r route, lim Limit) (bool, time.Duration) {
 	if sh.n++; sh.n >= 4096 {
 		sh.n = 0
 		for k, w := range sh.m {
-			if now.Sub(w.start) >= 2*time.Minute {
+			if now.Sub(w.start) >= w.length {
 				delete(sh.m, k)
 			}
 		}
@@ -94,11 +109,11 @@ func (l *limiter) allow(key string, r route, lim Limit) (bool, time.Duration) {
 	k := limKey{key, r}
 	w := sh.m[k]
 	if w == nil {
-		w = &window{start: start}
+		w = &window{start: start, length: lim.Window}
 		sh.m[k] = w
 	}
-	if !w.start.Equal(start) {
-		w.start, w.count = start, 0
+	if !w.start.Equal(start) || w.length != lim.Window {
+		w.start, w.length, w.count = start, lim.Window, 0
 	}
 	if w.count >= lim.N {
 		return false, start.Add(lim.Window).Sub(now)

@@ -47,6 +47,9 @@ type Account struct {
 	// SecretRotatedAt is when the webhook secret last changed (zero:
 	// never since creation).
 	SecretRotatedAt time.Time `json:"secret_rotated_at,omitzero"`
+	// Grant is starting credits written with the account (open
+	// registration) and not yet in the ledger; Open finishes it.
+	Grant int64 `json:"grant,omitempty"`
 }
 
 // newWebhookSecret returns "whsec_" and 32 random bytes, base64url.

@@ -159,7 +159,13 @@ func TestNoSecretOnDisk(t *testing.T) {
 	}
 	_, secret, _ := ParseKey(key)
 	db.Close()
-	filepath.Walk(db.dir, func(p string, fi os.FileInfo, err error) error {
+	noFileHolds(t, db.dir, secret)
+}
+
+// noFileHolds fails the test if a file under dir holds one of secrets.
+func noFileHolds(t *testing.T, dir string, secrets ...string) {
+	t.Helper()
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 		if err != nil || fi.IsDir() {
 			return err
 		}
@@ -167,8 +173,10 @@ func TestNoSecretOnDisk(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if bytes.Contains(b, []byte(secret)) {
-			t.Errorf("%s holds the key secret", p)
+		for _, s := range secrets {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s holds a secret", p)
+			}
 		}
 		return nil
 	})

@@ -33,6 +33,11 @@ type DB struct {
 	accounts map[string]Account
 	keys     map[string]APIKey
 
+	// umu guards us, the in-memory copy of users, sessions and
+	// invitations (users.go). Lock order: umu before mu.
+	umu sync.RWMutex
+	us  userState
+
 	// states holds one *acctState per account used since Open: the lock
 	// that orders its credit, history and job writes, and its counters.
 	states sync.Map
@@ -140,10 +145,16 @@ func (db *DB) load() error {
 	if err := db.loadKeys(); err != nil {
 		return err
 	}
+	if err := db.loadUsers(); err != nil {
+		return err
+	}
 	if err := db.histIDs.init(db); err != nil {
 		return err
 	}
-	return db.releaseStaleHolds()
+	if err := db.releaseStaleHolds(); err != nil {
+		return err
+	}
+	return db.settleGrants()
 }
 
 // Close stops the background loop and closes the database.

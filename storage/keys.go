@@ -46,6 +46,10 @@ const (
 	prefixDeadLetter = "dlq/"       // dlq/<event>                                 → Event (JSON)
 	prefixHookLast   = "hooklast/"  // hooklast/<account>                          → Event (JSON): latest payload
 	prefixMeta       = "meta/"      // meta/<name>                                 → see below
+	prefixUser       = "user/"      // user/<user>                                 → User (JSON)
+	prefixUserEmail  = "useremail/" // useremail/<lower-cased email>               → user id: the unique index
+	prefixSession    = "sess/"      // sess/<session>                              → Session (JSON)
+	prefixInvite     = "invite/"    // invite/<invite>                             → Invite (JSON)
 )
 
 // Keys under meta/.
@@ -53,6 +57,7 @@ var (
 	keyMetaVersion = []byte(prefixMeta + "version")  // schema version, decimal text
 	keyMetaHistSeq = []byte(prefixMeta + "seq/hist") // history id ceiling, u64
 	keyMetaEgress  = []byte(prefixMeta + "egress")   // egress pool state, opaque
+	keyMetaSecrets = []byte(prefixMeta + "secret/")  // meta/secret/<name>: 32 random bytes (Secret)
 )
 
 // schemaVersion is written at creation and checked at Open.
@@ -120,6 +125,25 @@ func accountJobKey(account string, createdMs int64, job string) []byte {
 
 func accountJobPrefix(account string) []byte {
 	return append(append(keyBuf(prefixAccountJob, len(account)+1), account...), '/')
+}
+
+// --- users, sessions, invitations
+
+func userKey(id string) []byte { return append(keyBuf(prefixUser, len(id)), id...) }
+
+// userEmailKey: the email is the last component, lower-cased (it may
+// hold any byte but "/" is fine there: nothing follows it).
+func userEmailKey(email string) []byte {
+	e := strings.ToLower(email)
+	return append(keyBuf(prefixUserEmail, len(e)), e...)
+}
+
+func sessionKey(id string) []byte { return append(keyBuf(prefixSession, len(id)), id...) }
+
+func inviteKey(id string) []byte { return append(keyBuf(prefixInvite, len(id)), id...) }
+
+func secretKey(name string) []byte {
+	return append(append([]byte(nil), keyMetaSecrets...), name...)
 }
 
 // --- credits

@@ -37,6 +37,8 @@ import (
 	"github.com/verifyd/verifyd/server"
 	"github.com/verifyd/verifyd/server/admin"
 	"github.com/verifyd/verifyd/server/jobs"
+	"github.com/verifyd/verifyd/server/web"
+	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/systemd/sdnotify"
 )
 
@@ -184,6 +186,24 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	defer batch.Close(context.Background()) // after an early return; a no-op after the one below
 	batch.Routes(api)
 	// --- end of batch jobs and webhooks
+	// --- the account surface (server/web): /auth/*
+	au := cfg.Auth
+	acct, err := web.New(web.Options{
+		DB: a.db, API: api, Logger: log,
+		Registration: au.Registration, OpenPlan: storage.Plan(au.OpenPlan), OpenCredits: au.OpenCredits,
+		SessionLifetime: au.SessionLifetime, SessionIdle: au.SessionIdle, InviteLifetime: au.InviteLifetime,
+		SecureCookie:  au.SecureCookie,
+		LinkLimit:     server.Limit{N: au.LinkLimit, Window: au.LinkWindow},
+		RegisterLimit: server.Limit{N: au.RegisterLimit, Window: au.RegisterWindow},
+		LoginLimit:    server.Limit{N: au.LoginLimit, Window: au.LoginWindow},
+		Argon2: web.Argon2Params{MemoryKiB: uint32(au.Argon2MemoryKiB), Iterations: uint32(au.Argon2Iterations),
+			Parallelism: uint8(au.Argon2Parallelism)},
+	})
+	if err != nil {
+		return fmt.Errorf("cannot start the account surface: %w", err)
+	}
+	defer acct.Close()
+	acct.Register(api.Router())
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on http.listen: %w", err)

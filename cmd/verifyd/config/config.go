@@ -61,6 +61,49 @@ type Config struct {
 	RateLimits RateLimits `toml:"rate_limits"`
 	Webhooks   Webhooks   `toml:"webhooks"`
 	Jobs       Jobs       `toml:"jobs"`
+	Auth       Auth       `toml:"auth"`
+}
+
+// Auth configures the account surface: /auth/* and the dashboard
+// (server/web).
+type Auth struct {
+	// Registration is who may create a user with POST /auth/register:
+	// closed (nobody; operators add users with verifyctl), invite (with
+	// an invitation from an account owner or an operator) or open
+	// (anyone; each gets a new account on OpenPlan with OpenCredits).
+	// Default closed.
+	Registration string `toml:"registration"`
+	// OpenPlan and OpenCredits are the plan and starting credits of an
+	// account made by open registration. Defaults free and 0.
+	OpenPlan    string `toml:"open_plan"`
+	OpenCredits int64  `toml:"open_credits"`
+	// SessionLifetime ends a session this long after sign-in;
+	// SessionIdle after this long unused. Defaults 168h and 12h.
+	SessionLifetime time.Duration `toml:"session_lifetime"`
+	SessionIdle     time.Duration `toml:"session_idle"`
+	// InviteLifetime is how long an invitation may be redeemed. Default
+	// 168h.
+	InviteLifetime time.Duration `toml:"invite_lifetime"`
+	// SecureCookie is auto (Secure when the request came over TLS or
+	// through a trusted proxy with X-Forwarded-Proto: https), always or
+	// never. Default auto.
+	SecureCookie string `toml:"secure_cookie"`
+	// The per source IP limits of spec §8: requests per window. Defaults
+	// link 5 per 10m, register 20 per 1h, login 30 per 10m; tests shorten
+	// the windows.
+	LinkLimit      int           `toml:"link_limit"`
+	LinkWindow     time.Duration `toml:"link_window"`
+	RegisterLimit  int           `toml:"register_limit"`
+	RegisterWindow time.Duration `toml:"register_window"`
+	LoginLimit     int           `toml:"login_limit"`
+	LoginWindow    time.Duration `toml:"login_window"`
+	// Argon2MemoryKiB, Argon2Iterations and Argon2Parallelism are the
+	// cost of a password hash (RFC 9106). Defaults 65536 (64 MiB), 3, 1.
+	// Hashes keep the cost they were made with; a sign-in remakes an
+	// older one at the current cost.
+	Argon2MemoryKiB   int `toml:"argon2_memory_kib"`
+	Argon2Iterations  int `toml:"argon2_iterations"`
+	Argon2Parallelism int `toml:"argon2_parallelism"`
 }
 
 // HTTP is the public API listener.
@@ -398,6 +441,23 @@ func Defaults() Config {
 			GiveUpAfter:   24 * time.Hour,
 			Concurrency:   16,
 		},
+		Auth: Auth{
+			Registration:      "closed",
+			OpenPlan:          "free",
+			SessionLifetime:   7 * 24 * time.Hour,
+			SessionIdle:       12 * time.Hour,
+			InviteLifetime:    7 * 24 * time.Hour,
+			SecureCookie:      "auto",
+			LinkLimit:         5,
+			LinkWindow:        10 * time.Minute,
+			RegisterLimit:     20,
+			RegisterWindow:    time.Hour,
+			LoginLimit:        30,
+			LoginWindow:       10 * time.Minute,
+			Argon2MemoryKiB:   64 << 10,
+			Argon2Iterations:  3,
+			Argon2Parallelism: 1,
+		},
 		Jobs: Jobs{
 			RetryWindow:       30 * time.Minute,
 			Concurrency:       1024,
@@ -672,6 +732,42 @@ func (c *Config) Validate() error {
 	atLeast("jobs.group_size", c.Jobs.GroupSize, 1)
 	positive("jobs.group_timeout", c.Jobs.GroupTimeout)
 	atLeast("jobs.max_failures", c.Jobs.MaxFailures, 1)
+
+	switch c.Auth.Registration {
+	case "closed", "invite", "open":
+	default:
+		add("auth.registration", "must be closed, invite or open, not %q", c.Auth.Registration)
+	}
+	switch c.Auth.OpenPlan {
+	case "free", "starter", "growth", "scale", "enterprise":
+	default:
+		add("auth.open_plan", "must be free, starter, growth, scale or enterprise, not %q", c.Auth.OpenPlan)
+	}
+	if c.Auth.OpenCredits < 0 {
+		add("auth.open_credits", "must not be negative, not %d", c.Auth.OpenCredits)
+	}
+	positive("auth.session_lifetime", c.Auth.SessionLifetime)
+	positive("auth.session_idle", c.Auth.SessionIdle)
+	positive("auth.invite_lifetime", c.Auth.InviteLifetime)
+	switch c.Auth.SecureCookie {
+	case "auto", "always", "never":
+	default:
+		add("auth.secure_cookie", "must be auto, always or never, not %q", c.Auth.SecureCookie)
+	}
+	atLeast("auth.link_limit", c.Auth.LinkLimit, 1)
+	positive("auth.link_window", c.Auth.LinkWindow)
+	atLeast("auth.register_limit", c.Auth.RegisterLimit, 1)
+	positive("auth.register_window", c.Auth.RegisterWindow)
+	atLeast("auth.login_limit", c.Auth.LoginLimit, 1)
+	positive("auth.login_window", c.Auth.LoginWindow)
+	atLeast("auth.argon2_iterations", c.Auth.Argon2Iterations, 1)
+	atLeast("auth.argon2_parallelism", c.Auth.Argon2Parallelism, 1)
+	if c.Auth.Argon2Parallelism > 255 {
+		add("auth.argon2_parallelism", "must be at most 255, not %d", c.Auth.Argon2Parallelism)
+	}
+	if c.Auth.Argon2MemoryKiB < 8*max(c.Auth.Argon2Parallelism, 1) || c.Auth.Argon2MemoryKiB > 4<<20 {
+		add("auth.argon2_memory_kib", "must be between 8 per lane and 4194304 (4 GiB), not %d", c.Auth.Argon2MemoryKiB)
+	}
 	return errors.Join(errs...)
 }
 
