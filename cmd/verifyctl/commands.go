@@ -24,6 +24,12 @@ func init() {
 		{"accounts", "list", "", "list every account with its plan and balance", accountsList},
 		{"accounts", "show", "ID", "show one account", accountsShow},
 		{"accounts", "plan", "ID PLAN", "change an account's plan", accountsPlan},
+		{"accounts", "invite", "ID [--role owner|member] [--email EMAIL]",
+			"make a one-time invitation to the account for the dashboard; shown once", accountsInvite},
+		{"accounts", "invites", "ID", "list the account's pending invitations", accountsInvites},
+		{"users", "add", "EMAIL [--operator] < PASSWORD", "add a dashboard user; the password is read from standard input", usersAdd},
+		{"users", "list", "", "list the dashboard users and their accounts", usersList},
+		{"users", "operator", "ID|EMAIL on|off", "grant or withdraw the dashboard's operator view", usersOperator},
 
 		{"credits", "add", "ID N [--note TEXT]", "add N credits to the account's balance", creditsAdd},
 		{"credits", "set", "ID N [--note TEXT]", "set the account's balance to N", creditsSet},

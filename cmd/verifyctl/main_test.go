@@ -20,6 +20,7 @@ import (
 	"github.com/verifyd/verifyd/server/admin"
 	"github.com/verifyd/verifyd/server/admin/adminapi"
 	"github.com/verifyd/verifyd/server/receipt"
+	"github.com/verifyd/verifyd/server/web"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -82,7 +83,11 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := admin.New(admin.Options{DB: db, Keys: ks, Logger: quiet})
+	hash, err := web.PasswordHasher(web.Argon2Params{MemoryKiB: 64, Iterations: 1, Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := admin.New(admin.Options{DB: db, Keys: ks, Logger: quiet, HashPassword: hash})
 	sock := filepath.Join(socketDir(t), "admin.sock")
 	if err := srv.Listen(sock); err != nil {
 		t.Fatal(err)
@@ -245,6 +250,48 @@ func TestAccountsCommands(t *testing.T) {
 	contains(t, "bad subcommand", e.fails(2, "accounts", "delete", id), `unknown command "accounts" "delete"`)
 	contains(t, "bad group", e.fails(2, "frobnicate"), `unknown command "frobnicate"`)
 	contains(t, "bad flag", e.fails(2, "accounts", "list", "--colour"), "flag provided but not defined")
+}
+
+// TestUsersAndInvites: users add (password on stdin, never in the
+// answer), list, operator on/off; accounts invite and invites.
+func TestUsersAndInvites(t *testing.T) {
+	e := newEnv(t)
+	acct := kvValue(t, e.ok("accounts", "create", "--name", "Acme", "--plan", "free"), "account")
+	r := e.ctl("correct horse battery\n", "users", "add", "ops@example.test", "--operator")
+	if r.code != 0 || kvValue(t, r.stdout, "operator") != "true" || strings.Contains(r.stdout+r.stderr, "horse") {
+		t.Fatalf("users add: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	u, err := e.db.UserByEmail("OPS@example.test")
+	if err != nil || !strings.HasPrefix(u.PasswordHash, "$argon2id$") || !u.Operator {
+		t.Fatalf("stored %+v %v", u, err)
+	}
+	if r := e.ctl("short\n", "users", "add", "b@example.test"); r.code != 1 || !strings.Contains(r.stderr, "at least 12") {
+		t.Errorf("short password: %d %s", r.code, r.stderr)
+	}
+	contains(t, "no password", e.fails(2, "users", "add", "b@example.test"), "read from standard input")
+	if r := e.ctl("correct horse battery\n", "users", "add", "OPS@example.test"); r.code != 1 || !strings.Contains(r.stderr, "CONFLICT") {
+		t.Errorf("same email: %d %s", r.code, r.stderr)
+	}
+	contains(t, "users list", e.ok("users", "list"), "ops@example.test", "yes")
+	if out := e.ok("users", "operator", "ops@example.test", "off"); kvValue(t, out, "operator") != "false" {
+		t.Errorf("operator off:\n%s", out)
+	}
+	contains(t, "operator bad", e.fails(2, "users", "operator", u.ID, "maybe"), "want on or off")
+
+	r = e.ctl("", "accounts", "invite", acct, "--role", "member", "--email", "ann@example.test")
+	token := kvValue(t, r.stdout, "invitation")
+	if r.code != 0 || !strings.HasPrefix(token, "inv_") || !strings.Contains(r.stderr, "shown only this once") {
+		t.Fatalf("invite: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	contains(t, "invites", e.ok("accounts", "invites", acct), "member", "ann@example.test", "operator")
+	if strings.Contains(e.ok("accounts", "invites", acct), token) {
+		t.Error("invites shows the token")
+	}
+	if _, _, err := e.db.RegisterWithInvite("ann@example.test", u.PasswordHash, token); err != nil {
+		t.Fatalf("the invitation does not work: %v", err)
+	}
+	contains(t, "after use", e.ok("accounts", "invites", acct), "no pending invitations")
+	contains(t, "bad role", e.fails(1, "accounts", "invite", acct, "--role", "admin"), "owner or member")
 }
 
 func TestCreditsCommands(t *testing.T) {

@@ -215,10 +215,11 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	// addresses taken out of rotation) become reputation.warning webhooks
 	// of the running jobs.
 	a.egressEvents.Store(batch)
-	adm := admin.New(admin.Options{DB: a.db, Keys: a.keys, Logger: log, Extra: func(r *router.Router) {
-		a.opsRoutes(cfg.DataDir)(r)
-		batch.AdminRoutes(r)
-	}})
+	adm := admin.New(admin.Options{DB: a.db, Keys: a.keys, Logger: log, HashPassword: acct.HashPassword,
+		InviteLifetime: au.InviteLifetime, Extra: func(r *router.Router) {
+			a.opsRoutes(cfg.DataDir)(r)
+			batch.AdminRoutes(r)
+		}})
 	if err := adm.Listen(cfg.Admin.Socket); err != nil {
 		return fmt.Errorf("cannot listen on admin.socket: %w", err)
 	}

@@ -31,6 +31,11 @@ type Options struct {
 	// are added, for routes of later features (egress, webhooks, backup).
 	// Build their handlers with JSON, DecodeJSON and WriteError.
 	Extra func(r *router.Router)
+	// HashPassword hashes a new dashboard user's password (server/web),
+	// or says what is wrong with it; InviteLifetime is how long an
+	// invitation lasts (default 7 days).
+	HashPassword   func(string) (string, error)
+	InviteLifetime time.Duration
 }
 
 // Limits of the admin server.
@@ -46,6 +51,7 @@ const (
 
 // Server is the admin API server.
 type Server struct {
+	opts Options
 	db   *storage.DB
 	keys *receipt.KeySet
 	log  *slog.Logger
@@ -63,7 +69,10 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{db: opts.DB, keys: opts.Keys, log: opts.Logger.With("pkg", "admin")}
+	if opts.InviteLifetime == 0 {
+		opts.InviteLifetime = 7 * 24 * time.Hour
+	}
+	s := &Server{opts: opts, db: opts.DB, keys: opts.Keys, log: opts.Logger.With("pkg", "admin")}
 	r := router.New()
 	r.SaveMatchedRoutePath = true
 	r.RedirectTrailingSlash = false
@@ -123,6 +132,12 @@ func (s *Server) routes(r *router.Router) {
 
 	r.POST("/v1/signing-keys/rotate", JSON(s.rotateSigningKey))
 	r.GET("/v1/signing-keys", JSON(s.signingKeys))
+
+	r.POST("/v1/users", JSON(s.addUser))
+	r.GET("/v1/users", JSON(s.listUsers))
+	r.POST("/v1/users/{id}/operator", JSON(s.setOperator))
+	r.POST("/v1/accounts/{id}/invites", JSON(s.createInvite))
+	r.GET("/v1/accounts/{id}/invites", JSON(s.listInvites))
 }
 
 // accessLog wraps the router: one debug line and one count per request,

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"unicode/utf8"
 
@@ -127,4 +128,19 @@ func (h *hasher) verify(ctx context.Context, phc, pw string) (ok, stale bool, er
 	defer h.release()
 	got := argon2.IDKey([]byte(pw), salt, p.Iterations, p.MemoryKiB, p.Parallelism, uint32(len(want)))
 	return subtle.ConstantTimeCompare(got, want) == 1, p != h.params, nil
+}
+
+// PasswordHasher returns what HashPassword does, without the rest of
+// Web: for tests and tools that add users.
+func PasswordHasher(p Argon2Params) (func(string) (string, error), error) {
+	h, err := newHasher(p, runtime.NumCPU())
+	if err != nil {
+		return nil, err
+	}
+	return func(pw string) (string, error) {
+		if msg := checkPassword(pw); msg != "" {
+			return "", errors.New("password " + msg)
+		}
+		return h.hash(context.Background(), pw)
+	}, nil
 }

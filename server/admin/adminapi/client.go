@@ -237,3 +237,40 @@ func (c *Client) SigningKeys(ctx context.Context) ([]byte, SigningKeys, error) {
 	}
 	return raw, sk, nil
 }
+
+// AddUser creates a dashboard user (POST /v1/users).
+func (c *Client) AddUser(ctx context.Context, req AddUser) (User, error) {
+	var u User
+	err := c.Do(ctx, http.MethodPost, "/v1/users", req, &u)
+	return u, err
+}
+
+// Users lists every dashboard user (GET /v1/users).
+func (c *Client) Users(ctx context.Context) ([]User, error) {
+	var l UserList
+	err := c.Do(ctx, http.MethodGet, "/v1/users", nil, &l)
+	return l.Users, err
+}
+
+// SetOperator grants or withdraws the operator role of a user, named by
+// id or email (POST /v1/users/{id}/operator).
+func (c *Client) SetOperator(ctx context.Context, user string, on bool) (User, error) {
+	var u User
+	err := c.Do(ctx, http.MethodPost, "/v1/users/"+url.PathEscape(user)+"/operator", SetOperator{Operator: on}, &u)
+	return u, err
+}
+
+// CreateInvite makes a one-time invitation to an account (POST
+// /v1/accounts/{id}/invites); the token is in the answer only.
+func (c *Client) CreateInvite(ctx context.Context, id string, req CreateInvite) (Invite, error) {
+	var iv Invite
+	err := c.Do(ctx, http.MethodPost, accountPath(id, "/invites"), req, &iv)
+	return iv, err
+}
+
+// Invites lists an account's pending invitations.
+func (c *Client) Invites(ctx context.Context, id string) ([]Invite, error) {
+	var l InviteList
+	err := c.Do(ctx, http.MethodGet, accountPath(id, "/invites"), nil, &l)
+	return l.Invites, err
+}

@@ -221,3 +221,62 @@ type SigningKeys struct {
 	Active string            `json:"active"`
 	Keys   []json.RawMessage `json:"keys"`
 }
+
+// AddUser is the body of POST /v1/users.
+type AddUser struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+	// Operator grants the dashboard's operator view.
+	Operator bool `json:"operator,omitempty"`
+}
+
+// User is a dashboard user: never the password or its hash.
+type User struct {
+	ID       string       `json:"id"`
+	Email    string       `json:"email"`
+	Operator bool         `json:"operator"`
+	Accounts []Membership `json:"accounts"`
+	Created  time.Time    `json:"created_at"`
+}
+
+// Membership is one of a user's accounts and the role there.
+type Membership struct {
+	Account string `json:"account"`
+	Role    string `json:"role"`
+}
+
+// UserList is the answer of GET /v1/users.
+type UserList struct {
+	Users []User `json:"users"`
+}
+
+// SetOperator is the body of POST /v1/users/{id}/operator.
+type SetOperator struct {
+	Operator bool `json:"operator"`
+}
+
+// CreateInvite is the body of POST /v1/accounts/{id}/invites.
+type CreateInvite struct {
+	// Role is owner or member.
+	Role string `json:"role"`
+	// Email, when set, is the only address that may redeem it.
+	Email string `json:"email,omitempty"`
+}
+
+// Invite is a pending invitation; Token is set only in the answer that
+// made it.
+type Invite struct {
+	Token     string    `json:"token,omitempty"`
+	ID        string    `json:"id"`
+	Account   string    `json:"account"`
+	Role      string    `json:"role"`
+	Email     string    `json:"email,omitempty"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// InviteList is the answer of GET /v1/accounts/{id}/invites.
+type InviteList struct {
+	Invites []Invite `json:"invites"`
+}
