@@ -73,6 +73,17 @@ func (db *DB) CreateAccount(name string, plan Plan) (Account, error) {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	a := db.newAccountLocked(name, plan)
+	if err := db.putAccount(a); err != nil {
+		return Account{}, err
+	}
+	db.accounts[a.ID] = a
+	return a, nil
+}
+
+// newAccountLocked makes, but does not store, an account with an id no
+// other has and a new webhook secret; db.mu is held (read or write).
+func (db *DB) newAccountLocked(name string, plan Plan) Account {
 	var id string
 	for {
 		id = "acct_" + randomString(20, alphaLowerDigits)
@@ -80,18 +91,13 @@ func (db *DB) CreateAccount(name string, plan Plan) (Account, error) {
 			break
 		}
 	}
-	a := Account{
+	return Account{
 		ID:            id,
 		Name:          strings.TrimSpace(name),
 		Plan:          plan,
 		WebhookSecret: newWebhookSecret(),
 		CreatedAt:     db.now().Truncate(time.Millisecond),
 	}
-	if err := db.putAccount(a); err != nil {
-		return Account{}, err
-	}
-	db.accounts[id] = a
-	return a, nil
 }
 
 // GetAccount returns the account, or ErrNotFound.

@@ -200,20 +200,8 @@ func (db *DB) RegisterWithAccount(email, passwordHash, accountName string, plan 
 	var acct Account
 	u, err := db.register(strings.TrimSpace(email), passwordHash, false, func(b *pebble.Batch, u *User) (func(), error) {
 		db.mu.RLock()
-		defer db.mu.RUnlock()
-		for {
-			acct.ID = "acct_" + randomString(20, alphaLowerDigits)
-			if _, dup := db.accounts[acct.ID]; !dup {
-				break
-			}
-		}
-		acct.Name = strings.TrimSpace(accountName)
-		if len(acct.Name) > 200 {
-			acct.Name = acct.Name[:200]
-		}
-		acct.Plan = plan
-		acct.WebhookSecret = newWebhookSecret()
-		acct.CreatedAt = db.now().Truncate(time.Millisecond)
+		acct = db.newAccountLocked(clip(strings.TrimSpace(accountName), 200), plan)
+		db.mu.RUnlock()
 		acct.Grant = credits
 		if err := putJSON(b, accountKey(acct.ID), acct); err != nil {
 			return nil, err
@@ -236,7 +224,9 @@ func (db *DB) RegisterWithAccount(email, passwordHash, accountName string, plan 
 }
 
 // settleGrant turns the account's pending grant into a ledger entry and
-// clears it, in one synced write.
+// clears it, in one synced write. Only the registration that made the
+// account (before it answers) and Open call it: no client knows the
+// account yet, so no other change of its record comes between.
 func (db *DB) settleGrant(id string) error {
 	a, err := db.GetAccount(id)
 	if err != nil || a.Grant == 0 {
@@ -485,8 +475,9 @@ func (db *DB) ownersLocked(account, except string, r Role) int {
 }
 
 // SetRole changes the user's role in account; an empty role removes the
-// membership. An account keeps at least one owner (ErrLastOwner); the
-// user's sessions on that account move to none.
+// membership. An account keeps at least one owner (ErrLastOwner).
+// Sessions are not touched: server/web reads the role from the user at
+// each request, never from the session.
 func (db *DB) SetRole(account, id string, role Role) (User, error) {
 	if role != "" && !role.Valid() {
 		return User{}, invalidf("unknown role %q", role)
@@ -740,10 +731,15 @@ func (db *DB) TouchSession(id string) error {
 		return err
 	}
 	now := db.now().Truncate(time.Millisecond)
+	db.umu.RLock()
+	s, ok := db.us.sessions[id]
+	db.umu.RUnlock()
+	if !ok || now.Sub(s.LastSeen) < time.Minute {
+		return nil // the common case: no write, no write lock
+	}
 	db.umu.Lock()
 	defer db.umu.Unlock()
-	s, ok := db.us.sessions[id]
-	if !ok || now.Sub(s.LastSeen) < time.Minute {
+	if s, ok = db.us.sessions[id]; !ok || now.Sub(s.LastSeen) < time.Minute {
 		return nil
 	}
 	s.LastSeen = now

@@ -191,7 +191,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	acct, err := web.New(web.Options{
 		DB: a.db, API: api, Logger: log,
 		Registration: au.Registration, OpenPlan: storage.Plan(au.OpenPlan), OpenCredits: au.OpenCredits,
-		SessionLifetime: au.SessionLifetime, SessionIdle: au.SessionIdle, InviteLifetime: au.InviteLifetime,
+		SessionLifetime: au.SessionLifetime, SessionIdle: au.SessionIdle,
 		SecureCookie:  au.SecureCookie,
 		LinkLimit:     server.Limit{N: au.LinkLimit, Window: au.LinkWindow},
 		RegisterLimit: server.Limit{N: au.RegisterLimit, Window: au.RegisterWindow},

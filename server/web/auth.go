@@ -176,7 +176,7 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 	u, err := w.db.UserByEmail(email)
 	hash := u.PasswordHash
 	if err != nil {
-		hash = w.hash.dummy // the same work whether or not the user exists
+		hash = w.hash.dummyHash() // the same work whether or not the user exists
 	}
 	ok, stale, verr := w.hash.verify(hctx, hash, pw)
 	if verr != nil && !errors.Is(verr, errBadHash) {
@@ -190,8 +190,9 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 		server.WriteError(ctx, unauthorized("wrong email or password"))
 		return
 	}
+	// Only the account's count clears: a success on one's own account
+	// must not reset the address's count between guesses at others'.
 	w.failures.succeed(acctKey)
-	w.failures.succeed(ipKey)
 	if stale {
 		// The cost was raised since this hash was made: remake it now
 		// that the password is at hand. Sessions stay (SetPassword would

@@ -445,3 +445,39 @@ func TestLink(t *testing.T) {
 		t.Fatalf("second use: %d %s", r.status, r.body)
 	}
 }
+
+// TestLoginThrottlePerAddress: one address guessing at many accounts slows
+// down too, a success on its own account does not reset that, and an hour
+// without failures does.
+func TestLoginThrottlePerAddress(t *testing.T) {
+	e := startEnv(t, nil)
+	e.newUser("ann@x.test")
+	login := func(email, p string) answer {
+		return (&browser{e: e}).do("POST", "/auth/login", js(map[string]string{"email": email, "password": p}))
+	}
+	for i := range 5 {
+		if r := login("victim"+string(rune('a'+i))+"@x.test", "wrong password!"); r.status != 401 {
+			t.Fatalf("guess %d: %d %s", i+1, r.status, r.body)
+		}
+	}
+	if r := login("ann@x.test", pw); r.status != 429 {
+		t.Fatalf("own account during the address's wait: %d", r.status)
+	}
+	e.clock.Advance(time.Second)
+	if r := login("ann@x.test", pw); r.status != 200 {
+		t.Fatalf("own account after the wait: %d %s", r.status, r.body)
+	}
+	if r := login("victimz@x.test", "wrong password!"); r.status != 401 {
+		t.Fatalf("a guess after the wait: %d", r.status)
+	}
+	if r := login("victimy@x.test", "wrong password!"); r.status != 429 || r.header.Get("Retry-After") != "2" {
+		t.Fatalf("the success reset the address's count: %d %v", r.status, r.header)
+	}
+	e.clock.Advance(time.Hour)
+	if r := login("victimy@x.test", "wrong password!"); r.status != 401 {
+		t.Fatalf("after an hour without failures: %d", r.status)
+	}
+	if r := login("victimx@x.test", "wrong password!"); r.status != 401 {
+		t.Fatalf("the count did not start again: %d", r.status)
+	}
+}

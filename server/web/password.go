@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
@@ -44,23 +45,47 @@ type hasher struct {
 	params Argon2Params
 	slots  chan struct{}
 	// dummy is a hash of nothing anyone can type, checked for unknown
-	// emails so that a login takes as long whether or not the user exists.
-	dummy string
+	// emails so that a login takes as long whether or not the user
+	// exists; made at the first such login, not at start-up.
+	dummyOnce sync.Once
+	dummy     string
 }
 
 func newHasher(p Argon2Params, slots int) (*hasher, error) {
 	if p.MemoryKiB < 8*uint32(p.Parallelism) || p.Iterations < 1 || p.Parallelism < 1 {
 		return nil, fmt.Errorf("argon2 parameters %+v out of range", p)
 	}
-	h := &hasher{params: p, slots: make(chan struct{}, max(slots, 1))}
-	var junk [32]byte
-	rand.Read(junk[:])
-	d, err := h.hash(context.Background(), string(junk[:]))
-	if err != nil {
-		return nil, err
+	return &hasher{params: p, slots: make(chan struct{}, max(slots, 1))}, nil
+}
+
+// dummyHash is a hash with the current cost of random bytes.
+func (h *hasher) dummyHash() string {
+	h.dummyOnce.Do(func() {
+		var junk [32]byte
+		rand.Read(junk[:])
+		p := h.params
+		salt := make([]byte, saltLen)
+		rand.Read(salt)
+		sum := argon2.IDKey(junk[:], salt, p.Iterations, p.MemoryKiB, p.Parallelism, hashLen)
+		h.dummy = phc(p, salt, sum)
+	})
+	return h.dummy
+}
+
+// phc is the PHC string of an Argon2id hash:
+// $argon2id$v=19$m=<KiB>,t=<iterations>,p=<lanes>$<salt>$<hash>.
+func phc(p Argon2Params, salt, sum []byte) string {
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.MemoryKiB, p.Iterations, p.Parallelism,
+		b64.EncodeToString(salt), b64.EncodeToString(sum))
+}
+
+// hashNew checks a new password and hashes it; the error is worded for
+// the person who chose it.
+func (h *hasher) hashNew(ctx context.Context, pw string) (string, error) {
+	if msg := checkPassword(pw); msg != "" {
+		return "", errors.New("password " + msg)
 	}
-	h.dummy = d
-	return h, nil
+	return h.hash(ctx, pw)
 }
 
 // checkPassword says what is wrong with a new password, or "".
@@ -87,8 +112,7 @@ func (h *hasher) acquire(ctx context.Context) error {
 
 func (h *hasher) release() { <-h.slots }
 
-// hash returns the PHC string of pw's Argon2id hash with a new salt:
-// $argon2id$v=19$m=<KiB>,t=<iterations>,p=<lanes>$<salt>$<hash>.
+// hash returns the PHC string of pw's Argon2id hash with a new salt.
 func (h *hasher) hash(ctx context.Context, pw string) (string, error) {
 	if err := h.acquire(ctx); err != nil {
 		return "", err
@@ -97,9 +121,7 @@ func (h *hasher) hash(ctx context.Context, pw string) (string, error) {
 	salt := make([]byte, saltLen)
 	rand.Read(salt)
 	p := h.params
-	sum := argon2.IDKey([]byte(pw), salt, p.Iterations, p.MemoryKiB, p.Parallelism, hashLen)
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.MemoryKiB, p.Iterations, p.Parallelism,
-		b64.EncodeToString(salt), b64.EncodeToString(sum)), nil
+	return phc(p, salt, argon2.IDKey([]byte(pw), salt, p.Iterations, p.MemoryKiB, p.Parallelism, hashLen)), nil
 }
 
 var errBadHash = errors.New("web: malformed password hash")
@@ -137,10 +159,5 @@ func PasswordHasher(p Argon2Params) (func(string) (string, error), error) {
 	if err != nil {
 		return nil, err
 	}
-	return func(pw string) (string, error) {
-		if msg := checkPassword(pw); msg != "" {
-			return "", errors.New("password " + msg)
-		}
-		return h.hash(context.Background(), pw)
-	}, nil
+	return func(pw string) (string, error) { return h.hashNew(context.Background(), pw) }, nil
 }

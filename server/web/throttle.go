@@ -10,8 +10,10 @@ import (
 // attempt must wait 1 s, then 2 s, 4 s, ... up to maxDelay; an attempt
 // during the wait is refused (429) without checking the password, so
 // guessing cannot go faster than the delays allow. A success clears the
-// key. Counts live in memory: a restart forgets them, and an attacker
-// who can restart the box has won already. An entry idle for a day goes.
+// key (the login clears only the account's, not the address's); a count
+// with no failure for forgetAfter starts again from zero. Counts live in
+// memory: a restart forgets them, and an attacker who can restart the box
+// has won already. An entry idle for a day goes.
 //
 // Why refuse rather than sleep: a sleeping handler holds a connection
 // and a goroutine per attempt, which is its own denial of service.
@@ -24,6 +26,9 @@ type throttle struct {
 	m  map[string]*failures
 	n  int // calls since the last sweep
 }
+
+// forgetAfter is how long after its last failure a count starts again.
+const forgetAfter = time.Hour
 
 type failures struct {
 	count int
@@ -48,7 +53,7 @@ func (t *throttle) wait(key string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f := t.m[key]
-	if f == nil {
+	if f == nil || t.now().Sub(f.last) >= forgetAfter {
 		return 0
 	}
 	if left := f.last.Add(t.delay(f.count)).Sub(t.now()); left > 0 {
@@ -74,6 +79,9 @@ func (t *throttle) fail(key string) {
 	if f == nil {
 		f = &failures{}
 		t.m[key] = f
+	}
+	if now.Sub(f.last) >= forgetAfter {
+		f.count = 0
 	}
 	f.count++
 	f.last = now

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -40,9 +39,6 @@ type Options struct {
 	// ends it after this long unused. Defaults 7 days and 12 hours.
 	SessionLifetime time.Duration
 	SessionIdle     time.Duration
-	// InviteLifetime is how long an invitation may be redeemed. Default 7
-	// days.
-	InviteLifetime time.Duration
 	// SecureCookie is auto (Secure when the request came over TLS, or
 	// through a trusted proxy saying X-Forwarded-Proto: https), always or
 	// never.
@@ -94,9 +90,6 @@ func New(opts Options) (*Web, error) {
 	}
 	if opts.SessionIdle == 0 {
 		opts.SessionIdle = 12 * time.Hour
-	}
-	if opts.InviteLifetime == 0 {
-		opts.InviteLifetime = 7 * 24 * time.Hour
 	}
 	if opts.SecureCookie == "" {
 		opts.SecureCookie = "auto"
@@ -164,10 +157,7 @@ func (w *Web) Close() {
 // HashPassword returns the Argon2id hash of a new password, or an error
 // worded for the person who chose it (verifyctl users add).
 func (w *Web) HashPassword(pw string) (string, error) {
-	if msg := checkPassword(pw); msg != "" {
-		return "", errors.New("password " + msg)
-	}
-	return w.hash.hash(bgCtx, pw)
+	return w.hash.hashNew(bgCtx, pw)
 }
 
 // Register adds the routes of /auth/*.
@@ -231,6 +221,7 @@ func decodeStrings(body []byte, fields map[string]*string, required ...string) [
 			issues = append(issues, server.Issue{Path: name, Message: "unknown property"})
 			return nil
 		}
+		seen[name] = true // present: a bad value is its issue, not "is required"
 		s, ok := v.(string)
 		if !ok {
 			issues = append(issues, server.Issue{Path: name, Message: "must be a string"})
@@ -240,7 +231,6 @@ func decodeStrings(body []byte, fields map[string]*string, required ...string) [
 			issues = append(issues, server.Issue{Path: name, Message: msg})
 			return nil
 		}
-		seen[name] = true
 		*p = s
 		return nil
 	})
