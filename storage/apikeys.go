@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -49,7 +50,15 @@ type APIKey struct {
 	CreatedAt time.Time `json:"created_at"`
 	Revoked   bool      `json:"revoked,omitempty"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	// LastUsed is when the key last authenticated a request, to the
+	// minute: VerifyKey notes each use in memory and writes the record
+	// (unsynced) at most once a minute per key, so a crash may forget the
+	// last minute of it. Zero: never used.
+	LastUsed time.Time `json:"last_used,omitzero"`
 }
+
+// keyUseEvery is how often a key's last use is written at most.
+const keyUseEvery = time.Minute
 
 // HasScope reports whether the key grants scope.
 func (k APIKey) HasScope(scope string) bool { return slices.Contains(k.Scopes, scope) }
@@ -144,7 +153,7 @@ func (db *DB) LookupKey(prefix string) (APIKey, error) {
 	if !ok {
 		return APIKey{}, fmt.Errorf("%w: key %q", ErrNotFound, prefix)
 	}
-	return k.clone(), nil
+	return db.withUse(k).clone(), nil
 }
 
 // VerifyKey authenticates a key string (the Bearer token): ErrKeyInvalid
@@ -173,7 +182,83 @@ func (db *DB) VerifyKey(key string) (APIKey, error) {
 	if k.Revoked {
 		return APIKey{}, ErrKeyRevoked
 	}
+	db.noteKeyUse(k)
 	return k.clone(), nil
+}
+
+// noteKeyUse records that k authenticated a request now. The hot path is
+// one map load and one atomic store; the record is written (NoSync) in
+// the background when its stored LastUsed is a minute old or more.
+func (db *DB) noteKeyUse(k APIKey) {
+	now := db.now().UnixMilli()
+	v, ok := db.keyUse.Load(k.Prefix)
+	if !ok {
+		v, _ = db.keyUse.LoadOrStore(k.Prefix, new(keyUse))
+	}
+	u := v.(*keyUse)
+	u.ms.Store(now)
+	if now-k.LastUsed.UnixMilli() < keyUseEvery.Milliseconds() && !k.LastUsed.IsZero() {
+		return
+	}
+	if !u.writing.CompareAndSwap(false, true) {
+		return
+	}
+	db.wg.Add(1)
+	go func() {
+		defer db.wg.Done()
+		defer u.writing.Store(false)
+		if db.closed.Load() {
+			return // Close writes it
+		}
+		if err := db.flushKeyUse(k.Prefix, u); err != nil {
+			db.log.Warn("cannot record an API key's last use", "prefix", k.Prefix, "err", err)
+		}
+	}()
+}
+
+// keyUse is the last use of one key not yet written.
+type keyUse struct {
+	ms      atomic.Int64 // Unix ms of the last use
+	writing atomic.Bool  // a flush is under way
+}
+
+// flushKeyUse writes the key's last use into its record, unsynced: losing
+// the last minute of it in a crash is harmless, and a synced write per
+// minute per key would cost the API's fsyncs.
+func (db *DB) flushKeyUse(prefix string, u *keyUse) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	k, ok := db.keys[prefix]
+	if !ok {
+		return nil
+	}
+	t := time.UnixMilli(u.ms.Load()).UTC()
+	if !t.After(k.LastUsed) {
+		return nil
+	}
+	k.LastUsed = t
+	v, err := json.Marshal(k)
+	if err != nil {
+		return err
+	}
+	b := db.pdb.NewBatch()
+	b.Set(apiKeyKey(k.Prefix), v, nil)
+	if err := db.commit(b, pebble.NoSync); err != nil {
+		return err
+	}
+	db.keys[prefix] = k
+	return nil
+}
+
+// withUse returns k with the last use noted in memory, when later than
+// the stored one.
+func (db *DB) withUse(k APIKey) APIKey {
+	if v, ok := db.keyUse.Load(k.Prefix); ok {
+		if t := time.UnixMilli(v.(*keyUse).ms.Load()).UTC(); t.After(k.LastUsed) {
+			k.LastUsed = t
+		}
+	}
+	return k
 }
 
 // RevokeKey revokes the key with that prefix; from then on VerifyKey
@@ -210,7 +295,7 @@ func (db *DB) ListKeys(account string) ([]APIKey, error) {
 	var out []APIKey
 	for _, k := range db.keys {
 		if k.Account == account {
-			out = append(out, k.clone())
+			out = append(out, db.withUse(k).clone())
 		}
 	}
 	db.mu.RUnlock()

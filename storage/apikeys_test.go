@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAPIKeys(t *testing.T) {
@@ -118,4 +119,69 @@ func FuzzParseKey(f *testing.F) {
 			t.Fatalf("ParseKey(%q) = %q, %q", s, prefix, secret)
 		}
 	})
+}
+
+// TestKeyLastUsed: VerifyKey notes the key's last use; the record keeps it
+// across a restart, written at most once a minute while the process runs.
+func TestKeyLastUsed(t *testing.T) {
+	db := openTest(t)
+	acct := db.account(t, 0)
+	key, rec, err := db.MintKey(acct, []string{ScopeValidateRead}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.LastUsed.IsZero() {
+		t.Fatalf("a new key was used at %v", rec.LastUsed)
+	}
+	t0 := db.clock.Now().Truncate(time.Millisecond)
+	if _, err := db.VerifyKey(key); err != nil {
+		t.Fatal(err)
+	}
+	lk, _ := db.LookupKey(rec.Prefix)
+	if !lk.LastUsed.Equal(t0) {
+		t.Fatalf("LastUsed %v, want %v", lk.LastUsed, t0)
+	}
+	// The first use is written (in the background): wait for it.
+	for i := 0; ; i++ {
+		v, err := db.get(apiKeyKey(rec.Prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(v), `"last_used"`) {
+			break
+		}
+		if i > 5000 {
+			t.Fatal("the first use was never written")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Within the minute a use is only noted in memory...
+	db.clock.Advance(30 * time.Second)
+	if _, err := db.VerifyKey(key); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := db.ListKeys(acct)
+	if !keys[0].LastUsed.Equal(t0.Add(30 * time.Second)) {
+		t.Errorf("ListKeys LastUsed %v", keys[0].LastUsed)
+	}
+	db.mu.RLock()
+	stored := db.keys[rec.Prefix].LastUsed
+	db.mu.RUnlock()
+	if !stored.Equal(t0) {
+		t.Errorf("written within the minute: %v", stored)
+	}
+	// ...and a clean close writes it.
+	db.reopen(t)
+	lk, _ = db.LookupKey(rec.Prefix)
+	if !lk.LastUsed.Equal(t0.Add(30 * time.Second)) {
+		t.Errorf("after reopen LastUsed %v", lk.LastUsed)
+	}
+	// A revoked key's failed attempts are not uses.
+	db.clock.Advance(time.Hour)
+	db.RevokeKey(rec.Prefix)
+	db.VerifyKey(key)
+	lk, _ = db.LookupKey(rec.Prefix)
+	if !lk.LastUsed.Equal(t0.Add(30 * time.Second)) {
+		t.Errorf("a revoked key's attempt counted: %v", lk.LastUsed)
+	}
 }

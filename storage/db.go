@@ -32,6 +32,8 @@ type DB struct {
 	mu       sync.RWMutex
 	accounts map[string]Account
 	keys     map[string]APIKey
+	// keyUse holds each key's last use not yet written (prefix → *keyUse).
+	keyUse sync.Map
 
 	// umu guards us, the in-memory copy of users, sessions and
 	// invitations (users.go). Lock order: umu before mu.
@@ -168,6 +170,13 @@ func (db *DB) Close() error {
 	snapMu.Unlock()
 	close(db.stop)
 	db.wg.Wait()
+	// The keys' last uses not yet written go with the WAL Close flushes.
+	db.keyUse.Range(func(prefix, u any) bool {
+		if err := db.flushKeyUse(prefix.(string), u.(*keyUse)); err != nil {
+			db.log.Warn("cannot record an API key's last use", "prefix", prefix, "err", err)
+		}
+		return true
+	})
 	return db.pdb.Close()
 }
 

@@ -333,9 +333,13 @@ func keysList(c *cli, args []string) error {
 		if k.Revoked {
 			status = "revoked " + ts(k.RevokedAt)
 		}
-		rows = append(rows, []string{k.Prefix, strings.Join(k.Scopes, ","), ts(k.CreatedAt), status, orDash(k.Label)})
+		used := "never"
+		if !k.LastUsed.IsZero() {
+			used = ts(k.LastUsed)
+		}
+		rows = append(rows, []string{k.Prefix, strings.Join(k.Scopes, ","), ts(k.CreatedAt), used, status, orDash(k.Label)})
 	}
-	return c.printTable([]string{"PREFIX", "SCOPES", "CREATED", "STATUS", "LABEL"}, rows)
+	return c.printTable([]string{"PREFIX", "SCOPES", "CREATED", "LAST USED", "STATUS", "LABEL"}, rows)
 }
 
 // keyPrefix takes the prefix out of what an operator pastes: a prefix,

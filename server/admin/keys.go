@@ -25,6 +25,7 @@ func keyView(k storage.APIKey) adminapi.Key {
 		CreatedAt: k.CreatedAt,
 		Revoked:   k.Revoked,
 		RevokedAt: k.RevokedAt,
+		LastUsed:  k.LastUsed,
 	}
 }
 

@@ -176,6 +176,9 @@ type Key struct {
 	CreatedAt time.Time `json:"created_at"`
 	Revoked   bool      `json:"revoked"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	// LastUsed is when the key last authenticated a request (to the
+	// minute across a crash); absent: never used.
+	LastUsed time.Time `json:"last_used,omitzero"`
 }
 
 // MintedKey is the answer of POST /v1/accounts/{id}/keys: the only time
