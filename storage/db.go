@@ -32,6 +32,8 @@ type DB struct {
 	mu       sync.RWMutex
 	accounts map[string]Account
 	keys     map[string]APIKey
+	// stats caches the daily counts of settled days (stats.go).
+	stats dayStats
 	// keyUse holds each key's last use not yet written (prefix → *keyUse).
 	keyUse sync.Map
 
