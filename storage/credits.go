@@ -213,7 +213,7 @@ func (db *DB) lockAccountStaged(account string) (*acctState, error) {
 // credits and seq.
 func (db *DB) loadAcctState(account string, st *acctState) error {
 	p := ledgerPrefix(account)
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	it, err := db.iter(&pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
 		return err
 	}

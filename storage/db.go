@@ -18,6 +18,13 @@ import (
 // for concurrent use. Close it once every user has stopped.
 type DB struct {
 	pdb  *pebble.DB
+
+	// readMu guards reads, the iterators open, and readsClosed, set by
+	// Close before it waits for reads to reach zero (readsDone).
+	readMu      sync.Mutex
+	reads       int
+	readsClosed bool
+	readsDone   *sync.Cond
 	opts Options
 	now  func() time.Time
 	log  *slog.Logger
@@ -114,6 +121,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		histIDs:  seqAlloc{key: keyMetaHistSeq, block: histIDBlock},
 		pacer:    pacer,
 	}
+	db.readsDone = sync.NewCond(&db.readMu)
 	if opts.MemoSize > 0 {
 		db.memo = newCacheMemo(opts.MemoSize)
 	}
@@ -172,6 +180,7 @@ func (db *DB) Close() error {
 	snapMu.Unlock()
 	close(db.stop)
 	db.wg.Wait()
+	db.waitReads()
 	// The keys' last uses not yet written go with the WAL Close flushes.
 	db.keyUse.Range(func(prefix, u any) bool {
 		if err := db.flushKeyUse(prefix.(string), u.(*keyUse)); err != nil {
@@ -321,11 +330,15 @@ func (db *DB) applyOrdered(b *pebble.Batch) (wait func() error, err error) {
 // scan calls fn for every key in [lower, upper) in order until fn returns
 // false or an error. k and v are only valid during the call.
 func (db *DB) scan(lower, upper []byte, fn func(k, v []byte) (bool, error)) error {
-	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := db.iter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
+		if db.closed.Load() {
+			it.Close()
+			return ErrClosed // a long scan lets Close go on
+		}
 		v, err := it.ValueAndErr()
 		if err != nil {
 			it.Close()
@@ -432,4 +445,54 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	l.log.Error(msg, "src", "pebble", "fatal", true)
 	panic("pebble: " + msg)
+}
+
+// readIter is a Pebble iterator that Close waits for: closing Pebble
+// with an iterator open panics, and a results.csv download or a history
+// scan may still run when verifyd shuts down.
+type readIter struct {
+	*pebble.Iterator
+	db *DB
+}
+
+// iter opens an iterator, or answers ErrClosed once Close began.
+func (db *DB) iter(o *pebble.IterOptions) (*readIter, error) {
+	db.readMu.Lock()
+	if db.readsClosed {
+		db.readMu.Unlock()
+		return nil, ErrClosed
+	}
+	db.reads++
+	db.readMu.Unlock()
+	it, err := db.pdb.NewIter(o)
+	if err != nil {
+		db.endRead()
+		return nil, err
+	}
+	return &readIter{Iterator: it, db: db}, nil
+}
+
+func (it *readIter) Close() error {
+	err := it.Iterator.Close()
+	it.db.endRead()
+	return err
+}
+
+func (db *DB) endRead() {
+	db.readMu.Lock()
+	db.reads--
+	if db.reads == 0 && db.readsClosed {
+		db.readsDone.Broadcast()
+	}
+	db.readMu.Unlock()
+}
+
+// waitReads refuses new iterators and waits for the open ones to close.
+func (db *DB) waitReads() {
+	db.readMu.Lock()
+	db.readsClosed = true
+	for db.reads > 0 {
+		db.readsDone.Wait()
+	}
+	db.readMu.Unlock()
 }

@@ -404,7 +404,7 @@ func (db *DB) PutJobResults(id string, results []JobResult) (Job, error) {
 	// result?" for the whole call: a seek is several times cheaper than a
 	// Get, which opens every level's table anew.
 	rp := jobResultPrefix(id)
-	seen, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: rp, UpperBound: prefixEnd(rp)})
+	seen, err := db.iter(&pebble.IterOptions{LowerBound: rp, UpperBound: prefixEnd(rp)})
 	if err != nil {
 		return fail(err)
 	}
@@ -605,7 +605,7 @@ func (db *DB) PendingAddresses(id string, fn func(index int, addr string) error)
 		return fmt.Errorf("%w: job %q", ErrNotFound, id)
 	}
 	rp := jobResultPrefix(id)
-	res, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: rp, UpperBound: prefixEnd(rp)})
+	res, err := db.iter(&pebble.IterOptions{LowerBound: rp, UpperBound: prefixEnd(rp)})
 	if err != nil {
 		return err
 	}

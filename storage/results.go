@@ -452,7 +452,7 @@ func (pa *posAlloc) highest(lo, hi int64) (int64, error) {
 		}
 	}
 	for _, kind := range []byte{histKindSingle, histKindBatch} {
-		it, err := pa.db.pdb.NewIter(&pebble.IterOptions{
+		it, err := pa.db.iter(&pebble.IterOptions{
 			LowerBound: histKey(pa.account, kind, hi),
 			UpperBound: prefixEnd(histKey(pa.account, kind, lo)),
 		})
@@ -526,7 +526,7 @@ func (db *DB) ListHistory(account, kind, cursor string, limit int) (HistoryPage,
 	}
 
 	// One iterator per kind, merged by position.
-	its := make([]*pebble.Iterator, 0, 2)
+	its := make([]*readIter, 0, 2)
 	defer func() {
 		for _, it := range its {
 			it.Close()
@@ -538,7 +538,7 @@ func (db *DB) ListHistory(account, kind, cursor string, limit int) (HistoryPage,
 		if before != math.MaxInt64 {
 			lower = histKey(account, k, before-1)
 		}
-		it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(p)})
+		it, err := db.iter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(p)})
 		if err != nil {
 			return HistoryPage{}, err
 		}

@@ -90,7 +90,7 @@ func (db *DB) dayCounts(account string, day, now time.Time) (map[string]int, err
 	lo := key * posPerMs
 	hi := day.Add(24*time.Hour).UnixMilli()*posPerMs - 1
 	for _, kind := range []byte{histKindSingle, histKindBatch} {
-		it, err := db.pdb.NewIter(&pebble.IterOptions{
+		it, err := db.iter(&pebble.IterOptions{
 			LowerBound: histKey(account, kind, hi),
 			UpperBound: prefixEnd(histKey(account, kind, lo)),
 		})
