@@ -17,7 +17,7 @@ import (
 // DB is verifyd's durable state: one Pebble database. Its methods are safe
 // for concurrent use. Close it once every user has stopped.
 type DB struct {
-	pdb  *pebble.DB
+	pdb *pebble.DB
 
 	// readMu guards reads, the iterators open, and readsClosed, set by
 	// Close before it waits for reads to reach zero (readsDone).
@@ -25,9 +25,9 @@ type DB struct {
 	reads       int
 	readsClosed bool
 	readsDone   *sync.Cond
-	opts Options
-	now  func() time.Time
-	log  *slog.Logger
+	opts        Options
+	now         func() time.Time
+	log         *slog.Logger
 
 	// bootID tells this process's pending idempotency records from those
 	// a crashed process left behind.
