@@ -62,6 +62,8 @@ type source struct {
 
 	mu         sync.Mutex
 	reason     string    // why disabled
+	findings   []string  // of the last self-check (SetFindings)
+	checkedAt  time.Time // when; zero: never checked
 	disabledAt time.Time // when
 	recent     [recentLen]Recent
 	nrecent    int         // outcomes ever pushed into recent
@@ -671,6 +673,19 @@ func (p *Pool) disable(src *source, reason string) {
 	p.markDirty()
 	p.wakeAllDests()
 	p.emit(Event{Kind: EventDisabled, Addr: src.addr, Reason: reason, At: now})
+}
+
+// SetFindings records what the last self-check found wrong with addr
+// (nothing: it passed), for Snapshot.
+func (p *Pool) SetFindings(addr netip.Addr, findings []string) {
+	src := p.find(addr)
+	if src == nil {
+		return
+	}
+	now := p.now()
+	src.mu.Lock()
+	src.findings, src.checkedAt = slices.Clone(findings), now
+	src.mu.Unlock()
 }
 
 // Enable puts addr back in rotation, with an EventEnabled if it was

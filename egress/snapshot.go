@@ -35,6 +35,10 @@ type AddrStatus struct {
 	Disabled       bool      `json:"disabled"`
 	DisabledReason string    `json:"disabled_reason,omitempty"`
 	DisabledAt     time.Time `json:"disabled_at,omitzero"`
+	// Findings are what the last self-check found wrong (empty: it
+	// passed), at CheckedAt (zero: not checked since start).
+	Findings  []string  `json:"findings"`
+	CheckedAt time.Time `json:"checked_at,omitzero"`
 }
 
 // Recent is one outcome of an address.
@@ -100,6 +104,10 @@ func (p *Pool) Snapshot() []AddrStatus {
 		}
 		if st.Disabled {
 			st.DisabledReason, st.DisabledAt = s.reason, s.disabledAt
+		}
+		st.Findings, st.CheckedAt = slices.Clone(s.findings), s.checkedAt
+		if st.Findings == nil {
+			st.Findings = []string{}
 		}
 		s.mu.Unlock()
 		out = append(out, st)

@@ -74,6 +74,7 @@ func SelfCheck(ctx context.Context, o SelfCheckOptions) map[netip.Addr][]string 
 		}
 		findings := checkAddr(ctx, o, s.Addr)
 		out[s.Addr] = findings
+		o.Pool.SetFindings(s.Addr, findings)
 		ours := s.Disabled && strings.HasPrefix(s.DisabledReason, selfCheckPrefix)
 		switch {
 		case len(findings) > 0:

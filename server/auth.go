@@ -18,12 +18,33 @@ const (
 	ScopeWrite = "validate:write"
 )
 
-// caller is who a request comes from, once authenticated.
+// caller is who a request comes from, once authenticated: an API key, or
+// a browser session (key zero).
 type caller struct {
 	key     storage.APIKey
 	account string
 	plan    string
 }
+
+// Session is a browser session's principal on the /v1 routes.
+type Session struct {
+	// Account is the account the session acts for; LimitKey keys its
+	// per-key rate (one bucket per user, whatever the sessions).
+	Account  string
+	LimitKey string
+}
+
+// SessionAuth authenticates a request without an Authorization header
+// by its session cookie (package web). It answers ok false and a nil
+// error when the request has no session cookie at all, so the guard
+// answers the usual 401 for a missing key; an error when the session is
+// ended (401), a write lacks its CSRF token or comes cross-site (403), or
+// the user is no longer a member of the account (403).
+type SessionAuth func(ctx *fasthttp.RequestCtx) (s Session, ok bool, err *APIError)
+
+// SetSessionAuth lets browser sessions use the /v1 routes, with every
+// scope: the dashboard calls the same handlers as API clients.
+func (s *Server) SetSessionAuth(f SessionAuth) { s.sessions.Store(&f) }
 
 // handler is an authenticated route's handler.
 type handler func(ctx *fasthttp.RequestCtx, c *caller)
@@ -31,9 +52,12 @@ type handler func(ctx *fasthttp.RequestCtx, c *caller)
 // guard wraps h with what every /v1 route does first (spec §5, §8):
 //
 //  1. the per source IP fixed window of the route class;
-//  2. the Bearer key (401 when missing, malformed, unknown or revoked);
-//  3. the scope (403 with details.missingScope);
-//  4. the per-key rate of the account's plan.
+//  2. the Bearer key (401 when missing, malformed, unknown or revoked),
+//     or, without an Authorization header, a browser session
+//     (SetSessionAuth);
+//  3. the scope (403 with details.missingScope; a session has every
+//     scope);
+//  4. the per-key rate of the account's plan (per user for a session).
 //
 // Whichever limit trips answers 429 with Retry-After and details.retryAfter.
 func (s *Server) guard(r route, scope string, h handler) fasthttp.RequestHandler {
@@ -44,7 +68,21 @@ func (s *Server) guard(r route, scope string, h handler) fasthttp.RequestHandler
 				return
 			}
 		}
-		token, ok := bearer(ctx.Request.Header.Peek("Authorization"))
+		auth := ctx.Request.Header.Peek("Authorization")
+		if len(auth) == 0 {
+			if f := s.sessions.Load(); f != nil {
+				sess, ok, aerr := (*f)(ctx)
+				if aerr != nil {
+					writeError(ctx, aerr)
+					return
+				}
+				if ok {
+					s.serveSession(ctx, r, sess, h)
+					return
+				}
+			}
+		}
+		token, ok := bearer(auth)
 		if !ok {
 			writeError(ctx, &APIError{Code: CodeUnauthorized, Message: "missing bearer token: send Authorization: Bearer <API key>"})
 			return
@@ -80,6 +118,27 @@ func (s *Server) guard(r route, scope string, h handler) fasthttp.RequestHandler
 		}
 		h(ctx, &caller{key: key, account: key.Account, plan: plan})
 	}
+}
+
+// serveSession runs h for a browser session: steps 3 and 4 of guard.
+func (s *Server) serveSession(ctx *fasthttp.RequestCtx, r route, sess Session, h handler) {
+	acct, err := s.db.GetAccount(sess.Account)
+	if errors.Is(err, storage.ErrNotFound) {
+		writeError(ctx, &APIError{Code: CodeForbidden, Message: "the session's account is gone"})
+		return
+	}
+	if err != nil {
+		s.internal(ctx, "get account", err)
+		return
+	}
+	plan := string(acct.Plan)
+	if lims, ok := Plans[plan]; ok {
+		if ok, wait := s.keyLimits.allow(sess.LimitKey, r, lims[r]); !ok {
+			rateLimited(ctx, wait)
+			return
+		}
+	}
+	h(ctx, &caller{account: acct.ID, plan: plan})
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" header.

@@ -104,6 +104,8 @@ type Server struct {
 	router    *router.Router
 	// ipConf is the per-IP limits in force; SetIPLimits swaps it on reload.
 	ipConf atomic.Pointer[ipLimitConf]
+	// sessions authenticates browser sessions; nil: API keys only.
+	sessions atomic.Pointer[SessionAuth]
 
 	lnMu sync.Mutex
 	lns  []*conns.Listener

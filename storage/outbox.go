@@ -200,8 +200,9 @@ func (db *DB) DeadLetters(account string, limit int) ([]Event, error) {
 }
 
 // Redrive moves a dead event back into the outbox, due now, its attempts
-// reset (the dashboard's retry).
-func (db *DB) Redrive(id string) (Event, error) {
+// reset (the dashboard's retry). With account not empty, another
+// account's event is ErrNotFound.
+func (db *DB) Redrive(account, id string) (Event, error) {
 	if err := db.check(); err != nil {
 		return Event{}, err
 	}
@@ -214,6 +215,9 @@ func (db *DB) Redrive(id string) (Event, error) {
 	var ev Event
 	if err := json.Unmarshal(v, &ev); err != nil {
 		return Event{}, fmt.Errorf("%w: dead letter %s: %v", errCorrupt, id, err)
+	}
+	if account != "" && ev.Account != account {
+		return Event{}, fmt.Errorf("dead letter %s: %w", id, ErrNotFound)
 	}
 	ev.Attempts, ev.DeadAt = 0, time.Time{}
 	ev.NextAttempt = db.now().Truncate(time.Millisecond)

@@ -35,9 +35,10 @@ func (db *DB) OutboxEvents(account string, limit int) ([]Event, error) {
 // ResendEvent makes the event with that id due now: a dead letter goes
 // back into the outbox with its attempts reset (as Redrive); an event
 // waiting in the outbox keeps its attempts and is moved to now. ErrNotFound
-// when neither holds it (it was delivered).
-func (db *DB) ResendEvent(id string) (Event, error) {
-	ev, err := db.Redrive(id)
+// when neither holds it (it was delivered), or when account is not empty
+// and the event is another account's.
+func (db *DB) ResendEvent(account, id string) (Event, error) {
+	ev, err := db.Redrive(account, id)
 	if err == nil || !errors.Is(err, ErrNotFound) {
 		return ev, err
 	}
@@ -55,6 +56,9 @@ func (db *DB) ResendEvent(id string) (Event, error) {
 		}
 		if e.ID != id {
 			return true, nil
+		}
+		if account != "" && e.Account != account {
+			return false, nil
 		}
 		found, from = &e, append([]byte(nil), k...)
 		return false, nil

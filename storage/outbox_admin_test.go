@@ -32,7 +32,10 @@ func TestOutboxEventsAndResend(t *testing.T) {
 	if due, _ := db.DueEvents(0); len(due) != 1 || due[0].ID != e3.ID {
 		t.Fatalf("due before resend: %+v", due)
 	}
-	re, err := db.ResendEvent(r1.ID)
+	// Another account cannot resend it.
+	_, err = db.ResendEvent(b, r1.ID)
+	wantErr(t, err, ErrNotFound)
+	re, err := db.ResendEvent(a, r1.ID)
 	if err != nil || re.Attempts != 1 || !re.NextAttempt.Equal(t0) {
 		t.Fatalf("ResendEvent (outbox): %+v, %v", re, err)
 	}
@@ -45,7 +48,9 @@ func TestOutboxEventsAndResend(t *testing.T) {
 
 	// A dead letter comes back with its attempts reset.
 	dead, _ := db.DeadLetter(e2, 0, "refused")
-	back, err := db.ResendEvent(dead.ID)
+	_, err = db.ResendEvent(a, dead.ID)
+	wantErr(t, err, ErrNotFound)
+	back, err := db.ResendEvent(b, dead.ID)
 	if err != nil || back.Attempts != 0 || !back.DeadAt.IsZero() {
 		t.Fatalf("ResendEvent (dead letter): %+v, %v", back, err)
 	}
@@ -57,6 +62,6 @@ func TestOutboxEventsAndResend(t *testing.T) {
 	if err := db.MarkDelivered(e3); err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.ResendEvent(e3.ID)
+	_, err = db.ResendEvent("", e3.ID)
 	wantErr(t, err, ErrNotFound)
 }

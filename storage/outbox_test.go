@@ -65,7 +65,7 @@ func TestOutbox(t *testing.T) {
 	if other, _ := db.DeadLetters("acct_other", 0); len(other) != 0 {
 		t.Errorf("another account's dead letters: %+v", other)
 	}
-	back, err := db.Redrive(e1.ID)
+	back, err := db.Redrive("", e1.ID)
 	if err != nil || back.Attempts != 0 || !back.DeadAt.IsZero() {
 		t.Fatalf("Redrive: %+v, %v", back, err)
 	}

@@ -203,7 +203,16 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		return fmt.Errorf("cannot start the account surface: %w", err)
 	}
 	defer acct.Close()
-	acct.Register(api.Router())
+	// The admin socket and the dashboard share their handlers: a change
+	// made in the browser runs the same code as one made with verifyctl.
+	egressActions := a.egressActions(log)
+	adm := admin.New(admin.Options{DB: a.db, Keys: a.keys, Logger: log, HashPassword: acct.HashPassword,
+		InviteLifetime: au.InviteLifetime, Extra: func(r *router.Router) {
+			a.opsRoutes(cfg.DataDir, egressActions)(r)
+			batch.AdminRoutes(r)
+		}})
+	acct.Register(api.Router(), web.Actions{Admin: adm.Handlers(), Hooks: batch.HookHandlers(),
+		Egress: egressActions, Jobs: batch.AccountJobs})
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on http.listen: %w", err)
@@ -215,11 +224,6 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	// addresses taken out of rotation) become reputation.warning webhooks
 	// of the running jobs.
 	a.egressEvents.Store(batch)
-	adm := admin.New(admin.Options{DB: a.db, Keys: a.keys, Logger: log, HashPassword: acct.HashPassword,
-		InviteLifetime: au.InviteLifetime, Extra: func(r *router.Router) {
-			a.opsRoutes(cfg.DataDir)(r)
-			batch.AdminRoutes(r)
-		}})
 	if err := adm.Listen(cfg.Admin.Socket); err != nil {
 		return fmt.Errorf("cannot listen on admin.socket: %w", err)
 	}

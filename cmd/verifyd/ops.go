@@ -4,21 +4,30 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"github.com/verifyd/verifyd/egress"
 	"github.com/verifyd/verifyd/server/admin"
 	"github.com/verifyd/verifyd/server/admin/adminapi"
+	"github.com/verifyd/verifyd/server/web"
 )
 
 // opsRoutes adds the operations routes to the admin API:
 //
 //	POST /v1/backup {"dir": "/abs/path"}  a consistent copy of the data dir
 //	GET  /v1/egress                       the egress pool's health snapshot
-func (a *app) opsRoutes(dataDir string) func(r *router.Router) {
+//	POST /v1/egress/{addr}/drain          take an address out of rotation
+//	POST /v1/egress/{addr}/enable         put it back
+//
+// The egress routes are also the dashboard's operator view (egressActions).
+func (a *app) opsRoutes(dataDir string, eg web.EgressActions) func(r *router.Router) {
 	return func(r *router.Router) {
 		r.POST("/v1/backup", admin.JSON(func(ctx *fasthttp.RequestCtx) (any, error) {
 			var req struct {
@@ -35,9 +44,57 @@ func (a *app) opsRoutes(dataDir string) func(r *router.Router) {
 			}
 			return map[string]string{"dir": req.Dir}, nil
 		}))
-		r.GET("/v1/egress", admin.JSON(func(ctx *fasthttp.RequestCtx) (any, error) {
-			return a.egress.Snapshot(), nil
-		}))
+		r.GET("/v1/egress", admin.JSON(eg.List))
+		r.POST("/v1/egress/{addr}/drain", admin.JSON(eg.Drain))
+		r.POST("/v1/egress/{addr}/enable", admin.JSON(eg.Enable))
+	}
+}
+
+// drainReason is the reason an operator's drain gives the pool.
+const drainReason = "drained by an operator"
+
+// egressActions are the egress pool's operator actions, for the admin
+// socket and the dashboard's operator view alike. Drain takes the address
+// out of rotation (sessions in flight finish; the flag survives a
+// restart); enable puts it back, whoever took it out (a self-check that
+// still fails takes it out again at its next run).
+func (a *app) egressActions(log *slog.Logger) web.EgressActions {
+	addrOf := func(ctx *fasthttp.RequestCtx) (netip.Addr, error) {
+		s, _ := ctx.UserValue("addr").(string)
+		ip, err := netip.ParseAddr(s)
+		if err != nil {
+			return netip.Addr{}, &adminapi.Error{Code: adminapi.CodeBadRequest, Message: "invalid request: not an IP address: " + strconv.Quote(s),
+				Details: map[string]any{"issues": []adminapi.Issue{{Path: "addr", Message: "must be an IP address of the pool"}}}}
+		}
+		return ip, nil
+	}
+	status := func(ip netip.Addr) (any, error) {
+		for _, s := range a.egress.Snapshot() {
+			if s.Addr == ip.Unmap() {
+				return s, nil
+			}
+		}
+		return nil, &adminapi.Error{Code: adminapi.CodeNotFound, Message: "no egress address " + ip.String() + " in the pool"}
+	}
+	change := func(do func(netip.Addr) error, what string) admin.HandlerFunc {
+		return func(ctx *fasthttp.RequestCtx) (any, error) {
+			ip, err := addrOf(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := do(ip); errors.Is(err, egress.ErrUnknownAddress) {
+				return nil, &adminapi.Error{Code: adminapi.CodeNotFound, Message: "no egress address " + ip.String() + " in the pool"}
+			} else if err != nil {
+				return nil, err
+			}
+			log.Info("egress address "+what, append([]any{"addr", ip}, admin.PeerAttrs(ctx)...)...)
+			return status(ip)
+		}
+	}
+	return web.EgressActions{
+		List:   func(*fasthttp.RequestCtx) (any, error) { return a.egress.Snapshot(), nil },
+		Drain:  change(func(ip netip.Addr) error { return a.egress.Disable(ip, drainReason) }, "drained"),
+		Enable: change(a.egress.Enable, "enabled"),
 	}
 }
 

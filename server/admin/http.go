@@ -216,3 +216,7 @@ func checkText(s string) bool {
 	}
 	return true
 }
+
+// ErrorOf is the envelope WriteError would answer err with; an INTERNAL
+// one carries err's text, which only the admin socket may show.
+func ErrorOf(err error) *adminapi.Error { return apiError(err) }

@@ -30,8 +30,15 @@ func (l peerListener) Accept() (net.Conn, error) {
 	return &peerConn{Conn: c, peer: peerCred(c)}, nil
 }
 
+// PeerAttrs are the log attributes naming who made the request: the
+// dashboard's user (WithActor) or the socket's peer.
+func PeerAttrs(ctx *fasthttp.RequestCtx) []any { return peerAttrs(ctx) }
+
 // peerAttrs are the log attributes naming the request's peer.
 func peerAttrs(ctx *fasthttp.RequestCtx) []any {
+	if u := actor(ctx); u != "" {
+		return []any{"user", u, "via", "dashboard"}
+	}
 	pc, ok := ctx.Conn().(*peerConn)
 	if !ok || !pc.peer.known {
 		return []any{"peer", "unknown"}

@@ -117,7 +117,11 @@ func (s *Server) createInvite(ctx *fasthttp.RequestCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, iv, err := s.db.CreateInvite(a.ID, role, req.Email, storage.OperatorInviter, s.opts.InviteLifetime)
+	by := storage.OperatorInviter
+	if u := actor(ctx); u != "" {
+		by = u
+	}
+	token, iv, err := s.db.CreateInvite(a.ID, role, req.Email, by, s.opts.InviteLifetime)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,19 @@ func (s *Service) AdminRoutes(r *router.Router) {
 	r.POST("/v1/webhooks/test", admin.JSON(s.adminTest))
 }
 
+// HookHandlers are the webhook routes the dashboard also serves to an
+// account's owners (package web), over the same code as the admin socket:
+// it sets ?account= to the session's account.
+type HookHandlers struct {
+	Outbox, DeadLetters, Attempts, Resend, Test admin.HandlerFunc
+}
+
+// HookHandlers returns the webhook routes the dashboard shares.
+func (s *Service) HookHandlers() HookHandlers {
+	return HookHandlers{Outbox: s.adminOutbox, DeadLetters: s.adminDeadLetters, Attempts: s.adminAttempts,
+		Resend: s.adminResend, Test: s.adminTest}
+}
+
 // listArgs reads ?account= (which must exist) and ?limit= (1 to
 // 10,000, default 100).
 func (s *Service) listArgs(ctx *fasthttp.RequestCtx) (account string, limit int, err error) {
@@ -98,7 +111,8 @@ func (s *Service) adminAttempts(ctx *fasthttp.RequestCtx) (any, error) {
 
 func (s *Service) adminResend(ctx *fasthttp.RequestCtx) (any, error) {
 	id, _ := ctx.UserValue("id").(string)
-	ev, err := s.db.ResendEvent(id)
+	// ?account= (the dashboard's) limits it to that account's events.
+	ev, err := s.db.ResendEvent(string(ctx.QueryArgs().Peek("account")), id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, &adminapi.Error{Code: adminapi.CodeNotFound,
 			Message: "no event " + strconv.Quote(id) + " in the outbox or the dead-letter queue (delivered events are not kept)"}

@@ -348,3 +348,19 @@ func (g *downloadGate) acquire(account string) (release func(), ok bool) {
 		})
 	}, true
 }
+
+// AccountJobs is the dashboard's list of an account's jobs, newest first:
+// {"jobs": [spec §2.8 jobs]}.
+func (s *Service) AccountJobs(account string, limit int) (any, error) {
+	js, err := s.db.ListAccountJobs(account, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := struct {
+		Jobs []jobJSON `json:"jobs"`
+	}{Jobs: make([]jobJSON, 0, len(js))}
+	for _, j := range js {
+		out.Jobs = append(out.Jobs, jobView(j))
+	}
+	return out, nil
+}

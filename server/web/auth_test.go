@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/verifyd/verifyd/server"
+	"github.com/verifyd/verifyd/server/admin"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -59,7 +60,9 @@ func startEnv(t *testing.T, mod func(*Options)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
-	w.Register(api.Router())
+	adm := admin.New(admin.Options{DB: db, Logger: quiet, HashPassword: w.HashPassword})
+	w.Register(api.Router(), Actions{Admin: adm.Handlers(),
+		Jobs: func(string, int) (any, error) { return map[string][]any{"jobs": {}}, nil }})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

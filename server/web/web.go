@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
 	"github.com/verifyd/verifyd/server"
@@ -62,6 +61,7 @@ type Web struct {
 	limits   *server.Limiter
 	failures *throttle
 	csrfKey  []byte
+	site     *site
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -113,7 +113,12 @@ func New(opts Options) (*Web, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the CSRF key: %w", err)
 	}
+	site, err := loadSite()
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the dashboard's pages: %w", err)
+	}
 	w := &Web{
+		site: site,
 		opts: opts, db: opts.DB, api: opts.API, log: opts.Logger.With("pkg", "web"), hash: h,
 		limits:   server.NewLimiter(opts.Now),
 		failures: newThrottle(opts.Now, 5, 15*time.Minute),
@@ -158,16 +163,6 @@ func (w *Web) Close() {
 // worded for the person who chose it (verifyctl users add).
 func (w *Web) HashPassword(pw string) (string, error) {
 	return w.hash.hashNew(bgCtx, pw)
-}
-
-// Register adds the routes of /auth/*.
-func (w *Web) Register(r *router.Router) {
-	r.POST("/auth/register", w.browserWrite(w.register))
-	r.POST("/auth/login", w.browserWrite(w.login))
-	r.POST("/auth/logout", w.browserWrite(w.logout))
-	r.POST("/auth/link", w.browserWrite(w.link))
-	r.POST("/auth/password", w.browserWrite(w.password))
-	r.GET("/auth/session", w.session)
 }
 
 // --- answers
@@ -270,6 +265,13 @@ func (w *Web) crossSite(ctx *fasthttp.RequestCtx) string {
 	if mt, _, _ := strings.Cut(ct, ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
 		return "the body must be application/json"
 	}
+	return w.crossSiteOrigin(ctx)
+}
+
+// crossSiteOrigin is crossSite without the body's type: for the /v1
+// routes, whose writes from a session must carry X-CSRF-Token, a header no
+// cross-site form can send.
+func (w *Web) crossSiteOrigin(ctx *fasthttp.RequestCtx) string {
 	if site := string(ctx.Request.Header.Peek("Sec-Fetch-Site")); site != "" && site != "same-origin" && site != "none" {
 		return "Sec-Fetch-Site is " + site
 	}

@@ -1,0 +1,472 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/verifyd/verifyd/server/admin/adminapi"
+)
+
+// xssAddress is a valid address (a quoted local part, RFC 5321 §4.1.2)
+// that runs script wherever a page writes it as HTML.
+const xssAddress = `"<img src=x onerror=alert(1)>"@x.test`
+
+// chromium finds the browser: $CHROMIUM, else chromium on $PATH. Without
+// one the test is skipped, unless VERIFYD_BROWSER_TESTS=require (make
+// test, which installs Debian's chromium when missing) makes it fail.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("VERIFYD_BROWSER_TESTS") == "require" {
+		t.Fatal("no chromium: make test installs Debian's chromium when missing (make browser)")
+	}
+	t.Skip("no chromium on PATH (make browser installs it)")
+	return ""
+}
+
+// tab is a headless Chromium tab driven by chromedp. Every JavaScript
+// dialog the page opens is recorded and accepted: an alert() is what an
+// injected script would call.
+type tab struct {
+	t       *testing.T
+	ctx     context.Context
+	base    string
+	shots   string // where screenshots go
+	mu      sync.Mutex
+	dialogs []string
+}
+
+func newTab(t *testing.T, base string) *tab {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox, // root in CI containers
+		chromedp.WindowSize(1280, 900),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("lang", "en-US"),
+	)
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	tb := &tab{t: t, ctx: ctx, base: base, shots: os.Getenv("VERIFYD_SCREENSHOTS")}
+	if tb.shots == "" {
+		tb.shots = t.TempDir()
+	}
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("cannot start chromium: %v", err)
+	}
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for e, err := range dialogs {
+			if err != nil {
+				return
+			}
+			tb.mu.Lock()
+			tb.dialogs = append(tb.dialogs, string(e.Type)+": "+e.Message)
+			tb.mu.Unlock()
+			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+	return tb
+}
+
+// do runs actions, failing the test on error.
+func (tb *tab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 90*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		tb.t.Fatalf("%s: %v (at %s)", what, err, tb.url())
+	}
+}
+
+func (tb *tab) url() string {
+	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+	defer cancel()
+	u, _ := chromedp.Run(ctx, chromedp.Location())
+	return u
+}
+
+// open navigates to path and waits for its body.
+func (tb *tab) open(path string) {
+	tb.t.Helper()
+	tb.do("open "+path, chromedp.Navigate(tb.base+path), chromedp.WaitReady(chromedp.CSS("body")))
+}
+
+// eval evaluates a JavaScript expression.
+func eval[T any](tb *tab, expr string) T {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		tb.t.Fatalf("eval %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitJS polls expr until it is true, for up to within.
+func (tb *tab) waitJS(what, expr string, within time.Duration) {
+	tb.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			body := eval[string](tb, "(document.querySelector('main') ? document.querySelector('main').innerText : document.body.innerText) + '\\n[toast] ' + ((document.querySelector('#toast') || {}).textContent || '')")
+			tb.t.Fatalf("%s: not within %v (%s, %v); the page says:\n%s", what, within, tb.url(), err, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (tb *tab) text(sel string) string {
+	tb.t.Helper()
+	return eval[string](tb, fmt.Sprintf("(document.querySelector(%q) || {textContent: ''}).textContent", sel))
+}
+
+// fill sets an input's value by typing it.
+func (tb *tab) fill(sel, value string) {
+	tb.t.Helper()
+	tb.do("fill "+sel, chromedp.WaitVisible(chromedp.CSS(sel)),
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf("document.querySelector(%q).value = ''", sel)),
+		chromedp.SendKeys(chromedp.CSS(sel), value))
+}
+
+// choose picks an option of a select, as a user would.
+func (tb *tab) choose(sel, value string) {
+	tb.t.Helper()
+	tb.do("choose "+sel, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+		"(s => { s.value = %q; s.dispatchEvent(new Event('change')) })(document.querySelector(%q))", value, sel)))
+}
+
+func (tb *tab) click(sel string) {
+	tb.t.Helper()
+	tb.do("click "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+}
+
+// shot saves a full-page screenshot as name.png.
+func (tb *tab) shot(name string) {
+	tb.t.Helper()
+	time.Sleep(300 * time.Millisecond) // let the last paint land
+	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
+	defer cancel()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tb.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(tb.shots, name+".png"), buf, 0o644); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
+// inert checks the page ran nothing an address carried: no dialog and
+// no <img> or onerror attribute made from data.
+func (tb *tab) inert(where string) {
+	tb.t.Helper()
+	imgs := eval[int](tb, `document.querySelectorAll("main img, [onerror]").length`)
+	tb.mu.Lock()
+	d := append([]string(nil), tb.dialogs...)
+	tb.mu.Unlock()
+	var alerts []string
+	for _, s := range d {
+		if strings.HasPrefix(s, "alert") {
+			alerts = append(alerts, s)
+		}
+	}
+	if imgs != 0 || len(alerts) != 0 {
+		tb.t.Fatalf("%s: the XSS address ran: %d <img>/onerror elements, dialogs %q", where, imgs, alerts)
+	}
+}
+
+// cookie is the session cookie, checked for HttpOnly and SameSite=Strict.
+func (tb *tab) cookie() string {
+	tb.t.Helper()
+	res, err := chromedp.Call(tb.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{tb.base}})
+	if err != nil {
+		tb.t.Fatal(err)
+	}
+	for _, c := range res.Cookies {
+		if c.Name == "verifyd_session" {
+			if !c.HTTPOnly || c.SameSite != network.CookieSameSiteStrict {
+				tb.t.Fatalf("session cookie %+v: want HttpOnly and SameSite=Strict", c)
+			}
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// TestDashboardEndToEnd drives the dashboard in headless Chromium as a
+// new customer would: register with an invitation, sign in, mint a key
+// and use it, revoke it, validate the XSS address and verify its receipt
+// in the browser, upload a 1,000-address batch and watch it to 100 %,
+// download its CSV, find a failed webhook in the dead-letter queue,
+// re-send it and fire a test event, use the operator view, and sign out.
+// It saves a screenshot of every page (VERIFYD_SCREENSHOTS=dir keeps them:
+// make screenshots).
+func TestDashboardEndToEnd(t *testing.T) {
+	run := batchWorld(t, 0)
+	dir := t.TempDir()
+	in := startIn(t, dir, batchConfig(run, `retry_schedule = ["200ms"]
+give_up_after = "1s"
+`, "")+`
+[auth]
+registration = "invite"
+argon2_memory_kib = 1024
+argon2_iterations = 1
+`)
+	ctx := context.Background()
+	ac := adminClient(t, in)
+	acct := demoAccount(t, ac)
+	add := int64(5000)
+	if _, err := ac.AdjustCredits(ctx, acct.ID, adminapi.AdjustCredits{Add: &add, Note: "browser test"}); err != nil {
+		t.Fatal(err)
+	}
+	iv, err := ac.CreateInvite(ctx, acct.ID, adminapi.CreateInvite{Role: "owner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := newTab(t, in.base)
+	const email, pw = "ann@example.test", "correct horse battery staple"
+
+	// --- register with the invitation (invite mode)
+	tb.open("/register?invitation=" + iv.Token)
+	tb.waitJS("invitation filled in", `document.querySelector("#invitation").value.startsWith("inv_")`, 10*time.Second)
+	tb.fill("#email", email)
+	tb.fill("#password", pw)
+	tb.shot("register")
+	tb.click(`#register-form button[type=submit]`)
+	tb.waitJS("the overview after registering", `location.pathname === "/dashboard" && document.querySelector("#balance").textContent !== "…"`, 20*time.Second)
+
+	// --- sign out, sign in
+	tb.click("#logout")
+	tb.waitJS("the login page", `location.pathname === "/login"`, 10*time.Second)
+	tb.fill("#email", email)
+	tb.fill("#password", "wrong password, surely")
+	tb.click(`#login-form button[type=submit]`)
+	tb.waitJS("a wrong password refused", `document.querySelector("#login-form .error").textContent.includes("wrong email or password")`, 10*time.Second)
+	tb.fill("#password", pw)
+	tb.shot("login")
+	tb.click(`#login-form button[type=submit]`)
+	tb.waitJS("the overview after signing in", `location.pathname === "/dashboard" && document.querySelector("#balance").textContent === "6,000"`, 20*time.Second)
+
+	// --- mint a key, use it, revoke it
+	tb.open("/dashboard/keys")
+	tb.fill("#label", "signup form")
+	tb.click(`#mint-form button[type=submit]`)
+	tb.waitJS("the minted key", `document.querySelector("#minted-key").value.startsWith("svc_live_")`, 10*time.Second)
+	key := eval[string](tb, `document.querySelector("#minted-key").value`)
+	c := &client{t: t, base: in.base}
+	if r := c.do("POST", "/v1/validate", key, `{"email":"ann@shop.test"}`); r.status != 200 || r.json(t)["status"] != "valid" {
+		t.Fatalf("validate with the minted key: %d %s", r.status, r.body)
+	}
+	prefix := strings.SplitN(strings.TrimPrefix(key, "svc_live_"), "_", 2)[0]
+	tb.open("/dashboard/keys")
+	tb.waitJS("the key's last use", fmt.Sprintf(`[...document.querySelectorAll("#keys tr")].some(tr => tr.textContent.includes(%q) && /\d{4}-\d\d-\d\d \d\d:\d\dZ.*\d{4}-\d\d-\d\d \d\d:\d\dZ/.test(tr.textContent))`, prefix), 10*time.Second)
+	tb.shot("keys")
+	tb.click(fmt.Sprintf(`button[aria-label="Revoke key %s"]`, prefix))
+	tb.waitJS("the key revoked", fmt.Sprintf(`[...document.querySelectorAll("#keys tr")].some(tr => tr.textContent.includes(%q) && tr.textContent.includes("revoked"))`, prefix), 10*time.Second)
+	if r := c.do("POST", "/v1/validate", key, `{"email":"ann@shop.test"}`); r.status != 401 {
+		t.Fatalf("validate with the revoked key: %d %s", r.status, r.body)
+	}
+
+	// --- validate the XSS address; the receipt verifies in the browser
+	tb.open("/dashboard/validate")
+	tb.fill("#email", xssAddress)
+	tb.click(`#validate-form button[type=submit]`)
+	tb.waitJS("the receipt's signature verified", `document.querySelector("#r-sig").classList.contains("ok")`, 30*time.Second)
+	if got := tb.text("#r-email"); got != xssAddress {
+		t.Fatalf("the receipt shows %q, want the address as text", got)
+	}
+	tb.inert("validate")
+	tb.fill("#email", "ann@shop.test")
+	tb.click(`#validate-form button[type=submit]`)
+	tb.waitJS("the second receipt", `document.querySelector("#r-email").textContent === "ann@shop.test" && document.querySelector("#r-sig").classList.contains("ok")`, 30*time.Second)
+	tb.shot("validate")
+
+	// --- a 1,000-address batch from a CSV file, with a failing webhook
+	hook := newHookReceiver(t, 500)
+	var csvFile strings.Builder
+	csvFile.WriteString("name,email\n")
+	csvFile.WriteString(`"Mallory","""<img src=x onerror=alert(1)>""@x.test"` + "\n")
+	csvFile.WriteString("Ann,ann@shop.test\nAnn again,ANN@shop.test\n")
+	for i := 0; len(strings.Split(strings.TrimSpace(csvFile.String()), "\n")) < 1002; i++ {
+		fmt.Fprintf(&csvFile, "User %d,user%d@shop.test\n", i, i)
+	}
+	upload := filepath.Join(t.TempDir(), "list.csv")
+	if err := os.WriteFile(upload, []byte(csvFile.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tb.open("/dashboard/batch")
+	tb.do("upload", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{upload}))
+	tb.waitJS("the unique count", `document.querySelector("#count").textContent.includes("1,000 unique addresses from 1,001 rows, 1 duplicate")`, 10*time.Second)
+	tb.waitJS("the credits", `document.querySelector("#count").textContent.includes("Credits needed: 1,000") && document.querySelector("#count").textContent.includes("balance")`, 10*time.Second)
+	column := eval[string](tb, `document.querySelector("#column").selectedOptions[0].textContent`)
+	if !strings.HasPrefix(column, "email") {
+		t.Fatalf("column chosen: %q, want the email column", column)
+	}
+	tb.fill("#listName", "November signups")
+	tb.fill("#webhookUrl", hook.URL+"/hook")
+	tb.shot("batch-upload")
+	tb.click("#submit-batch")
+	tb.waitJS("the progress bar at 100 %", `document.querySelector("#progress-text").textContent.includes("1,000 / 1,000 (100 %)") && document.querySelector("#progress").value === 1000`, 120*time.Second)
+	tb.waitJS("the summary and the download link", `!document.querySelector("#download-row").hidden && document.querySelectorAll("#summary tr").length > 1`, 30*time.Second)
+	tb.shot("batch-done")
+	tb.inert("batch")
+
+	// --- download the CSV with the browser
+	downloads := t.TempDir()
+	if _, err := chromedp.CallBrowser(tb.ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
+		t.Fatal(err)
+	}
+	tb.click("#download")
+	var rows [][]string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		files, _ := filepath.Glob(filepath.Join(downloads, "*.csv"))
+		if len(files) == 1 {
+			if f, err := os.Open(files[0]); err == nil {
+				rows, err = csv.NewReader(f).ReadAll()
+				f.Close()
+				if err == nil && len(rows) == 1001 {
+					break
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no complete CSV downloaded: %v, %d rows", files, len(rows))
+		}
+	}
+	if rows[0][0] != "email" || rows[0][1] != "status" {
+		t.Fatalf("CSV header %q", rows[0])
+	}
+	found := false
+	for _, r := range rows[1:] {
+		found = found || r[0] == strings.ToLower(xssAddress)
+	}
+	if !found {
+		t.Fatalf("the CSV lacks the XSS address")
+	}
+
+	// --- history: the address as text, cursor paging, the kind filter
+	tb.open("/dashboard/history")
+	tb.waitJS("history rows", `document.querySelectorAll("#history tbody tr").length === 50`, 10*time.Second)
+	tb.choose("#kind", "single")
+	tb.waitJS("single rows", `document.querySelectorAll("#history tbody tr").length === 3 && [...document.querySelectorAll("#history .addr")].some(e => e.textContent === `+jsString(xssAddress)+`)`, 10*time.Second)
+	tb.inert("history")
+	tb.shot("history")
+	tb.choose("#kind", "all")
+	tb.waitJS("page 1", `document.querySelectorAll("#history tbody tr").length === 50 && !document.querySelector("#older").disabled`, 10*time.Second)
+	first := eval[string](tb, `document.querySelector("#history tbody tr").textContent`)
+	tb.click("#older")
+	tb.waitJS("page 2", `!document.querySelector("#newer").disabled && document.querySelector("#history tbody tr").textContent !== `+jsString(first), 10*time.Second)
+
+	// --- webhooks: the dead letter, re-send, a test event
+	tb.open("/dashboard/webhooks")
+	tb.waitJS("the dead letter", `document.querySelectorAll("#dead tbody tr").length === 1`, 60*time.Second)
+	tb.click("#reveal")
+	tb.waitJS("the secret revealed", `document.querySelector("#secret").value.startsWith("whsec_")`, 10*time.Second)
+	tb.shot("webhooks")
+	hook.mu.Lock()
+	hook.status = 200
+	hook.mu.Unlock()
+	before := len(hook.requests())
+	tb.click(`#dead button`)
+	tb.waitJS("the dead letter re-sent and delivered", `document.querySelectorAll("#dead tbody tr").length === 0`, 30*time.Second)
+	waitFor(t, func() bool { return len(hook.requests()) > before })
+	tb.click("#test-event")
+	tb.waitJS("the test event delivered", `document.querySelector("#test-result").textContent.startsWith("Delivered")`, 30*time.Second)
+	last := hook.requests()[len(hook.requests())-1]
+	if last.header.Get("X-SVC-Test") != "true" || !strings.Contains(string(last.body), `"batch.completed"`) {
+		t.Fatalf("test event: %v %s", last.header, last.body)
+	}
+	tb.waitJS("the attempts listed", `[...document.querySelectorAll("#attempts tbody tr")].some(tr => tr.textContent.includes("test"))`, 10*time.Second)
+
+	// --- team
+	tb.open("/dashboard/team")
+	tb.waitJS("the members", `document.querySelector("#members").textContent.includes("ann@example.test (you)")`, 10*time.Second)
+	tb.choose("#invite-role", "member")
+	tb.fill("#invite-email", "bob@example.test")
+	tb.click(`#invite-form button[type=submit]`)
+	tb.waitJS("the invitation", `document.querySelector("#invite-link").value.includes("/register?invitation=inv_") && document.querySelectorAll("#invites tbody tr").length === 1`, 10*time.Second)
+	tb.shot("team")
+
+	// --- the operator view, once verifyctl made the user an operator
+	us, err := ac.Users(ctx)
+	if err != nil || len(us) != 1 {
+		t.Fatalf("users: %v %v", us, err)
+	}
+	if _, err := ac.SetOperator(ctx, us[0].ID, true); err != nil {
+		t.Fatal(err)
+	}
+	tb.open("/dashboard/operator")
+	tb.waitJS("the egress pool", `document.querySelectorAll("#egress tbody tr").length === 2 && document.querySelectorAll("#accounts tbody tr").length === 1`, 10*time.Second)
+	tb.click(`button[aria-label="Drain 127.0.0.2"]`)
+	tb.waitJS("127.0.0.2 drained", `[...document.querySelectorAll("#egress tbody tr")].some(tr => tr.textContent.includes("127.0.0.2") && tr.textContent.includes("disabled: drained by an operator"))`, 10*time.Second)
+	tb.shot("operator")
+	tb.click(`button[aria-label="Enable 127.0.0.2"]`)
+	tb.waitJS("127.0.0.2 enabled", `[...document.querySelectorAll("#egress tbody tr")].some(tr => tr.textContent.includes("127.0.0.2") && tr.textContent.includes("in rotation"))`, 10*time.Second)
+
+	// --- the overview, with the day's validations in the chart
+	tb.open("/dashboard")
+	tb.waitJS("the chart", `document.querySelectorAll("#chart svg rect.v-invalid").length >= 1 && document.querySelector("#total30").textContent === "1,003"`, 10*time.Second)
+	tb.waitJS("the job listed", `document.querySelector("#jobs").textContent.includes("1,000 / 1,000")`, 10*time.Second)
+	tb.shot("overview")
+	tb.open("/dashboard/settings")
+	tb.shot("settings")
+
+	// --- sign out: the old session token is refused everywhere
+	old := tb.cookie()
+	if old == "" {
+		t.Fatal("no session cookie")
+	}
+	tb.click("#logout")
+	tb.waitJS("signed out", `location.pathname === "/login"`, 10*time.Second)
+	if st, _, _ := authCall(t, in.base, "GET", "/auth/session", "", old, ""); st != 401 {
+		t.Fatalf("the session after logout: %d", st)
+	}
+	req, _ := http.NewRequest("GET", in.base+"/v1/balance", nil)
+	req.Header.Set("Cookie", "verifyd_session="+old)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("GET /v1/balance with the ended session: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	tb.open("/dashboard")
+	tb.waitJS("sent to login", `location.pathname === "/login"`, 10*time.Second)
+	tb.inert("login")
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,258 @@
+package web
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"mime"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+// The dashboard's pages are html/template files (every value escaped for
+// its context) that draw the frame; assets/app.js fills them in from the
+// JSON routes, building the DOM with textContent, never HTML from data.
+// Every asset is embedded: the appliance fetches nothing at run time.
+
+//go:embed pages/*.html
+var pageFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// csp allows this origin's scripts and styles only: no inline script, no
+// inline style attribute, no framing (frame-ancestors), no <base>, forms
+// only to this origin. Style properties set from script (CSSOM) are not
+// inline styles and stay allowed.
+const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// securityHeaders are set on every page and asset.
+func securityHeaders(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Response.Header
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
+}
+
+// asset is an embedded file served under a name holding its content's
+// hash, so it can be cached for good.
+type asset struct {
+	body  []byte
+	ctype string
+}
+
+// pageDef is one page: its template file, its title, whether it needs a
+// session, and the role it needs.
+type pageDef struct {
+	path, file, title, nav string
+	signedIn               bool
+	need                   need
+}
+
+var pageDefs = []pageDef{
+	{path: "/login", file: "login.html", title: "Sign in", need: -1},
+	{path: "/register", file: "register.html", title: "Create your user", need: -1},
+	{path: "/link", file: "link.html", title: "Join an account", signedIn: true, need: -1},
+	{path: "/dashboard", file: "overview.html", title: "Overview", nav: "overview", signedIn: true},
+	{path: "/dashboard/validate", file: "validate.html", title: "Validate", nav: "validate", signedIn: true},
+	{path: "/dashboard/batch", file: "batch.html", title: "Batch", nav: "batch", signedIn: true},
+	{path: "/dashboard/history", file: "history.html", title: "History", nav: "history", signedIn: true},
+	{path: "/dashboard/keys", file: "keys.html", title: "API keys", nav: "keys", signedIn: true, need: needOwner},
+	{path: "/dashboard/webhooks", file: "webhooks.html", title: "Webhooks", nav: "webhooks", signedIn: true, need: needOwner},
+	{path: "/dashboard/team", file: "team.html", title: "Team", nav: "team", signedIn: true},
+	{path: "/dashboard/settings", file: "settings.html", title: "Settings", nav: "settings", signedIn: true, need: -1},
+	{path: "/dashboard/operator", file: "operator.html", title: "Operator", nav: "operator", signedIn: true, need: needOperator},
+}
+
+// navItem is a link of the dashboard's navigation.
+type navItem struct {
+	Href, Label, Key string
+}
+
+// pageData is what a page's template sees.
+type pageData struct {
+	Title, Page  string
+	CSS, JS      string
+	CSRF         string
+	Signed       bool
+	User         UserView
+	Account      string
+	AccountName  string
+	Role         string
+	Owner        bool
+	Operator     bool
+	Nav          []navItem
+	Registration string
+	Next         string
+	Denied       string
+}
+
+// site holds the parsed pages and assets.
+type site struct {
+	pages  map[string]*template.Template
+	assets map[string]asset
+	css    string
+	js     string
+}
+
+func loadSite() (*site, error) {
+	s := &site{pages: map[string]*template.Template{}, assets: map[string]asset{}}
+	err := fs.WalkDir(assetFS, "assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := assetFS.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		ext := path.Ext(p)
+		name := strings.TrimSuffix(path.Base(p), ext) + "." + hex.EncodeToString(sum[:6]) + ext
+		ctype := mime.TypeByExtension(ext)
+		if ext == ".js" {
+			ctype = "text/javascript; charset=utf-8"
+		}
+		s.assets[name] = asset{body: b, ctype: ctype}
+		switch path.Base(p) {
+		case "app.css":
+			s.css = "/assets/" + name
+		case "app.js":
+			s.js = "/assets/" + name
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	base, err := template.ParseFS(pageFS, "pages/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pageDefs {
+		t, err := template.Must(base.Clone()).ParseFS(pageFS, "pages/"+p.file)
+		if err != nil {
+			return nil, err
+		}
+		s.pages[p.path] = t
+	}
+	return s, nil
+}
+
+// registerPages adds the pages and /assets/.
+func (w *Web) registerPages(r *router.Router) {
+	for _, p := range pageDefs {
+		r.GET(p.path, w.page(p))
+	}
+	r.GET("/assets/{name}", w.asset)
+	r.GET("/favicon.ico", func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(fasthttp.StatusNoContent) })
+}
+
+func (w *Web) asset(ctx *fasthttp.RequestCtx) {
+	securityHeaders(ctx)
+	name, _ := ctx.UserValue("name").(string)
+	a, ok := w.site.assets[name]
+	if !ok {
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		return
+	}
+	ctx.Response.Header.SetContentType(a.ctype)
+	ctx.Response.Header.Set("Cache-Control", "public, max-age=31536000, immutable")
+	ctx.SetBody(a.body)
+}
+
+// safeNext is the path to go to after signing in: only a local dashboard
+// or link path, never another site (an open redirect).
+func safeNext(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil ||
+		!(u.Path == "/dashboard" || strings.HasPrefix(u.Path, "/dashboard/") || u.Path == "/link") || strings.Contains(next, "\\") {
+		return "/dashboard"
+	}
+	return u.RequestURI()
+}
+
+// page serves one page. A page that needs a session sends a browser
+// without one to /login, with the way back in ?next=.
+func (w *Web) page(p pageDef) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		securityHeaders(ctx)
+		ctx.Response.Header.Set("Cache-Control", "no-store")
+		d := pageData{Title: p.title, Page: p.nav, CSS: w.site.css, JS: w.site.js, Registration: w.opts.Registration}
+		if d.Page == "" {
+			d.Page = strings.TrimPrefix(p.path, "/")
+		}
+		s, u, ok := w.current(ctx)
+		if ok {
+			d.Signed = true
+			d.CSRF = w.csrfToken(s.ID)
+			d.User = w.userView(u)
+			v := w.sessionView(s, u)
+			d.Account, d.Role = v.Account, v.Role
+			if a, err := w.db.GetAccount(s.Account); err == nil {
+				d.AccountName = a.Name
+			}
+			d.Operator = u.Operator
+			r, _ := u.Role(s.Account)
+			d.Owner = r == storage.RoleOwner || u.Operator
+			d.Nav = navFor(d)
+		}
+		switch {
+		case p.signedIn && !ok:
+			ctx.Redirect("/login?next="+url.QueryEscape(string(ctx.RequestURI())), fasthttp.StatusSeeOther)
+			return
+		case !p.signedIn && ok && p.path == "/login":
+			ctx.Redirect(safeNext(string(ctx.QueryArgs().Peek("next"))), fasthttp.StatusSeeOther)
+			return
+		case ok && p.need >= 0 && s.Account == "" && !(p.need == needOperator && u.Operator):
+			// Signed in but in no account yet: joining one is all to do.
+			ctx.Redirect("/link", fasthttp.StatusSeeOther)
+			return
+		case ok && p.need >= 0:
+			if aerr := allowed(p.need, s, u); aerr != nil {
+				ctx.SetStatusCode(fasthttp.StatusForbidden)
+				d.Denied = aerr.Message
+			}
+		}
+		d.Next = safeNext(string(ctx.QueryArgs().Peek("next")))
+		var buf bytes.Buffer
+		if err := w.site.pages[p.path].ExecuteTemplate(&buf, "layout", d); err != nil {
+			w.internal(ctx, "render page", err)
+			return
+		}
+		ctx.Response.Header.SetContentType("text/html; charset=utf-8")
+		ctx.SetBody(buf.Bytes())
+	}
+}
+
+// navFor is the navigation for the user's role.
+func navFor(d pageData) []navItem {
+	nav := []navItem{{"/dashboard", "Overview", "overview"}}
+	if d.Account != "" {
+		nav = append(nav, navItem{"/dashboard/validate", "Validate", "validate"},
+			navItem{"/dashboard/batch", "Batch", "batch"},
+			navItem{"/dashboard/history", "History", "history"})
+		if d.Owner {
+			nav = append(nav, navItem{"/dashboard/keys", "API keys", "keys"},
+				navItem{"/dashboard/webhooks", "Webhooks", "webhooks"})
+		}
+		nav = append(nav, navItem{"/dashboard/team", "Team", "team"})
+	}
+	if d.Operator {
+		nav = append(nav, navItem{"/dashboard/operator", "Operator", "operator"})
+	}
+	return append(nav, navItem{"/dashboard/settings", "Settings", "settings"})
+}
