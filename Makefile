@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test lint vet demo bench lists clean
+.PHONY: all build run test lint vet demo bench lists clean browser screenshots
 
 all: build
 
@@ -55,8 +55,23 @@ lint: vet $(STATICCHECK)
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(STATICCHECK) ./...
 
-test: lint systemd-verify
-	$(GO) test -race -shuffle=on -count=1 ./...
+# test runs every test with -race. The dashboard's browser tests need
+# Chromium: "make browser" installs Debian's when missing, and
+# VERIFYD_BROWSER_TESTS=require makes them fail, not skip, without it.
+test: lint systemd-verify browser
+	VERIFYD_BROWSER_TESTS=require $(GO) test -race -shuffle=on -count=1 ./...
+
+# browser installs Debian's chromium with apt-get when no chromium is on
+# PATH (root on Debian/Ubuntu only; elsewhere install it yourself, or
+# point CHROMIUM at a Chrome or Chromium binary).
+browser:
+	@./server/web/browser.sh
+
+# screenshots runs the dashboard's browser test and keeps a screenshot of
+# every page in docs/dashboard/ (docs/dashboard.md shows them).
+screenshots: browser
+	VERIFYD_BROWSER_TESTS=require VERIFYD_SCREENSHOTS=$(CURDIR)/docs/dashboard \
+		$(GO) test -count=1 -run TestDashboardEndToEnd ./cmd/verifyd/
 
 clean:
 	rm -rf $(BIN)

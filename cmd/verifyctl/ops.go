@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -16,7 +17,9 @@ import (
 func init() {
 	commands = append(commands,
 		command{"backup", "", "DIR", "write a consistent copy of verifyd's data (database checkpoint and signing keys) to a new directory DIR", backup},
-		command{"egress", "list", "", "each egress address: its HELO name and where it comes from, sessions in flight, recent reply classes, cooldowns per destination and their cause, health", egressList},
+		command{"egress", "list", "", "each egress address: its HELO name and where it comes from, sessions in flight, recent reply classes, cooldowns per destination and their cause, health and self-check findings", egressList},
+		command{"egress", "drain", "ADDR", "take egress address ADDR out of rotation: its sessions finish, no new one starts; kept across restarts until enabled", egressChange("drain")},
+		command{"egress", "enable", "ADDR", "put egress address ADDR back into rotation, whoever took it out (a failing self-check takes it out again at its next run)", egressChange("enable")},
 	)
 }
 
@@ -35,10 +38,40 @@ type egressStatus struct {
 		Repeats int       `json:"repeats"`
 		Cause   string    `json:"cause"`
 	} `json:"cooldowns"`
-	PolicyBlocks   int    `json:"policy_blocks"`
-	Draining       bool   `json:"draining"`
-	Disabled       bool   `json:"disabled"`
-	DisabledReason string `json:"disabled_reason"`
+	PolicyBlocks   int      `json:"policy_blocks"`
+	Draining       bool     `json:"draining"`
+	Disabled       bool     `json:"disabled"`
+	DisabledReason string   `json:"disabled_reason"`
+	Findings       []string `json:"findings"`
+}
+
+// egressChange is egress drain and egress enable: the admin API's
+// POST /v1/egress/{addr}/drain|enable, which the dashboard's operator
+// view also calls.
+func egressChange(what string) func(c *cli, args []string) error {
+	return func(c *cli, args []string) error {
+		cmd := this("egress", what)
+		pos, err := c.parse(c.flagSet("egress "+what), cmd, args, 1, 1)
+		if err != nil {
+			return err
+		}
+		var st egressStatus
+		err = c.call(func(ctx context.Context, ac *adminapi.Client) error {
+			return ac.Do(ctx, http.MethodPost, "/v1/egress/"+url.PathEscape(pos[0])+"/"+what, nil, &st)
+		})
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(st)
+		}
+		state := "in rotation"
+		if st.Disabled {
+			state = "disabled: " + st.DisabledReason
+		}
+		fmt.Fprintf(c.stdout, "%s: %s\n", st.Addr, state)
+		return nil
+	}
 }
 
 func backup(c *cli, args []string) error {
@@ -110,8 +143,12 @@ func egressList(c *cli, args []string) error {
 		if s.HeloSource != "" {
 			helo += " (" + s.HeloSource + ")"
 		}
+		findings := "-"
+		if len(s.Findings) > 0 {
+			findings = strings.Join(s.Findings, "; ")
+		}
 		rows = append(rows, []string{addr, helo, state, strconv.Itoa(s.InFlight), strconv.FormatUint(s.Sessions, 10),
-			strconv.Itoa(s.PolicyBlocks), strings.Join(rc, " "), strings.Join(cool, ", ")})
+			strconv.Itoa(s.PolicyBlocks), strings.Join(rc, " "), strings.Join(cool, ", "), findings})
 	}
-	return c.printTable([]string{"ADDRESS", "HELO NAME", "STATE", "IN FLIGHT", "SESSIONS", "POLICY BLOCKS", "RECENT", "COOLDOWNS"}, rows)
+	return c.printTable([]string{"ADDRESS", "HELO NAME", "STATE", "IN FLIGHT", "SESSIONS", "POLICY BLOCKS", "RECENT", "COOLDOWNS", "FINDINGS"}, rows)
 }

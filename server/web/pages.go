@@ -178,11 +178,17 @@ func (w *Web) asset(ctx *fasthttp.RequestCtx) {
 // or link path, never another site (an open redirect).
 func safeNext(next string) string {
 	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil ||
-		!(u.Path == "/dashboard" || strings.HasPrefix(u.Path, "/dashboard/") || u.Path == "/link") || strings.Contains(next, "\\") {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.Contains(next, "\\") || !strings.HasPrefix(u.Path, "/") {
 		return "/dashboard"
 	}
-	return u.RequestURI()
+	p := path.Clean(u.Path)
+	if p != "/dashboard" && !strings.HasPrefix(p, "/dashboard/") && p != "/link" {
+		return "/dashboard"
+	}
+	if u.RawQuery != "" {
+		p += "?" + u.RawQuery
+	}
+	return p
 }
 
 // page serves one page. A page that needs a session sends a browser

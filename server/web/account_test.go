@@ -1,0 +1,247 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+// signIn signs a new browser in as email.
+func (e *env) signIn(email string) *browser {
+	e.t.Helper()
+	b := &browser{e: e}
+	if r := b.do("POST", "/auth/login", js(map[string]string{"email": email, "password": pw})); r.status != 200 {
+		e.t.Fatalf("login %s: %d %s", email, r.status, r.body)
+	}
+	return b
+}
+
+// addMember makes a user who is a member (not owner) of account.
+func (e *env) addMember(email, account string) storage.User {
+	e.t.Helper()
+	h, _ := e.web.HashPassword(pw)
+	token, _, _ := e.db.CreateInvite(account, storage.RoleMember, "", storage.OperatorInviter, time.Hour)
+	u, _, err := e.db.RegisterWithInvite(email, h, token)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return u
+}
+
+// TestDashboardRoles: members read, owners manage keys, webhooks and
+// invitations, operators see the operator routes; each route answers
+// for the session's account only.
+func TestDashboardRoles(t *testing.T) {
+	e := startEnv(t, nil)
+	_, acct := e.newUser("owner@x.test")
+	e.addMember("member@x.test", acct.ID)
+	_, other := e.newUser("other@x.test")
+	_, otherKey, _ := e.db.MintKey(other.ID, []string{"validate:read"}, "theirs")
+	owner, member := e.signIn("owner@x.test"), e.signIn("member@x.test")
+
+	for _, p := range []string{"/dashboard/api/account", "/dashboard/api/stats?days=7", "/dashboard/api/jobs", "/dashboard/api/members"} {
+		if r := member.do("GET", p, ""); r.status != 200 {
+			t.Errorf("member GET %s: %d %s", p, r.status, r.body)
+		}
+	}
+	if r := member.do("GET", "/dashboard/api/account", ""); !strings.Contains(string(r.body), `"id":"`+acct.ID+`"`) ||
+		strings.Contains(string(r.body), "whsec_") || r.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("account: %s %v", r.body, r.header)
+	}
+	if r := member.do("GET", "/dashboard/api/stats?days=0", ""); r.status != 400 {
+		t.Errorf("days=0: %d", r.status)
+	}
+	for _, p := range []string{"/dashboard/api/keys", "/dashboard/api/invites", "/dashboard/api/webhook-secret"} {
+		if r := member.do("GET", p, ""); r.status != 403 || !strings.Contains(string(r.body), `"reason":"not_owner"`) {
+			t.Errorf("member GET %s: %d %s", p, r.status, r.body)
+		}
+		if r := owner.do("GET", p, ""); r.status != 200 {
+			t.Errorf("owner GET %s: %d %s", p, r.status, r.body)
+		}
+	}
+	if r := owner.do("GET", "/dashboard/api/operator/accounts", ""); r.status != 403 || !strings.Contains(string(r.body), "not_operator") {
+		t.Errorf("owner GET operator route: %d %s", r.status, r.body)
+	}
+	if r := (&browser{e: e}).do("GET", "/dashboard/api/account", ""); r.status != 401 || r.code(t) != "UNAUTHORIZED" {
+		t.Errorf("signed out: %d %s", r.status, r.body)
+	}
+
+	// Keys: minted on the session's account; another account's is not found.
+	r := owner.do("POST", "/dashboard/api/keys", `{"scopes":["validate:read"],"label":"ci"}`)
+	if m := r.json(t); r.status != 201 || m["account"] != acct.ID || !strings.HasPrefix(m["key"].(string), "svc_live_") {
+		t.Fatalf("mint: %d %s", r.status, r.body)
+	}
+	if r := owner.do("POST", "/dashboard/api/keys/"+otherKey.Prefix+"/revoke", "{}"); r.status != 404 {
+		t.Errorf("revoke another account's key: %d %s", r.status, r.body)
+	}
+	if k, _ := e.db.LookupKey(otherKey.Prefix); k.Revoked {
+		t.Fatal("another account's key was revoked")
+	}
+
+	// Invitations: by the owner, for the session's account, with the
+	// owner named as their creator; revoked by id.
+	r = owner.do("POST", "/dashboard/api/invites", `{"role":"member"}`)
+	iv := r.json(t)
+	if r.status != 201 || iv["account"] != acct.ID || !strings.HasPrefix(iv["token"].(string), "inv_") || iv["created_by"] == storage.OperatorInviter {
+		t.Fatalf("invite: %d %s", r.status, r.body)
+	}
+	if r := owner.do("POST", "/dashboard/api/invites/"+iv["id"].(string)+"/revoke", "{}"); r.status != 200 {
+		t.Fatalf("revoke invite: %d %s", r.status, r.body)
+	}
+
+	// Roles: the last owner stays; removing a member ends their access
+	// at their next request, sessions and all.
+	ownerID := owner.do("GET", "/auth/session", "").json(t)["user"].(map[string]any)["id"].(string)
+	if r := owner.do("POST", "/dashboard/api/members/"+ownerID+"/role", `{"role":"member"}`); r.status != 409 {
+		t.Errorf("demote the last owner: %d %s", r.status, r.body)
+	}
+	memberID := member.do("GET", "/auth/session", "").json(t)["user"].(map[string]any)["id"].(string)
+	if r := member.do("POST", "/dashboard/api/members/"+ownerID+"/role", `{"role":""}`); r.status != 403 {
+		t.Errorf("a member removes the owner: %d %s", r.status, r.body)
+	}
+	if r := owner.do("POST", "/dashboard/api/members/"+memberID+"/role", `{"role":""}`); r.status != 200 {
+		t.Fatalf("remove member: %d %s", r.status, r.body)
+	}
+	if r := member.do("GET", "/dashboard/api/account", ""); r.status != 403 || !strings.Contains(string(r.body), "not_member") {
+		t.Errorf("removed member: %d %s", r.status, r.body)
+	}
+	if r := member.do("GET", "/v1/balance", ""); r.status != 403 {
+		t.Errorf("removed member on /v1: %d %s", r.status, r.body)
+	}
+
+	// Operators may act on any account and switch to it.
+	u, _ := e.db.UserByEmail("other@x.test")
+	e.db.SetOperator(u.ID, true)
+	op := e.signIn("other@x.test")
+	if r := op.do("GET", "/dashboard/api/operator/accounts", ""); r.status != 200 || !strings.Contains(string(r.body), acct.ID) {
+		t.Errorf("operator accounts: %d %s", r.status, r.body)
+	}
+	if r := op.do("POST", "/dashboard/api/operator/accounts/"+acct.ID+"/credits", `{"add":25,"note":"goodwill"}`); r.status != 200 {
+		t.Errorf("operator credits: %d %s", r.status, r.body)
+	}
+	if n, _ := e.db.Balance(acct.ID); n != 25 {
+		t.Errorf("balance after the operator's credits: %d", n)
+	}
+	if r := op.do("POST", "/auth/account", js(map[string]string{"account": acct.ID})); r.status != 200 || r.json(t)["role"] != "operator" {
+		t.Errorf("operator switch: %d %s", r.status, r.body)
+	}
+	if r := owner.do("POST", "/auth/account", js(map[string]string{"account": other.ID})); r.status != 404 {
+		t.Errorf("owner switches to another's account: %d %s", r.status, r.body)
+	}
+}
+
+// TestDashboardCSRF: every dashboard write and every /v1 write from a
+// session needs the session's CSRF token and no cross-site signal; a
+// cross-site HTML form (no custom header, a form body) is refused before
+// anything changes.
+func TestDashboardCSRF(t *testing.T) {
+	e := startEnv(t, nil)
+	_, acct := e.newUser("owner@x.test")
+	b := e.signIn("owner@x.test")
+	token := b.csrf
+	keys := func() int {
+		ks, _ := e.db.ListKeys(acct.ID)
+		return len(ks)
+	}
+	n := keys()
+	for _, tc := range []struct {
+		name string
+		hdr  []string
+		csrf string
+		body string
+	}{
+		{"form post", []string{"Content-Type", "application/x-www-form-urlencoded", "Origin", "http://evil.test", "Sec-Fetch-Site", "cross-site"}, "", "scopes=validate:read"},
+		{"text/plain form", []string{"Content-Type", "text/plain", "Sec-Fetch-Site", "cross-site"}, "", `{"scopes":["validate:read"]}`},
+		{"no token", nil, "", `{"scopes":["validate:read"]}`},
+		{"wrong token", nil, token[:len(token)-2] + "AA", `{"scopes":["validate:read"]}`},
+		{"other origin", []string{"Origin", "http://evil.test"}, token, `{"scopes":["validate:read"]}`},
+		{"cross-site fetch", []string{"Sec-Fetch-Site", "cross-site"}, token, `{"scopes":["validate:read"]}`},
+	} {
+		b.csrf = tc.csrf
+		r := b.do("POST", "/dashboard/api/keys", tc.body, tc.hdr...)
+		if r.status != 403 || !strings.Contains(string(r.body), `"reason":"csrf"`) {
+			t.Errorf("%s: %d %s", tc.name, r.status, r.body)
+		}
+	}
+	if keys() != n {
+		t.Fatal("a refused request minted a key")
+	}
+	// The /v1 routes: a session write without the token is refused
+	// before it costs anything; reads need no token.
+	b.csrf = ""
+	if r := b.do("POST", "/v1/validate", `{"email":"ann@x.test"}`); r.status != 403 || !strings.Contains(string(r.body), "csrf") {
+		t.Errorf("validate without the token: %d %s", r.status, r.body)
+	}
+	if r := b.do("POST", "/v1/validate", `{"email":"ann@x.test"}`, "Origin", "http://evil.test", "X-CSRF-Token", token); r.status != 403 {
+		t.Errorf("validate from another origin: %d %s", r.status, r.body)
+	}
+	if r := b.do("GET", "/v1/balance", ""); r.status != 200 {
+		t.Errorf("balance by session: %d %s", r.status, r.body)
+	}
+	b.csrf = token
+	if r := b.do("POST", "/dashboard/api/keys", `{"scopes":["validate:read"]}`, "Origin", e.base, "Sec-Fetch-Site", "same-origin"); r.status != 201 || keys() != n+1 {
+		t.Errorf("same-origin write: %d %s", r.status, r.body)
+	}
+	// After logout the old cookie is refused on /v1 as well.
+	cookie := b.cookie
+	b.do("POST", "/auth/logout", "{}")
+	b.cookie = cookie
+	if r := b.do("GET", "/v1/balance", ""); r.status != 401 {
+		t.Errorf("balance with the ended session: %d %s", r.status, r.body)
+	}
+}
+
+// TestPages: the pages need a session (else a redirect to /login with the
+// way back), carry the security headers, and never redirect off-site.
+func TestPages(t *testing.T) {
+	e := startEnv(t, nil)
+	e.newUser("ann@x.test")
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path, cookie string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", e.base+path, nil)
+		if cookie != "" {
+			req.Header.Set("Cookie", "verifyd_session="+cookie)
+		}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if r := get("/dashboard/keys", ""); r.StatusCode != 303 || r.Header.Get("Location") != e.base+"/login?next=%2Fdashboard%2Fkeys" {
+		t.Errorf("signed out: %d %s", r.StatusCode, r.Header.Get("Location"))
+	}
+	b := e.signIn("ann@x.test")
+	for _, p := range []string{"/dashboard", "/dashboard/validate", "/dashboard/batch", "/dashboard/history", "/dashboard/keys",
+		"/dashboard/webhooks", "/dashboard/team", "/dashboard/settings", "/link"} {
+		r := get(p, b.cookie)
+		csp := r.Header.Get("Content-Security-Policy")
+		if r.StatusCode != 200 || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") ||
+			!strings.Contains(csp, "frame-ancestors 'none'") || r.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: %d %v", p, r.StatusCode, r.Header)
+		}
+	}
+	if r := get("/dashboard/operator", b.cookie); r.StatusCode != 403 {
+		t.Errorf("operator page for an owner: %d", r.StatusCode)
+	}
+	for next, want := range map[string]string{
+		"/dashboard/batch":         "/dashboard/batch",
+		"//evil.test/dashboard":    "/dashboard",
+		"https://evil.test/x":      "/dashboard",
+		"/\\evil.test":             "/dashboard",
+		"/auth/logout":             "/dashboard",
+		"/dashboard/../auth/login": "/dashboard",
+	} {
+		if got := safeNext(next); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
+		}
+	}
+	if r := get("/login?next=//evil.test", b.cookie); r.Header.Get("Location") != e.base+"/dashboard" {
+		t.Errorf("login with a session and an off-site next: %s", r.Header.Get("Location"))
+	}
+}
