@@ -35,6 +35,7 @@ import (
 
 	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/server/conns"
+	"github.com/verifyd/verifyd/server/openapi"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
 )
@@ -168,6 +169,11 @@ func New(opts Options) *Server {
 	r.RedirectFixedPath = false
 	r.HandleOPTIONS = false
 	r.GET("/healthz", s.healthz)
+	r.GET("/openapi.json", func(ctx *fasthttp.RequestCtx) {
+		ctx.Response.Header.SetContentType("application/json")
+		ctx.Response.Header.Set("Cache-Control", "public, max-age=300")
+		ctx.SetBody(openapi.JSON)
+	})
 	if opts.DB != nil {
 		r.GET("/.well-known/jwks.json", s.jwks)
 		r.GET("/v1/keys", s.jwks)

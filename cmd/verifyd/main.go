@@ -208,7 +208,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	egressActions := a.egressActions(log)
 	adm := admin.New(admin.Options{DB: a.db, Keys: a.keys, Logger: log, HashPassword: acct.HashPassword,
 		InviteLifetime: au.InviteLifetime, Extra: func(r *router.Router) {
-			a.opsRoutes(cfg.DataDir, egressActions)(r)
+			a.opsRoutes(cfg.DataDir, egressActions, api.Router())(r)
 			batch.AdminRoutes(r)
 		}})
 	acct.Register(api.Router(), web.Actions{Admin: adm.Handlers(), Hooks: batch.HookHandlers(),

@@ -25,10 +25,12 @@ import (
 //	GET  /v1/egress                       the egress pool's health snapshot
 //	POST /v1/egress/{addr}/drain          take an address out of rotation
 //	POST /v1/egress/{addr}/enable         put it back
+//	GET  /v1/http-routes                  the HTTP API's routes, by method
 //
 // The egress routes are also the dashboard's operator view (egressActions).
-func (a *app) opsRoutes(dataDir string, eg web.EgressActions) func(r *router.Router) {
+func (a *app) opsRoutes(dataDir string, eg web.EgressActions, api *router.Router) func(r *router.Router) {
 	return func(r *router.Router) {
+		r.GET("/v1/http-routes", admin.JSON(func(*fasthttp.RequestCtx) (any, error) { return api.List(), nil }))
 		r.POST("/v1/backup", admin.JSON(func(ctx *fasthttp.RequestCtx) (any, error) {
 			var req struct {
 				Dir string `json:"dir"`
