@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 )
 
@@ -30,8 +31,13 @@ var (
 	reqDurations     sync.Map // route → *metrics.Histogram
 )
 
-// routeLabel names a request's route for metrics without unbounded labels.
+// routeLabel names a request's route for metrics without unbounded labels:
+// the router's pattern (/v1/jobs/{id}, /dashboard/api/keys/{prefix}/revoke),
+// or "other" for a path no route matched.
 func routeLabel(ctx *fasthttp.RequestCtx) string {
+	if r, ok := ctx.UserValue(router.MatchedRoutePathParam).(string); ok && r != "" {
+		return r
+	}
 	p := string(ctx.Path())
 	switch {
 	case p == "/v1/validate", p == "/v1/batch", p == "/v1/balance", p == "/v1/results",

@@ -168,6 +168,7 @@ func New(opts Options) *Server {
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.HandleOPTIONS = false
+	r.SaveMatchedRoutePath = true // the metrics' route label
 	r.GET("/healthz", s.healthz)
 	r.GET("/openapi.json", func(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.SetContentType("application/json")

@@ -57,10 +57,10 @@ func (w *Web) apiSession(ctx *fasthttp.RequestCtx) (server.Session, bool, *serve
 	}
 	if isWrite(ctx) {
 		if reason := w.crossSiteOrigin(ctx); reason != "" {
-			return server.Session{}, false, forbidden("cross-site request refused: "+reason, "csrf")
+			return server.Session{}, false, csrfRefused("cross-site request refused: "+reason)
 		}
 		if !w.csrfOK(ctx, s) {
-			return server.Session{}, false, forbidden("missing or wrong X-CSRF-Token", "csrf")
+			return server.Session{}, false, csrfRefused("missing or wrong X-CSRF-Token")
 		}
 	}
 	if aerr := allowed(needMember, s, u); aerr != nil {

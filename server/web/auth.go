@@ -66,6 +66,7 @@ func (w *Web) sessionView(s storage.Session, u storage.User) SessionView {
 func (w *Web) limit(ctx *fasthttp.RequestCtx, name string, lim server.Limit) bool {
 	if ok, wait := w.limits.Allow(name+"|"+w.api.ClientIP(ctx), lim); !ok {
 		w.log.Info("auth rate limit", "endpoint", name, "ip", w.api.ClientIP(ctx))
+		rateLimited(name).Inc()
 		server.RateLimited(ctx, wait)
 		return false
 	}
@@ -126,6 +127,11 @@ func (w *Web) register(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	w.log.Info("user registered", "user", u.ID, "mode", w.opts.Registration, "ip", w.api.ClientIP(ctx))
+	mode := RegistrationOpen
+	if invitation != "" {
+		mode = RegistrationInvite
+	}
+	registrations(mode).Inc()
 	s, err := w.startSession(ctx, u, "")
 	if err != nil {
 		w.internal(ctx, "start session", err)
@@ -168,6 +174,7 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 	acctKey, ipKey := "user|"+strings.ToLower(strings.TrimSpace(email)), "ip|"+ip
 	if wait := max(w.failures.wait(acctKey), w.failures.wait(ipKey)); wait > 0 {
 		w.log.Info("login throttled", "ip", ip)
+		loginsThrottled.Inc()
 		server.RateLimited(ctx, wait)
 		return
 	}
@@ -187,6 +194,7 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 		w.failures.fail(acctKey)
 		w.failures.fail(ipKey)
 		w.log.Info("login failed", "ip", ip, "known_user", err == nil)
+		loginsFailed.Inc()
 		server.WriteError(ctx, unauthorized("wrong email or password"))
 		return
 	}
@@ -207,6 +215,7 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	w.log.Info("user signed in", "user", u.ID, "session", s.ID, "ip", ip)
+	loginsOK.Inc()
 	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(s, u))
 }
 
@@ -223,7 +232,7 @@ func (w *Web) rehash(u storage.User, h string) {
 func (w *Web) logout(ctx *fasthttp.RequestCtx) {
 	if s, _, ok := w.current(ctx); ok {
 		if !w.csrfOK(ctx, s) {
-			server.WriteError(ctx, forbidden("missing or wrong X-CSRF-Token", "csrf"))
+			server.WriteError(ctx, csrfRefused("missing or wrong X-CSRF-Token"))
 			return
 		}
 		if err := w.db.DeleteSession(s.ID); err != nil {
@@ -245,7 +254,7 @@ func (w *Web) signedIn(ctx *fasthttp.RequestCtx) (storage.Session, storage.User,
 		return s, u, false
 	}
 	if string(ctx.Method()) != fasthttp.MethodGet && !w.csrfOK(ctx, s) {
-		server.WriteError(ctx, forbidden("missing or wrong X-CSRF-Token", "csrf"))
+		server.WriteError(ctx, csrfRefused("missing or wrong X-CSRF-Token"))
 		return s, u, false
 	}
 	return s, u, true
@@ -323,6 +332,7 @@ func (w *Web) password(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	w.log.Info("password changed; every session ended", "user", u.ID)
+	passwordChanges.Inc()
 	ns, err := w.startSession(ctx, u, s.Account)
 	if err != nil {
 		w.internal(ctx, "start session", err)

@@ -252,7 +252,7 @@ func (w *Web) browserWrite(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if reason := w.crossSite(ctx); reason != "" {
 			w.log.Info("cross-site request refused", "path", string(ctx.Path()), "reason", reason, "ip", w.api.ClientIP(ctx))
-			server.WriteError(ctx, forbidden("cross-site request refused: "+reason, "csrf"))
+			server.WriteError(ctx, csrfRefused("cross-site request refused: "+reason))
 			return
 		}
 		h(ctx)
@@ -386,5 +386,6 @@ func (w *Web) startSession(ctx *fasthttp.RequestCtx, u storage.User, account str
 		return storage.Session{}, err
 	}
 	w.setCookie(ctx, token, w.opts.SessionLifetime)
+	sessionsStarted.Inc()
 	return s, nil
 }
