@@ -70,6 +70,7 @@ browser:
 # screenshots runs the dashboard's browser test and keeps a screenshot of
 # every page in docs/dashboard/ (docs/dashboard.md shows them).
 screenshots: browser
+	mkdir -p docs/dashboard
 	VERIFYD_BROWSER_TESTS=require VERIFYD_SCREENSHOTS=$(CURDIR)/docs/dashboard \
 		$(GO) test -count=1 -run TestDashboardEndToEnd ./cmd/verifyd/
 

@@ -291,7 +291,7 @@ argon2_iterations = 1
 	}
 	prefix := strings.SplitN(strings.TrimPrefix(key, "svc_live_"), "_", 2)[0]
 	tb.open("/dashboard/keys")
-	tb.waitJS("the key's last use", fmt.Sprintf(`[...document.querySelectorAll("#keys tr")].some(tr => tr.textContent.includes(%q) && /\d{4}-\d\d-\d\d \d\d:\d\dZ.*\d{4}-\d\d-\d\d \d\d:\d\dZ/.test(tr.textContent))`, prefix), 10*time.Second)
+	tb.waitJS("the key's last use", fmt.Sprintf(`[...document.querySelectorAll("#keys tr")].some(tr => tr.textContent.includes(%q) && /\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ.*\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ/.test(tr.textContent))`, prefix), 10*time.Second)
 	tb.shot("keys")
 	tb.click(fmt.Sprintf(`button[aria-label="Revoke key %s"]`, prefix))
 	tb.waitJS("the key revoked", fmt.Sprintf(`[...document.querySelectorAll("#keys tr")].some(tr => tr.textContent.includes(%q) && tr.textContent.includes("revoked"))`, prefix), 10*time.Second)
