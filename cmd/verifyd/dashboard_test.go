@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/verifyd/verifyd/server/admin/adminapi"
 )
@@ -117,12 +119,12 @@ func (tb *tab) open(path string) {
 	tb.do("open "+path, chromedp.Navigate(tb.base+path), chromedp.WaitReady(chromedp.CSS("body")))
 }
 
-// eval evaluates a JavaScript expression.
+// eval evaluates a JavaScript expression; a promise is awaited.
 func eval[T any](tb *tab, expr string) T {
 	tb.t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
 		tb.t.Fatalf("eval %s: %v", expr, err)
 	}
@@ -173,9 +175,11 @@ func (tb *tab) click(sel string) {
 	tb.do("click "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
 }
 
-// shot saves a full-page screenshot as name.png.
+// shot checks the page is usable by keyboard and saves a full-page
+// screenshot as name.png.
 func (tb *tab) shot(name string) {
 	tb.t.Helper()
+	tb.accessible(name)
 	time.Sleep(300 * time.Millisecond) // let the last paint land
 	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
 	defer cancel()
@@ -185,6 +189,28 @@ func (tb *tab) shot(name string) {
 	}
 	if err := os.WriteFile(filepath.Join(tb.shots, name+".png"), buf, 0o644); err != nil {
 		tb.t.Fatal(err)
+	}
+}
+
+// accessible checks every control of the page has a name a screen reader
+// reads (a <label>, aria-label or text), every control can take focus,
+// and a focused control shows an outline.
+func (tb *tab) accessible(where string) {
+	tb.t.Helper()
+	bad := eval[[]string](tb, `[...document.querySelectorAll("input:not([type=hidden]), select, textarea, button, a[href]")]
+		.filter(e => e.offsetParent !== null)
+		.filter(e => !((e.labels && e.labels.length) || e.getAttribute("aria-label") || (e.textContent || "").trim()) || e.tabIndex < 0)
+		.map(e => e.outerHTML.slice(0, 120))`)
+	if len(bad) > 0 {
+		tb.t.Errorf("%s: controls without a name or out of the tab order: %q", where, bad)
+	}
+	// From the skip link, the page's first stop, one Tab as a keyboard
+	// user presses it: the next control must show where focus is.
+	tb.do("tab", chromedp.Evaluate[chromedp.Void](`document.querySelector(".skip").focus()`), chromedp.KeyEvent(kb.Tab))
+	outline := eval[string](tb, `(() => { const e = document.activeElement; const s = getComputedStyle(e);
+		return e.tagName + " " + s.outlineStyle + " " + s.outlineWidth })()`)
+	if f := strings.Fields(outline); len(f) != 3 || f[0] == "BODY" || f[1] == "none" || f[2] == "0px" {
+		tb.t.Errorf("%s: the focused control shows no outline (%s)", where, outline)
 	}
 }
 
@@ -415,10 +441,41 @@ argon2_iterations = 1
 	tb.open("/dashboard/team")
 	tb.waitJS("the members", `document.querySelector("#members").textContent.includes("ann@example.test (you)")`, 10*time.Second)
 	tb.choose("#invite-role", "member")
-	tb.fill("#invite-email", "bob@example.test")
+	tb.fill("#invite-email", xssAddress)
 	tb.click(`#invite-form button[type=submit]`)
 	tb.waitJS("the invitation", `document.querySelector("#invite-link").value.includes("/register?invitation=inv_") && document.querySelectorAll("#invites tbody tr").length === 1`, 10*time.Second)
+	tb.waitJS("the invitation's address as text", `document.querySelector("#invites").textContent.includes(`+jsString(xssAddress)+`)`, 10*time.Second)
+	tb.inert("team")
 	tb.shot("team")
+
+	// --- a cross-site form post: another origin on the same host (so the
+	// same site: the SameSite=Strict cookie goes along) posts forms at
+	// verifyd; each is refused and nothing changes.
+	acctKeys, _ := ac.Keys(ctx, acct.ID)
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		target := r.URL.Query().Get("to")
+		enctype := r.URL.Query().Get("enctype")
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><form id="f" method="POST" action="%s%s" enctype="%s">`+
+			`<input name='{"scopes":["validate:read"],"label":"forged","x":"' value='"}'></form>`+
+			`<script>document.getElementById("f").submit()</script>`, in.base, target, enctype)
+	}))
+	defer evil.Close()
+	for _, f := range []struct{ to, enctype string }{
+		{"/dashboard/api/keys", "text/plain"},
+		{"/dashboard/api/keys", "application/x-www-form-urlencoded"},
+		{"/auth/logout", "text/plain"},
+		{"/v1/validate", "text/plain"},
+	} {
+		tb.do("forged form", chromedp.Navigate(evil.URL+"/?to="+f.to+"&enctype="+f.enctype))
+		tb.waitJS("the forged "+f.to+" refused", `location.href.startsWith(`+jsString(in.base)+`) && document.body.textContent.includes("FORBIDDEN") && document.body.textContent.includes("csrf")`, 10*time.Second)
+	}
+	if ks, _ := ac.Keys(ctx, acct.ID); len(ks) != len(acctKeys) {
+		t.Fatalf("a forged form minted a key: %d keys, then %d", len(acctKeys), len(ks))
+	}
+	if st, _, _ := authCall(t, in.base, "GET", "/auth/session", "", tb.cookie(), ""); st != 200 {
+		t.Fatalf("a forged logout ended the session: %d", st)
+	}
 
 	// --- the operator view, once verifyctl made the user an operator
 	us, err := ac.Users(ctx)
@@ -428,8 +485,29 @@ argon2_iterations = 1
 	if _, err := ac.SetOperator(ctx, us[0].ID, true); err != nil {
 		t.Fatal(err)
 	}
+	const xssName = `<script>alert("name")</script><img src=x onerror=alert(2)>`
+	evilAcct, err := ac.CreateAccount(ctx, adminapi.CreateAccount{Name: xssName, Plan: "free"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tb.open("/dashboard/operator")
-	tb.waitJS("the egress pool", `document.querySelectorAll("#egress tbody tr").length === 2 && document.querySelectorAll("#accounts tbody tr").length === 1`, 10*time.Second)
+	tb.waitJS("the egress pool", `document.querySelectorAll("#egress tbody tr").length === 2 && document.querySelectorAll("#accounts tbody tr").length === 2`, 10*time.Second)
+	tb.waitJS("the account name as text", `document.querySelector("#accounts").textContent.includes(`+jsString(xssName)+`)`, 10*time.Second)
+	tb.inert("operator")
+	// The operator shows that account: its name in the page's header.
+	if st := eval[int](tb, `fetch("/auth/account", {method: "POST", headers: {"Content-Type": "application/json",
+		"X-CSRF-Token": document.querySelector('meta[name="csrf-token"]').content}, body: JSON.stringify({account: `+jsString(evilAcct.ID)+`})}).then(r => r.status)`); st != 200 {
+		t.Fatalf("switch to the account: %d", st)
+	}
+	tb.open("/dashboard")
+	tb.waitJS("the header", `document.querySelector("header").textContent.includes(`+jsString(xssName)+`)`, 10*time.Second)
+	tb.inert("header")
+	if st := eval[int](tb, `fetch("/auth/account", {method: "POST", headers: {"Content-Type": "application/json",
+		"X-CSRF-Token": document.querySelector('meta[name="csrf-token"]').content}, body: JSON.stringify({account: `+jsString(acct.ID)+`})}).then(r => r.status)`); st != 200 {
+		t.Fatalf("switch back: %d", st)
+	}
+	tb.open("/dashboard/operator")
+	tb.waitJS("the egress pool", `document.querySelectorAll("#egress tbody tr").length === 2`, 10*time.Second)
 	tb.click(`button[aria-label="Drain 127.0.0.2"]`)
 	tb.waitJS("127.0.0.2 drained", `[...document.querySelectorAll("#egress tbody tr")].some(tr => tr.textContent.includes("127.0.0.2") && tr.textContent.includes("disabled: drained by an operator"))`, 10*time.Second)
 	tb.shot("operator")
