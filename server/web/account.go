@@ -57,7 +57,7 @@ func (w *Web) apiSession(ctx *fasthttp.RequestCtx) (server.Session, bool, *serve
 	}
 	if isWrite(ctx) {
 		if reason := w.crossSiteOrigin(ctx); reason != "" {
-			return server.Session{}, false, csrfRefused("cross-site request refused: "+reason)
+			return server.Session{}, false, csrfRefused("cross-site request refused: " + reason)
 		}
 		if !w.csrfOK(ctx, s) {
 			return server.Session{}, false, csrfRefused("missing or wrong X-CSRF-Token")
