@@ -566,6 +566,15 @@ func buildDNSIndex(w *World) (*dnsIndex, error) {
 	}
 	for i, h := range w.Hosts {
 		ip, err := netip.ParseAddr(h.IP)
+		if err == nil && ip == netip.IPv6Loopback() {
+			// The IPv6-only host: an AAAA record and nothing else (its
+			// reverse name, in ip6.arpa, is outside the world's zones).
+			for _, n := range hostNames[i] {
+				ttl := ix.zoneOf(n).soa.Minttl
+				ix.add(&dns.AAAA{Hdr: dns.RR_Header{Name: n, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip.AsSlice()})
+			}
+			continue
+		}
 		if err != nil || !ip.Is4() {
 			add("host %q: bad ip %q", h.Name, h.IP)
 			continue

@@ -18,6 +18,9 @@ const (
 	OutcomeTLSFailed    = "tls-failed"     // the STARTTLS handshake failed
 	OutcomeClosed       = "closed"         // SMTPServers.Close ended the session
 	OutcomeError        = "error"          // another network error (reset, broken pipe ...)
+	OutcomeDeferred     = "deferred"       // a defer_ehlo host answered EHLO or HELO with 421 and closed
+	OutcomeBlocked      = "blocked"        // a blocked host greeted with 554 and the client quit or left
+	OutcomeDropped      = "dropped"        // the host ended the session after Host.DropAfterRcpts RCPTs
 )
 
 // DefaultSessionLogLimit is how many sessions a SessionLog from

@@ -118,6 +118,7 @@ type hostServer struct {
 
 	mu      sync.Mutex
 	clients map[string]int // open sessions per client address, with MaxConnsPerClient
+	unknown int            // unknown local parts accepted, for AcceptFirst
 }
 
 // StartSMTP starts one SMTP server per host of w, at the host's IP and the
@@ -237,7 +238,7 @@ func (s *SMTPServers) listen(port int) error {
 func (s *SMTPServers) listenAt(port int) (int, error) {
 	for i, hs := range s.hosts {
 		p := max(port, 0)
-		ln, err := net.Listen("tcp4", net.JoinHostPort(hs.host.IP, strconv.Itoa(p)))
+		ln, err := net.Listen("tcp", net.JoinHostPort(hs.host.IP, strconv.Itoa(p)))
 		if err != nil {
 			for _, prev := range s.hosts[:i] {
 				prev.ln.Close()
@@ -423,6 +424,8 @@ var (
 	replyPolicy       = smtpReply{550, "5.7.1", "550 5.7.1 rejected by policy"}
 	replyTooManyRcpts = smtpReply{452, "4.5.3", "452 4.5.3 too many recipients"}
 	replyUTF8         = smtpReply{553, "5.6.7", "553 5.6.7 UTF-8 addresses not supported"}
+	replyBadSyntax    = smtpReply{553, "5.1.3", "553 5.1.3 mailbox name not allowed"}
+	replyNullMX       = smtpReply{550, "5.1.10", "550 5.1.10 recipient domain publishes a null MX"}
 	replyBadRcpt      = smtpReply{501, "5.1.3", "501 5.1.3 bad recipient address syntax"}
 	replyRcptSyntax   = smtpReply{501, "5.5.4", "501 5.5.4 syntax: RCPT TO:<address>"}
 	replyBadParam     = smtpReply{555, "5.5.4", "555 5.5.4 unsupported parameter"}
@@ -432,36 +435,55 @@ var (
 // rcptReply decides the reply to RCPT TO:<local@domain> for a recipient
 // domain d of the world, from client. domain is the A-label form,
 // lower-case.
-func (s *SMTPServers) rcptReply(client string, d *Domain, local, domain string) smtpReply {
+// unknown is true when the reply says the local part is not known.
+func (s *SMTPServers) rcptReply(client string, d *Domain, local, domain string) (r smtpReply, unknown bool) {
 	local = strings.ToLower(unquoteLocal(local))
 	passed := false // the pair has waited out its greylisting
 	switch d.Policy {
 	case PolicyReject:
-		return replyPolicy
+		return replyPolicy, false
 	case PolicyGreylist:
 		if !s.greyPassed(client, d, local, domain) {
-			return replyGreylisted
+			return replyGreylisted, false
 		}
 		passed = true
 	}
 	state, known := d.Mailboxes[local]
 	if !known {
 		if d.Policy == PolicyCatchAll {
-			return replyRcptOK
+			return replyRcptOK, false
 		}
-		return replyNoSuchUser
+		if d.UnknownReply != "" {
+			return parseReplyLine(d.UnknownReply), true
+		}
+		return replyNoSuchUser, true
 	}
 	switch state {
 	case MailboxFull:
-		return replyMailboxFull
+		return replyMailboxFull, false
 	case MailboxDisabled:
-		return replyDisabled
+		return replyDisabled, false
+	case MailboxBadSyntax:
+		return replyBadSyntax, false
+	case MailboxNullMX:
+		return replyNullMX, false
 	case MailboxGreylist:
 		if !passed && !s.greyPassed(client, d, local, domain) {
-			return replyGreylisted
+			return replyGreylisted, false
 		}
 	}
-	return replyRcptOK
+	return replyRcptOK, false
+}
+
+// parseReplyLine makes a reply of a whole line ("550 5.7.1 User unknown").
+func parseReplyLine(line string) smtpReply {
+	code, rest, _ := strings.Cut(line, " ")
+	n, _ := strconv.Atoi(code)
+	enh, _, _ := strings.Cut(rest, " ")
+	if !isEnhanced(enh) {
+		enh = ""
+	}
+	return smtpReply{n, enh, line}
 }
 
 func (s *SMTPServers) greyPassed(client string, d *Domain, local, domain string) bool {
@@ -511,13 +533,14 @@ type session struct {
 	slot  bool // holds a MaxConnsPerClient slot
 	debug bool
 
-	greeted  bool // EHLO or HELO since the start or STARTTLS
-	esmtp    bool // ... and it was EHLO
-	inTLS    bool
-	mail     bool // a transaction is open (MAIL accepted)
-	mailUTF8 bool // ... with the SMTPUTF8 parameter
-	rcpts    int  // RCPTs answered in this transaction, for MaxRcpts
-	accepted int  // RCPTs answered 250 in this transaction
+	greeted   bool // EHLO or HELO since the start or STARTTLS
+	esmtp     bool // ... and it was EHLO
+	inTLS     bool
+	mail      bool // a transaction is open (MAIL accepted)
+	mailUTF8  bool // ... with the SMTPUTF8 parameter
+	rcpts     int  // RCPTs answered in this transaction, for MaxRcpts
+	sessRcpts int  // RCPTs of the whole session, for DropAfterRcpts
+	accepted  int  // RCPTs answered 250 in this transaction
 }
 
 var sessionPool = sync.Pool{New: func() any {
@@ -593,6 +616,8 @@ func (s *session) run() string {
 		s.reply("BANNER", s.hs.busy)
 		s.flush()
 		return OutcomeBusy
+	case HostBlocked:
+		return s.blocked()
 	}
 	if h.MaxConnsPerClient > 0 {
 		if !s.hs.acquire(s.rec.Client) {
@@ -616,6 +641,67 @@ func (s *session) run() string {
 			return outcome
 		}
 	}
+}
+
+// blocked greets with 554 (RFC 5321 §3.1) and then refuses every command
+// but QUIT, as a server that will not serve this client.
+func (s *session) blocked() string {
+	s.reply("BANNER", "554 5.7.1 "+s.hs.host.Banner+" no SMTP service for you here\r\n")
+	for {
+		line, err := s.readLine(maxCommandLine)
+		if err == errLineTooLong {
+			continue
+		}
+		if err != nil {
+			s.failed(err)
+			return OutcomeBlocked
+		}
+		if v, _, _ := bytes.Cut(line, []byte(" ")); strings.EqualFold(string(v), "QUIT") {
+			s.reply("QUIT", s.hs.quit)
+			s.flush()
+			s.rec.Quit = true
+			return OutcomeBlocked
+		}
+		s.replyLine("", "503 5.5.1 no service")
+	}
+}
+
+// styled writes a reply line in the host's style (Host.Replies).
+func (s *session) styled(line string) string {
+	switch s.hs.host.Replies {
+	case RepliesBare:
+		code, rest, _ := strings.Cut(line, " ")
+		if f, text, ok := strings.Cut(rest, " "); ok && isEnhanced(f) {
+			rest = text
+		}
+		if code == "250" {
+			return "250 OK"
+		}
+		return code + " " + rest
+	case RepliesMultiline:
+		code, rest, _ := strings.Cut(line, " ")
+		enh, text, ok := strings.Cut(rest, " ")
+		if !ok || !isEnhanced(enh) {
+			return code + "-" + rest + "\r\n" + code + " see https://support.mailworld.test/smtp"
+		}
+		return code + "-" + enh + " " + text + "\r\n" + code + " " + enh + " https://support.mailworld.test/smtp/" + code
+	}
+	return line
+}
+
+// isEnhanced reports whether f looks like an enhanced status code
+// (RFC 3463): class.subject.detail.
+func isEnhanced(f string) bool {
+	parts := strings.Split(f, ".")
+	if len(parts) != 3 || len(parts[0]) != 1 || parts[0] < "2" || parts[0] > "5" {
+		return false
+	}
+	for _, p := range parts[1:] {
+		if p == "" || len(p) > 3 || strings.Trim(p, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // tarpit holds the connection without a word, discarding input, until the
@@ -780,17 +866,24 @@ func (s *session) command(line []byte) string {
 		}
 		up[i] = c
 	}
-	switch string(up[:len(verb)]) {
-	case "EHLO":
-		s.hello("EHLO", arg)
-	case "HELO":
-		s.hello("HELO", arg)
+	switch v := string(up[:len(verb)]); v {
+	case "EHLO", "HELO":
+		switch {
+		case s.hs.host.Mode == HostDeferEHLO:
+			s.replyLine(v, "421 4.7.0 [TSS04] Messages from "+s.rec.Client+" temporarily deferred due to unexpected volume or user complaints")
+			s.flush()
+			return OutcomeDeferred
+		case v == "EHLO" && s.hs.host.NoEHLO:
+			s.replyLine(v, "502 5.5.1 command not recognized")
+		default:
+			s.hello(v, arg)
+		}
 	case "STARTTLS":
 		return s.starttls(arg)
 	case "MAIL":
 		s.mailFrom(arg)
 	case "RCPT":
-		s.rcptTo(arg)
+		return s.rcptTo(arg)
 	case "DATA":
 		return s.data(arg)
 	case "RSET":
@@ -864,6 +957,11 @@ func (s *session) starttls(arg []byte) string {
 	s.replyLine("STARTTLS", "220 2.0.0 ready to start TLS")
 	if err := s.flush(); err != nil {
 		return s.failed(err)
+	}
+	if s.hs.host.TLSBroken {
+		// A broken TLS stack: bytes that are no ServerHello, then close.
+		s.raw.Write([]byte("\x15\x03\x01\x00\x02\x02\x50garbage\r\n"))
+		return OutcomeTLSFailed
 	}
 	tc := tls.Server(s.raw, s.hs.tls)
 	s.raw.SetDeadline(time.Now().Add(min(s.srv.idle, tlsTimeout)))
@@ -959,9 +1057,41 @@ func (s *session) mailFrom(arg []byte) {
 		s.replyLine("MAIL", replyUTF8.line)
 		return
 	}
+	if r := s.mailPolicy(path); r != "" {
+		s.replyLine("MAIL", s.styled(r))
+		return
+	}
 	s.mail, s.mailUTF8 = true, utf8
 	s.rec.MailFrom = path
-	s.replyLine("MAIL", "250 2.1.0 ok")
+	s.replyLine("MAIL", s.styled("250 2.1.0 ok"))
+}
+
+// mailPolicy is the refusal of MAIL FROM:<path> by Host.MailPolicy, or "".
+func (s *session) mailPolicy(path string) string {
+	switch s.hs.host.MailPolicy {
+	case MailDefer:
+		return "451 4.7.1 sender not yet trusted, try again later"
+	case MailRefuseNull:
+		if path == "" {
+			return "550 5.7.1 null sender refused here"
+		}
+	case MailRequireSPF:
+		_, domain, _ := splitAddr(path)
+		if d := s.srv.w.Domain(domain); d == nil || !hasSPF(d) {
+			return "550 5.7.23 sender domain publishes no SPF record"
+		}
+	}
+	return ""
+}
+
+// hasSPF reports whether d publishes an SPF record at its apex.
+func hasSPF(d *Domain) bool {
+	for _, r := range d.Records {
+		if strings.EqualFold(r.Type, "TXT") && (r.Name == "" || r.Name == "@") && strings.Contains(strings.ToLower(r.Data), "v=spf1") {
+			return true
+		}
+	}
+	return false
 }
 
 // rcptTo answers RCPT TO:<forward-path> (RFC 5321 §4.1.1.3) for the world's
@@ -971,43 +1101,51 @@ func (s *session) mailFrom(arg []byte) {
 // recipients: RSET, a new EHLO/HELO, STARTTLS and the end of DATA start a
 // new transaction and a new count (as Postfix's smtpd_recipient_limit).
 // Every RCPT with a valid path counts, whatever its reply; the 452s do not.
-func (s *session) rcptTo(arg []byte) {
+func (s *session) rcptTo(arg []byte) string {
 	a := string(arg)
+	if h := s.hs.host; h.DropAfterRcpts > 0 && s.sessRcpts >= h.DropAfterRcpts {
+		if h.DropMode == Drop421 {
+			s.replyLine("RCPT", "421 4.4.2 "+h.Banner+" closing connection")
+			s.flush()
+		}
+		return OutcomeDropped
+	}
+	s.sessRcpts++
 	if !s.mail {
 		s.rcptDone(a, replyNeedMail)
-		return
+		return ""
 	}
 	rest, ok := cutPrefixFold(a, "TO:")
 	if !ok {
 		s.rcptDone(a, replyRcptSyntax)
-		return
+		return ""
 	}
 	path, params, ok := splitPath(strings.TrimLeft(rest, " "))
 	if !ok {
 		s.rcptDone(a, replyRcptSyntax)
-		return
+		return ""
 	}
 	if strings.TrimSpace(params) != "" {
 		s.rcptDone(path, replyBadParam)
-		return
+		return ""
 	}
 	if m := s.hs.host.MaxRcpts; m > 0 && s.rcpts >= m {
 		s.rcptDone(path, replyTooManyRcpts)
-		return
+		return ""
 	}
 	s.rcpts++
 	if strings.EqualFold(path, "postmaster") { // RFC 5321 §4.5.1
 		s.rcptDone(path, replyRcptOK)
-		return
+		return ""
 	}
 	local, domain, ok := splitAddr(path)
 	if !ok {
 		s.rcptDone(path, replyBadRcpt)
-		return
+		return ""
 	}
 	if !s.mailUTF8 && !isASCII(path) {
 		s.rcptDone(path, replyUTF8)
-		return
+		return ""
 	}
 	d, ascii, ok := s.srv.lookupDomain(domain)
 	switch {
@@ -1018,8 +1156,18 @@ func (s *session) rcptTo(arg []byte) {
 	case slices.Contains(s.hs.host.BlockedClients, s.rec.Client):
 		s.rcptDone(path, replyPolicy)
 	default:
-		s.rcptDone(path, s.srv.rcptReply(s.rec.Client, d, local, ascii))
+		r, unknown := s.srv.rcptReply(s.rec.Client, d, local, ascii)
+		if unknown && s.hs.host.AcceptFirst > 0 {
+			s.hs.mu.Lock()
+			if s.hs.unknown < s.hs.host.AcceptFirst {
+				s.hs.unknown++
+				r = replyRcptOK
+			}
+			s.hs.mu.Unlock()
+		}
+		s.rcptDone(path, r)
 	}
+	return ""
 }
 
 func (s *session) rcptDone(addr string, r smtpReply) {
@@ -1027,7 +1175,7 @@ func (s *session) rcptDone(addr string, r smtpReply) {
 	if r.code == 250 {
 		s.accepted++
 	}
-	s.replyLine("RCPT", r.line)
+	s.replyLine("RCPT", s.styled(r.line))
 }
 
 // data answers DATA (RFC 5321 §4.1.1.4): 354, then it reads the message up

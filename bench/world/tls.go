@@ -16,10 +16,10 @@ import (
 // worldTLS is the process's certificate and the server configurations
 // built on it, made on first use.
 var worldTLS struct {
-	once         sync.Once
-	cert         tls.Certificate
-	tls12, tls13 *tls.Config
-	err          error
+	once                sync.Once
+	cert                tls.Certificate
+	tls10, tls12, tls13 *tls.Config
+	err                 error
 }
 
 // Certificate returns the self-signed ECDSA P-256 certificate that every
@@ -42,6 +42,8 @@ func serverTLSConfig(version string) (*tls.Config, error) {
 		return nil, worldTLS.err
 	}
 	switch version {
+	case "1.0":
+		return worldTLS.tls10, nil
 	case "1.2":
 		return worldTLS.tls12, nil
 	case "1.3":
@@ -57,6 +59,12 @@ func initTLS() {
 		return
 	}
 	worldTLS.cert = cert
+	// An old server: TLS 1.0 only, with the CBC suites it had.
+	worldTLS.tls10 = &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		MinVersion:   tls.VersionTLS10,
+		MaxVersion:   tls.VersionTLS10,
+	}
 	worldTLS.tls12 = &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		MinVersion:   tls.VersionTLS12,

@@ -77,6 +77,45 @@ const (
 	HostTarpit HostMode = "tarpit" // accepts TCP, never sends the banner
 	HostRefuse HostMode = "refuse" // nothing listens: connections are refused
 	HostBusy   HostMode = "busy"   // answers every connection with 421 4.7.0 and closes
+	// HostDeferEHLO greets, then answers EHLO or HELO with 421 4.7.0 and
+	// closes: Yahoo's "[TSS04] messages from … temporarily deferred" to
+	// senders it does not trust yet.
+	HostDeferEHLO HostMode = "defer_ehlo"
+	// HostBlocked greets with 554 5.7.1 (RFC 5321 §3.1: no service for
+	// this client) and answers every command but QUIT with 503.
+	HostBlocked HostMode = "blocked"
+)
+
+// Reply styles of a host (Host.Replies).
+const (
+	// RepliesPlain: one line, with an enhanced status code (RFC 3463).
+	RepliesPlain = ""
+	// RepliesMultiline: the replies to RCPT and MAIL are two lines, the
+	// enhanced code on each ("550-5.1.1 …" / "550 5.1.1 …"), as Gmail's.
+	RepliesMultiline = "multiline"
+	// RepliesBare: no enhanced status code anywhere ("550 No such user
+	// here", "250 OK"), as servers that do not announce
+	// ENHANCEDSTATUSCODES.
+	RepliesBare = "bare"
+)
+
+// MAIL FROM policies of a host (Host.MailPolicy).
+const (
+	MailAcceptAll = ""
+	// MailDefer answers 451 4.7.1 to every MAIL FROM: unknown senders are
+	// deferred (greylisting at MAIL, reputation checks).
+	MailDefer = "defer"
+	// MailRefuseNull answers 550 5.7.1 to the null reverse-path <>.
+	MailRefuseNull = "refuse_null"
+	// MailRequireSPF answers 550 5.7.23 to a sender whose domain is not a
+	// domain of the world with an SPF record (a TXT "v=spf1 …").
+	MailRequireSPF = "require_spf"
+)
+
+// How a host ends a session early (Host.DropMode).
+const (
+	Drop421   = "421"   // 421 4.4.2 instead of the reply, then close
+	DropClose = "close" // close the connection instead of replying
 )
 
 // Host is one mail server of the world, identified by its loopback address.
@@ -85,8 +124,9 @@ type Host struct {
 	// Name is the host's DNS name, without the trailing dot ("mx1.alpha.test").
 	// Its A record points at IP.
 	Name string `json:"name"`
-	// IP is the host's IPv4 loopback address (127.x.y.z, not 127.0.0.1, which
-	// is left to the prober and the tests).
+	// IP is the host's loopback address: 127.x.y.z (not 127.0.0.1, which
+	// is left to the prober and the tests), or ::1 for the one IPv6-only
+	// host a world may have (its name gets an AAAA record and no A).
 	IP string `json:"ip"`
 	// IPv6, when set, is published as an AAAA record (nothing listens on it).
 	IPv6 string `json:"ipv6,omitempty"`
@@ -100,9 +140,33 @@ type Host struct {
 	EHLOName string `json:"ehlo_name,omitempty"`
 	// PTR is the name the reverse zone gives IP; default Name; "-" for none.
 	PTR string `json:"ptr,omitempty"`
-	// TLS, when "1.2" or "1.3", makes the host offer STARTTLS with that
-	// version as the highest it accepts; empty for no STARTTLS.
+	// TLS, when "1.0", "1.2" or "1.3", makes the host offer STARTTLS with
+	// that version as the highest it accepts ("1.0": only TLS 1.0); empty
+	// for no STARTTLS.
 	TLS string `json:"tls,omitempty"`
+	// TLSBroken makes the host offer STARTTLS, answer 220 to it, and then
+	// break the handshake (garbage, then close).
+	TLSBroken bool `json:"tls_broken,omitempty"`
+	// NoEHLO makes the host answer EHLO with 502 5.5.1, as an RFC 821
+	// server: the client must fall back to HELO.
+	NoEHLO bool `json:"no_ehlo,omitempty"`
+	// Replies is the host's reply style: RepliesPlain, RepliesMultiline or
+	// RepliesBare.
+	Replies string `json:"replies,omitempty"`
+	// MailPolicy is what the host says to MAIL FROM: MailAcceptAll,
+	// MailDefer, MailRefuseNull or MailRequireSPF.
+	MailPolicy string `json:"mail_policy,omitempty"`
+	// AcceptFirst makes the host accept, over its life, the first N RCPTs
+	// for local parts it does not know (a random probe included) before it
+	// tells the truth: an anti-harvesting server that looks like a
+	// catch-all at first.
+	AcceptFirst int `json:"accept_first,omitempty"`
+	// DropAfterRcpts ends every session after this many RCPTs (counted
+	// over the session), in the middle of a pipelined group if need be:
+	// the next RCPT gets 421 4.4.2 (DropMode "421") or no answer at all
+	// ("close"). 0: never.
+	DropAfterRcpts int    `json:"drop_after_rcpts,omitempty"`
+	DropMode       string `json:"drop_mode,omitempty"`
 	// SMTPUTF8 makes the host advertise SMTPUTF8 (RFC 6531) and accept UTF-8
 	// addresses; without it a UTF-8 address gets 553 5.6.7.
 	SMTPUTF8 bool `json:"smtputf8,omitempty"`
@@ -155,6 +219,12 @@ const (
 	MailboxFull     MailboxState = "full"     // 552 5.2.2
 	MailboxDisabled MailboxState = "disabled" // 550 5.2.1
 	MailboxGreylist MailboxState = "greylist" // as PolicyGreylist, for this mailbox only
+	// MailboxBadSyntax: 553 5.1.3, the server cannot take the address's
+	// syntax (a local part it refuses to parse).
+	MailboxBadSyntax MailboxState = "bad_syntax"
+	// MailboxNullMX: 550 5.1.10, the recipient's domain publishes a null
+	// MX (RFC 7505 §4.3), as a relay that checked it answers.
+	MailboxNullMX MailboxState = "null_mx"
 )
 
 // MX is one MX record of a domain.
@@ -206,6 +276,11 @@ type Domain struct {
 	Policy Policy `json:"policy,omitempty"`
 	// Mailboxes maps a known local part (lower-case) to its state.
 	Mailboxes map[string]MailboxState `json:"mailboxes,omitempty"`
+	// UnknownReply, when set, is the whole reply line to RCPT for a local
+	// part the domain does not know, instead of "550 5.1.1 no such user":
+	// "550 5.7.1 User unknown" (a server that misuses 5.7.x), "550 No
+	// such user here" (no enhanced code).
+	UnknownReply string `json:"unknown_reply,omitempty"`
 	// GreylistDelay is how long a greylisted (client, recipient) pair waits
 	// before it is accepted; default 1m.
 	GreylistDelay Duration `json:"greylist_delay,omitempty"`
@@ -368,6 +443,7 @@ func (w *World) Validate() error {
 		switch {
 		case err != nil:
 			add("hosts[%d] %s: bad ip %q", i, h.Name, h.IP)
+		case a == netip.IPv6Loopback():
 		case !a.Is4() || !a.IsLoopback():
 			add("hosts[%d] %s: ip %s is not an IPv4 loopback address", i, h.Name, h.IP)
 		case a == netip.AddrFrom4([4]byte{127, 0, 0, 1}):
@@ -378,14 +454,33 @@ func (w *World) Validate() error {
 		}
 		ips[h.IP] = h.Name
 		switch h.Mode {
-		case HostNormal, HostTarpit, HostRefuse, HostBusy:
+		case HostNormal, HostTarpit, HostRefuse, HostBusy, HostDeferEHLO, HostBlocked:
 		default:
 			add("hosts[%d] %s: unknown mode %q", i, h.Name, h.Mode)
 		}
 		switch h.TLS {
-		case "", "1.2", "1.3":
+		case "", "1.0", "1.2", "1.3":
 		default:
-			add("hosts[%d] %s: tls must be \"\", \"1.2\" or \"1.3\", not %q", i, h.Name, h.TLS)
+			add("hosts[%d] %s: tls must be \"\", \"1.0\", \"1.2\" or \"1.3\", not %q", i, h.Name, h.TLS)
+		}
+		if h.TLSBroken && h.TLS == "" {
+			add("hosts[%d] %s: tls_broken needs tls", i, h.Name)
+		}
+		switch h.Replies {
+		case RepliesPlain, RepliesMultiline, RepliesBare:
+		default:
+			add("hosts[%d] %s: unknown replies %q", i, h.Name, h.Replies)
+		}
+		switch h.MailPolicy {
+		case MailAcceptAll, MailDefer, MailRefuseNull, MailRequireSPF:
+		default:
+			add("hosts[%d] %s: unknown mail_policy %q", i, h.Name, h.MailPolicy)
+		}
+		switch {
+		case h.DropAfterRcpts < 0 || h.AcceptFirst < 0:
+			add("hosts[%d] %s: drop_after_rcpts and accept_first must not be negative", i, h.Name)
+		case h.DropAfterRcpts > 0 && h.DropMode != Drop421 && h.DropMode != DropClose:
+			add("hosts[%d] %s: drop_mode must be %q or %q", i, h.Name, Drop421, DropClose)
 		}
 	}
 	names := map[string]bool{}
@@ -404,7 +499,7 @@ func (w *World) Validate() error {
 		}
 		for lp, st := range d.Mailboxes {
 			switch st {
-			case MailboxOK, MailboxFull, MailboxDisabled, MailboxGreylist:
+			case MailboxOK, MailboxFull, MailboxDisabled, MailboxGreylist, MailboxBadSyntax, MailboxNullMX:
 			default:
 				add("domains[%d] %s: mailbox %q has unknown state %q", i, d.Name, lp, st)
 			}
