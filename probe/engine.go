@@ -38,6 +38,16 @@ type Options struct {
 	// session. Defaults 30 s and 2 min; the caller's context bounds both.
 	CommandTimeout time.Duration
 	SessionTimeout time.Duration
+	// GreetingTimeout bounds the wait for an MX's greeting, which servers
+	// may delay (RFC 5321 §4.5.3.2.1 allows 5 minutes; tarpits use that).
+	// Default 60 s, never less than CommandTimeout; the caller's context
+	// (15 s for a real-time validation) still bounds it.
+	GreetingTimeout time.Duration
+	// MaxMXHosts caps the MX addresses one validation connects to, in
+	// preference order (as Postfix's smtp_mx_address_limit); a domain with
+	// twenty MX hosts that all fail costs five connections, not twenty.
+	// Default DefaultMaxMXHosts.
+	MaxMXHosts int
 	// StartTLS makes sessions use STARTTLS when the MX offers it
 	// (opportunistic, RFC 7435: certificates are not verified, a failed
 	// handshake is retried without TLS).
@@ -58,6 +68,13 @@ type Options struct {
 	// transcripts; default slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultMaxMXHosts is Options.MaxMXHosts's default: Postfix's
+// smtp_mx_address_limit.
+const DefaultMaxMXHosts = 5
+
+// DefaultGreetingTimeout is Options.GreetingTimeout's default.
+const DefaultGreetingTimeout = 60 * time.Second
 
 // Engine validates addresses. It is safe for concurrent use; callers bound
 // the concurrency (verifyd runs it on ants pools) and each call's time (the
@@ -94,6 +111,13 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.SessionTimeout == 0 {
 		opts.SessionTimeout = 2 * time.Minute
+	}
+	if opts.GreetingTimeout == 0 {
+		opts.GreetingTimeout = DefaultGreetingTimeout
+	}
+	opts.GreetingTimeout = max(opts.GreetingTimeout, opts.CommandTimeout)
+	if opts.MaxMXHosts <= 0 {
+		opts.MaxMXHosts = DefaultMaxMXHosts
 	}
 	if opts.CatchAllTTL == 0 {
 		opts.CatchAllTTL = 24 * time.Hour
@@ -196,7 +220,10 @@ func (e *Engine) tlsConfig(host string) *tls.Config {
 		// certificate check and must still reach MXes with self-signed
 		// or mismatched certificates, as senders do.
 		InsecureSkipVerify: true, //nolint:gosec // see above
-		MinVersion:         tls.VersionTLS12,
+		// Any version beats the clear text the session falls back to
+		// (RFC 7435 §3): old MXes that speak only TLS 1.0 still get it,
+		// and Result.Session says what was negotiated.
+		MinVersion: tls.VersionTLS10, //nolint:gosec // see above
 		// X25519 alone: Go's default hybrid X25519MLKEM768 costs several
 		// times the CPU per handshake, and a probe carries no secret that
 		// needs post-quantum protection.

@@ -23,11 +23,13 @@ var egressPool = []netip.Addr{
 }
 
 type env struct {
-	w      *world.World
-	run    *world.Running
-	res    *resolver.Resolver
-	pool   *egress.Pool
-	engine *Engine
+	w        *world.World
+	run      *world.Running
+	res      *resolver.Resolver
+	pool     *egress.Pool
+	engine   *Engine
+	cmdTO    time.Duration
+	startTLS bool
 }
 
 type envOptions struct {
@@ -77,13 +79,32 @@ func startEnv(t testing.TB, w *world.World, o envOptions) *env {
 	}
 	eng, err := New(Options{
 		Resolver: res, Egress: pool, SMTPPort: run.SMTP.Port(), HeloName: "prober.verifyd.test",
-		CommandTimeout: o.cmdTO, SessionTimeout: 10 * time.Second, StartTLS: o.startTLS,
+		CommandTimeout: o.cmdTO, GreetingTimeout: o.cmdTO, SessionTimeout: 10 * time.Second, StartTLS: o.startTLS,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{w: w, run: run, res: res, pool: pool, engine: eng}
+	return &env{w: w, run: run, res: res, pool: pool, engine: eng, cmdTO: o.cmdTO, startTLS: o.startTLS}
+}
+
+// engineWith is another engine on the same world and egress pool, with
+// its own resolver.
+func (e *env) engineWith(t testing.TB, res *resolver.Resolver, mod ...func(*Options)) *Engine {
+	t.Helper()
+	o := Options{
+		Resolver: res, Egress: e.pool, SMTPPort: e.run.SMTP.Port(), HeloName: "prober.verifyd.test",
+		CommandTimeout: e.cmdTO, GreetingTimeout: e.cmdTO, SessionTimeout: 10 * time.Second, StartTLS: e.startTLS,
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	for _, m := range mod {
+		m(&o)
+	}
+	eng, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eng
 }
 
 // TestEngineAgainstWorld verifies every address of a generated world with

@@ -3,6 +3,9 @@ package probe
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
 
 	"github.com/verifyd/verifyd/resolver"
 )
@@ -30,9 +33,30 @@ func (e *Engine) route(ctx context.Context, domain string) route {
 	case err == nil && mx.NullMX:
 		return route{outcome: DNSNoMX}
 	case err == nil && len(mx.MX) > 0:
-		hosts := make([]string, len(mx.MX))
-		for i, m := range mx.MX {
-			hosts[i] = m.Host
+		hosts := make([]string, 0, len(mx.MX))
+		for i := 0; i < len(mx.MX); {
+			// A run of equal preferences, in a random order per
+			// validation (RFC 5321 §5.1: spread the load).
+			j := i + 1
+			for j < len(mx.MX) && mx.MX[j].Pref == mx.MX[i].Pref {
+				j++
+			}
+			start := len(hosts)
+			for _, m := range mx.MX[i:j] {
+				// An MX target that is an IP literal is no host name
+				// (RFC 5321 §5.1); Postfix and Exim will not deliver to
+				// it, so neither is it probed.
+				if _, err := netip.ParseAddr(strings.TrimSuffix(m.Host, ".")); err == nil {
+					continue
+				}
+				hosts = append(hosts, m.Host)
+			}
+			run := hosts[start:]
+			rand.Shuffle(len(run), func(a, b int) { run[a], run[b] = run[b], run[a] })
+			i = j
+		}
+		if len(hosts) == 0 {
+			return route{outcome: DNSNoMX}
 		}
 		return route{outcome: DNSRouted, hosts: hosts}
 	case err == nil, errors.Is(err, resolver.ErrNoData):

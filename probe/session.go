@@ -39,6 +39,8 @@ func (e *Engine) probeOne(ctx context.Context, r *Result, addr address.Address, 
 // to come back to.
 func (e *Engine) probeDomain(ctx context.Context, rt route, domain string, ts []*target, wait bool, prefer netip.Addr) {
 	failure := SMTPConnRefused
+	tried := 0
+hosts:
 	for _, host := range rt.hosts {
 		ips, err := e.opts.Resolver.LookupIP(ctx, "ip", host)
 		if err != nil {
@@ -48,6 +50,10 @@ func (e *Engine) probeDomain(ctx context.Context, rt route, domain string, ts []
 			continue
 		}
 		for _, ip := range ips.IPs {
+			if tried == e.opts.MaxMXHosts {
+				break hosts
+			}
+			tried++
 			next, out := e.sessions(ctx, host, ip, domain, ts, wait, prefer)
 			if !next {
 				return
@@ -76,6 +82,7 @@ func (e *Engine) probeDomain(ctx context.Context, rt route, domain string, ts []
 func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domain string, ts []*target, wait bool, prefer netip.Addr) (next bool, failure SMTPOutcome) {
 	hostport := net.JoinHostPort(ip.String(), strconv.Itoa(e.opts.SMTPPort))
 	noTLS := false
+	perTx := 0 // the server's recipients per transaction, once learnt
 	for {
 		pending := pendingTargets(ts)
 		if len(pending) == 0 {
@@ -126,11 +133,12 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			helo = e.opts.HeloName
 		}
 		c, err := smtpclient.Dial(ctx, lease, hostport, smtpclient.Options{
-			HeloName:       helo,
-			CommandTimeout: e.opts.CommandTimeout,
-			SessionTimeout: e.opts.SessionTimeout,
-			TLSConfig:      tlsCfg,
-			Logger:         e.transcriptLogger(),
+			HeloName:        helo,
+			CommandTimeout:  e.opts.CommandTimeout,
+			GreetingTimeout: e.opts.GreetingTimeout,
+			SessionTimeout:  e.opts.SessionTimeout,
+			TLSConfig:       tlsCfg,
+			Logger:          e.transcriptLogger(),
 		})
 		if err != nil {
 			f := dialFailure(err)
@@ -159,7 +167,15 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			t.r.Session = facts
 			t.r.Egress = lease.Addr()
 		}
-		out := e.transaction(c, e.mailFrom(helo), domain, pending)
+		batch := pending
+		if perTx > 0 && len(batch) > perTx {
+			// The server's limit is known: send no RCPT it would refuse.
+			batch = batch[:perTx]
+		}
+		out := e.transaction(c, e.mailFrom(helo), domain, batch)
+		if out.perTx > 0 {
+			perTx = out.perTx
+		}
 		if out.sessionOK {
 			_ = c.Quit()
 		} else {
@@ -202,6 +218,9 @@ type txOutcome struct {
 	sessionOK  bool // the session is in a state to QUIT politely
 	greylisted bool // some targets were greylisted
 	progress   bool // some targets got their answer
+	// perTx is the server's recipients per transaction, learnt from a
+	// 452 4.5.3 after that many (0: none seen).
+	perTx int
 }
 
 // transaction runs MAIL, the RCPTs of the pending targets and, when one was
@@ -212,9 +231,10 @@ func (e *Engine) transaction(c *smtpclient.Client, mailFrom, domain string, pend
 	for _, t := range pending {
 		if t.addr.UTF8Local {
 			if !c.Extensions().SMTPUTF8 {
-				// The MX cannot take this address from anyone; say so
-				// without asking (RFC 6531 §3.4).
-				t.r.Evidence.SMTP = SMTPRejected
+				// The MX cannot take this address from anyone: a
+				// compliant sender must not send it (RFC 6531 §3.2) and
+				// bounces the message. Say so without asking.
+				t.r.Evidence.SMTP = SMTPNoUTF8
 				t.done = true
 				continue
 			}
@@ -239,6 +259,11 @@ func (e *Engine) transaction(c *smtpclient.Client, mailFrom, domain string, pend
 		return failedCommand(err, pending) // the pipelined MAIL was refused
 	}
 	out := txOutcome{egress: egress.OutcomeOK, sessionOK: err == nil}
+	if len(rest) > 0 && len(rest) < len(pending) {
+		// Cut at the server's recipient limit: that many go in each
+		// transaction from now on.
+		out.perTx = len(pending) - len(rest)
+	}
 	accepted := false
 	perMailbox := false // the server answers per mailbox: role probes mean something
 	for i, res := range results {
@@ -253,6 +278,11 @@ func (e *Engine) transaction(c *smtpclient.Client, mailFrom, domain string, pend
 			continue
 		case smtpclient.TooManyRecipients:
 			continue // in rest too; the next session takes it
+		case smtpclient.ServiceUnavailable:
+			// 421 in the middle of the RCPTs: the server is closing the
+			// session; this one and the rest go to the next.
+			out.egress = egress.OutcomeRateLimited
+			continue
 		case smtpclient.Accepted:
 			accepted = true
 			perMailbox = true
@@ -266,8 +296,6 @@ func (e *Engine) transaction(c *smtpclient.Client, mailFrom, domain string, pend
 			if out.egress == egress.OutcomeOK {
 				out.egress = egress.OutcomePolicy
 			}
-		case smtpclient.ServiceUnavailable:
-			out.egress = egress.OutcomeRateLimited
 		}
 		t.r.Evidence.SMTP = rcptOutcome(cls)
 		t.done = true
@@ -276,14 +304,20 @@ func (e *Engine) transaction(c *smtpclient.Client, mailFrom, domain string, pend
 	}
 	if err != nil {
 		f := dialFailure(err)
-		if f.egress != egress.OutcomeOK {
+		if f.egress != egress.OutcomeOK && out.egress == egress.OutcomeOK {
 			out.egress = f.egress
 		}
-		for _, t := range pending[len(results):] {
-			if !t.done && len(rest) > 0 {
-				t.r.Evidence.SMTP = f.smtp
-				t.done = true
-				out.progress = true
+		// The session ended in the middle of the RCPTs (421, a dropped
+		// connection). When it answered some, the others go to a new
+		// session; when it answered none, asking again would teach
+		// nothing: they get the failure.
+		if !out.progress {
+			for _, t := range pending {
+				if !t.done && !t.grey {
+					t.r.Evidence.SMTP = f.smtp
+					t.done = true
+					out.progress = true
+				}
 			}
 		}
 	} else if len(rest) > 0 && len(rest) == len(pending) {
@@ -351,6 +385,8 @@ func rcptOutcome(cls smtpclient.Classification) SMTPOutcome {
 		return SMTPFull
 	case smtpclient.BadDomain:
 		return SMTPBadDomain
+	case smtpclient.Syntax:
+		return SMTPSyntax
 	case smtpclient.Policy:
 		return SMTPPolicy
 	case smtpclient.Greylisted, smtpclient.TempFail:
@@ -404,7 +440,9 @@ func dialFailure(err error) failure {
 	var oe *smtpclient.OpError
 	connect := errors.As(err, &oe) && oe.Command == smtpclient.CmdConnect
 	switch {
-	case errors.Is(err, smtpclient.ErrTLSHandshake):
+	case errors.Is(err, smtpclient.ErrTLSHandshake), connectTLS(err):
+		// Opportunistic TLS (RFC 7435 §3): a broken STARTTLS is retried
+		// in the clear, as senders do.
 		return failure{smtp: SMTPProtocol, egress: egress.OutcomeProtocol, retryPlain: true}
 	case isTimeout(err):
 		// A connect that times out may be one dead address of several; a
@@ -417,6 +455,13 @@ func dialFailure(err error) failure {
 		return failure{smtp: SMTPTimeout, egress: egress.OutcomeCanceled}
 	}
 	return failure{smtp: SMTPProtocol, egress: egress.OutcomeProtocol}
+}
+
+// connectTLS reports whether err broke the session during STARTTLS (data
+// where the handshake should be, a reset).
+func connectTLS(err error) bool {
+	var oe *smtpclient.OpError
+	return errors.As(err, &oe) && oe.Command == smtpclient.CmdStartTLS && !errors.Is(err, smtpclient.ErrTLSRequired)
 }
 
 func isTimeout(err error) bool {

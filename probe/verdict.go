@@ -64,6 +64,8 @@ const (
 	SMTPBadDomain                        // 5.1.2: the server does not handle the domain
 	SMTPRejected                         // another permanent failure that names no cause
 	SMTPProtocol                         // malformed replies, TLS failure, session broke
+	SMTPSyntax                           // x.1.3: the MX cannot take the address's syntax
+	SMTPNoUTF8                           // a UTF-8 local part, and the MX offers no SMTPUTF8
 )
 
 // CatchAll is what the catch-all probe learnt of the domain.
@@ -169,8 +171,10 @@ func Decide(ev Evidence) (Status, Reason, int) {
 		return StatusInvalid, ReasonMailboxNotFound, 2
 	case SMTPNoMailboxWeak:
 		return StatusInvalid, ReasonMailboxNotFound, 10
-	case SMTPDisabled, SMTPBadDomain:
+	case SMTPDisabled, SMTPBadDomain, SMTPNoUTF8:
 		return StatusInvalid, ReasonSMTPRejected, 5
+	case SMTPSyntax:
+		return StatusInvalid, ReasonSyntax, 5
 	case SMTPFull:
 		score := 40 + auth
 		if ev.Role {

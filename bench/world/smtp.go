@@ -1104,10 +1104,12 @@ func hasSPF(d *Domain) bool {
 func (s *session) rcptTo(arg []byte) string {
 	a := string(arg)
 	if h := s.hs.host; h.DropAfterRcpts > 0 && s.sessRcpts >= h.DropAfterRcpts {
+		// The replies to the commands before go out, as a server that
+		// closes between two reads would have sent them.
 		if h.DropMode == Drop421 {
 			s.replyLine("RCPT", "421 4.4.2 "+h.Banner+" closing connection")
-			s.flush()
 		}
+		s.flush()
 		return OutcomeDropped
 	}
 	s.sessRcpts++

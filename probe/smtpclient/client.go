@@ -47,6 +47,10 @@ type Options struct {
 	// CommandTimeout bounds each step: the connection, the greeting, each
 	// command and its reply, the TLS handshake. Default 30 s.
 	CommandTimeout time.Duration
+	// GreetingTimeout bounds the wait for the server's greeting, which RFC
+	// 5321 §4.5.3.2.1 lets take 5 minutes (busy servers delay it on
+	// purpose). Default CommandTimeout; never less than it.
+	GreetingTimeout time.Duration
 	// SessionTimeout bounds the whole session from Dial on; the context's
 	// deadline, when earlier, wins. Default 2 min.
 	SessionTimeout time.Duration
@@ -74,7 +78,7 @@ func (o Options) withDefaults() (Options, error) {
 			return o, errors.New("smtpclient: Options.HeloName holds a blank, control or non-ASCII character")
 		}
 	}
-	if o.CommandTimeout < 0 || o.SessionTimeout < 0 || o.QuitWait < 0 {
+	if o.CommandTimeout < 0 || o.SessionTimeout < 0 || o.QuitWait < 0 || o.GreetingTimeout < 0 {
 		return o, errors.New("smtpclient: negative timeout in Options")
 	}
 	if o.RequireTLS && o.TLSConfig == nil {
@@ -86,6 +90,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.SessionTimeout == 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
+	o.GreetingTimeout = max(o.GreetingTimeout, o.CommandTimeout)
 	if o.QuitWait == 0 {
 		o.QuitWait = DefaultQuitWait
 	}
@@ -195,9 +200,14 @@ func Dial(ctx context.Context, d Dialer, addr string, opts Options) (*Client, er
 
 // open reads the greeting, says EHLO and, when it can, STARTTLS.
 func (c *Client) open() error {
-	r, err := c.reply(CmdBanner)
+	c.armFor(c.opts.GreetingTimeout)
+	r, err := c.rr.read()
 	if err != nil {
-		return err
+		return c.fail(CmdBanner, err)
+	}
+	if c.debug {
+		c.opts.Logger.LogAttrs(c.ctx, slog.LevelDebug, "smtp reply",
+			slog.String("cmd", CmdBanner), slog.Int("code", r.Code), slog.Any("lines", r.Lines))
 	}
 	if r.Code != CodeServiceReady {
 		// RFC 5321 §3.1: 554 means no service here; the client should
@@ -550,8 +560,11 @@ func (c *Client) reply(name string) (Reply, error) {
 // arm sets the deadline for the next step: now+CommandTimeout, or the
 // session deadline when earlier. Checking the context after setting it
 // closes the race with the AfterFunc that sets a past deadline on cancel.
-func (c *Client) arm() {
-	d := time.Now().Add(c.opts.CommandTimeout)
+func (c *Client) arm() { c.armFor(c.opts.CommandTimeout) }
+
+// armFor is arm with a step of its own length.
+func (c *Client) armFor(step time.Duration) {
+	d := time.Now().Add(step)
 	if c.deadline.Before(d) {
 		d = c.deadline
 	}

@@ -1,0 +1,394 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/verifyd/verifyd/bench/world"
+	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/resolver"
+)
+
+// behaviour is one way a real mail server or DNS zone behaves, modelled in
+// the world, with the verdict a careful verifier gives (probe/README.md,
+// "Real servers").
+type behaviour struct {
+	name   string
+	hosts  []*world.Host
+	domain *world.Domain
+	email  string
+	status Status
+	reason Reason
+	// catchAll is checks.is_catch_all; tls, the TLS version the session
+	// must have negotiated ("" for none).
+	catchAll bool
+	tls      string
+}
+
+func mx(hosts ...string) []world.MX {
+	out := make([]world.MX, len(hosts))
+	for i, h := range hosts {
+		out[i] = world.MX{Pref: uint16(10 * (i + 1)), Host: h}
+	}
+	return out
+}
+
+func ok(names ...string) map[string]world.MailboxState {
+	m := map[string]world.MailboxState{}
+	for _, n := range names {
+		m[n] = world.MailboxOK
+	}
+	return m
+}
+
+// behaviours is the table. Each gets its own domain and host(s) on
+// 127.81.0.0/24.
+func behaviours() []behaviour {
+	host := func(name, ip string, mod func(*world.Host)) *world.Host {
+		h := &world.Host{Name: name, IP: ip}
+		if mod != nil {
+			mod(h)
+		}
+		return h
+	}
+	simple := func(name, ip string, mod func(*world.Host), dmod func(*world.Domain), email string, st Status, re Reason) behaviour {
+		h := host("mx."+name, ip, mod)
+		d := &world.Domain{Name: name, MX: mx(h.Name), Mailboxes: ok("ann")}
+		if dmod != nil {
+			dmod(d)
+		}
+		return behaviour{name: name, hosts: []*world.Host{h}, domain: d, email: email + "@" + name, status: st, reason: re}
+	}
+	bs := []behaviour{
+		// --- accepts every recipient
+		func() behaviour {
+			b := simple("acceptall.test", "127.81.0.1", nil, func(d *world.Domain) { d.Policy = world.PolicyCatchAll }, "nobody", StatusRisky, ReasonCatchAll)
+			b.catchAll = true
+			return b
+		}(),
+		func() behaviour {
+			b := simple("firstn.test", "127.81.0.2", func(h *world.Host) { h.AcceptFirst = 3 }, nil, "nobody", StatusRisky, ReasonCatchAll)
+			b.catchAll = true
+			return b
+		}(),
+		// --- defers or refuses unknown senders
+		simple("defer-ehlo.test", "127.81.0.3", func(h *world.Host) { h.Mode = world.HostDeferEHLO }, nil, "ann", StatusUnknown, ReasonConnection),
+		simple("defer-mail.test", "127.81.0.4", func(h *world.Host) { h.MailPolicy = world.MailDefer }, nil, "ann", StatusUnknown, ReasonTimeout),
+		simple("blocked.test", "127.81.0.5", func(h *world.Host) { h.Mode = world.HostBlocked }, nil, "ann", StatusUnknown, ReasonSMTPRejected),
+		simple("busy.test", "127.81.0.6", func(h *world.Host) { h.Mode = world.HostBusy }, nil, "ann", StatusUnknown, ReasonConnection),
+		// --- reply formats
+		simple("multiline.test", "127.81.0.7", func(h *world.Host) { h.Replies = world.RepliesMultiline }, nil, "zed", StatusInvalid, ReasonMailboxNotFound),
+		simple("multiline-ok.test", "127.81.0.8", func(h *world.Host) { h.Replies = world.RepliesMultiline }, nil, "ann", StatusValid, ReasonOK),
+		simple("bare.test", "127.81.0.9", func(h *world.Host) { h.Replies = world.RepliesBare }, nil, "zed", StatusInvalid, ReasonMailboxNotFound),
+		simple("bare-ok.test", "127.81.0.10", func(h *world.Host) { h.Replies = world.RepliesBare }, nil, "ann", StatusValid, ReasonOK),
+		simple("bare550.test", "127.81.0.11", nil, func(d *world.Domain) { d.UnknownReply = "550 No such user here" }, "zed", StatusInvalid, ReasonMailboxNotFound),
+		// --- mailbox states
+		simple("full.test", "127.81.0.12", nil, func(d *world.Domain) { d.Mailboxes["ann"] = world.MailboxFull }, "ann", StatusRisky, ReasonSMTPRejected),
+		simple("disabled.test", "127.81.0.13", nil, func(d *world.Domain) { d.Mailboxes["ann"] = world.MailboxDisabled }, "ann", StatusInvalid, ReasonSMTPRejected),
+		simple("badsyntax.test", "127.81.0.14", nil, func(d *world.Domain) { d.Mailboxes["ann"] = world.MailboxBadSyntax }, "ann", StatusInvalid, ReasonSyntax),
+		simple("relay-nullmx.test", "127.81.0.15", nil, func(d *world.Domain) { d.Mailboxes["ann"] = world.MailboxNullMX }, "ann", StatusInvalid, ReasonSMTPRejected),
+		simple("misuse571.test", "127.81.0.16", nil, func(d *world.Domain) { d.UnknownReply = "550 5.7.1 User unknown" }, "zed", StatusUnknown, ReasonSMTPRejected),
+		// --- slow servers
+		simple("slow-ehlo.test", "127.81.0.17", func(h *world.Host) {
+			h.CommandLatency = map[string]world.Duration{"EHLO": world.Duration(3 * time.Second)}
+		}, nil, "ann", StatusValid, ReasonOK),
+		simple("helo-only.test", "127.81.0.18", func(h *world.Host) { h.NoEHLO = true }, nil, "ann", StatusValid, ReasonOK),
+		// --- STARTTLS
+		simple("tls-broken.test", "127.81.0.19", func(h *world.Host) { h.TLS, h.TLSBroken = "1.2", true }, nil, "ann", StatusValid, ReasonOK),
+		func() behaviour {
+			b := simple("tls10.test", "127.81.0.20", func(h *world.Host) { h.TLS = "1.0" }, nil, "ann", StatusValid, ReasonOK)
+			b.tls = "TLS 1.0"
+			return b
+		}(),
+		// --- SMTPUTF8: a UTF-8 local part to a server without it
+		simple("no-utf8.test", "127.81.0.21", nil, nil, "jürgen", StatusInvalid, ReasonSMTPRejected),
+		// --- MAIL FROM policies: a refusal at MAIL is never "no mailbox"
+		simple("no-null-sender.test", "127.81.0.22", func(h *world.Host) { h.MailPolicy = world.MailRefuseNull }, nil, "ann", StatusValid, ReasonOK),
+		simple("require-spf.test", "127.81.0.23", func(h *world.Host) { h.MailPolicy = world.MailRequireSPF }, nil, "ann", StatusUnknown, ReasonSMTPRejected),
+	}
+
+	// --- DNS
+	// An MX set too large for a UDP answer: TC, then TCP (RFC 7766).
+	big := &world.Domain{Name: "bigmx.test", Mailboxes: ok("ann")}
+	var bigHosts []*world.Host
+	for i := range 24 {
+		h := host(fmt.Sprintf("a-rather-long-mail-exchanger-name-number-%02d.bigmx.test", i), fmt.Sprintf("127.81.1.%d", i+1), nil)
+		bigHosts = append(bigHosts, h)
+		big.MX = append(big.MX, world.MX{Pref: uint16(10 + i), Host: h.Name})
+	}
+	bs = append(bs, behaviour{name: "truncated MX set", hosts: bigHosts, domain: big, email: "ann@bigmx.test", status: StatusValid, reason: ReasonOK})
+	// An MX target that is a CNAME (RFC 2181 §10.3 forbids it; it is common).
+	bs = append(bs, behaviour{name: "MX is a CNAME", hosts: []*world.Host{host("real.cname-mx.test", "127.81.0.24", nil)},
+		domain: &world.Domain{Name: "cname-mx.test", MX: mx("alias.cname-mx.test"), Mailboxes: ok("ann"),
+			Records: []world.Record{{Name: "alias", Type: "CNAME", Data: "real.cname-mx.test."}}},
+		email: "ann@cname-mx.test", status: StatusValid, reason: ReasonOK})
+	// An MX target with no address: the next MX takes it.
+	bs = append(bs, behaviour{name: "MX without address", hosts: []*world.Host{host("mx2.noaddr-mx.test", "127.81.0.25", nil)},
+		domain: &world.Domain{Name: "noaddr-mx.test", MX: mx("mx1.noaddr-mx.test", "mx2.noaddr-mx.test"), Mailboxes: ok("ann")},
+		email:  "ann@noaddr-mx.test", status: StatusValid, reason: ReasonOK})
+	// An MX target that is an IP literal: not a host name (RFC 5321 §5.1,
+	// RFC 7505 §3); Postfix and Exim refuse to deliver to it.
+	bs = append(bs, behaviour{name: "MX is an IP literal", hosts: []*world.Host{host("mx.ipliteral.test", "127.81.0.26", nil)},
+		domain: &world.Domain{Name: "ipliteral.test", MX: []world.MX{{Pref: 10, Host: "127.81.0.26"}}, Mailboxes: ok("ann")},
+		email:  "ann@ipliteral.test", status: StatusInvalid, reason: ReasonNoMX})
+	// An IPv6-only MX.
+	bs = append(bs, behaviour{name: "IPv6-only MX", hosts: []*world.Host{host("mx6.v6only.test", "::1", nil)},
+		domain: &world.Domain{Name: "v6only.test", MX: mx("mx6.v6only.test"), Mailboxes: ok("ann")},
+		email:  "ann@v6only.test", status: StatusValid, reason: ReasonOK})
+	return bs
+}
+
+// brokenDNS is an upstream that answers SERVFAIL to every query, or
+// (drop) never answers: one of two servers of a zone that fails.
+func brokenDNS(t *testing.T, drop bool) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		if drop {
+			return
+		}
+		m := new(dns.Msg)
+		m.SetRcode(r, dns.RcodeServerFailure)
+		w.WriteMsg(m)
+	})}
+	started := make(chan struct{})
+	srv.NotifyStartedFunc = func() { close(started) }
+	go srv.ActivateAndServe()
+	<-started
+	t.Cleanup(func() { srv.Shutdown() })
+	return pc.LocalAddr().String()
+}
+
+func behaviourWorld(t *testing.T, bs []behaviour) *world.World {
+	t.Helper()
+	w := &world.World{}
+	for _, b := range bs {
+		w.Hosts = append(w.Hosts, b.hosts...)
+		w.Domains = append(w.Domains, b.domain)
+	}
+	w.Defaults()
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestRealServerBehaviours checks the verdict of every behaviour of the
+// table, one validation each, all at once as on a real box.
+func TestRealServerBehaviours(t *testing.T) {
+	bs := behaviours()
+	w := behaviourWorld(t, bs)
+	e := startEnv(t, w, envOptions{startTLS: true, egress: egress.Options{
+		Addresses: append(append([]netip.Addr{}, egressPool...), netip.IPv6Loopback())}})
+	var wg sync.WaitGroup
+	for _, b := range bs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r := e.engine.Verify(ctx, b.email)
+			if r.Status != b.status || r.Reason != b.reason {
+				t.Errorf("%s (%s): %s/%s (evidence %+v), want %s/%s", b.name, b.email, r.Status, r.Reason, r.Evidence, b.status, b.reason)
+			}
+			if r.Checks.IsCatchAll != b.catchAll {
+				t.Errorf("%s: is_catch_all %v, want %v", b.name, r.Checks.IsCatchAll, b.catchAll)
+			}
+			if b.tls != "" && r.Session.TLSVersion != b.tls {
+				t.Errorf("%s: TLS %q, want %q", b.name, r.Session.TLSVersion, b.tls)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestBrokenAuthoritative: one of the two servers a resolver asks fails
+// (SERVFAIL, or no answer at all); the other answers, and the verdict is
+// the real one. With only the broken one, the answer is unknown, never
+// invalid.
+func TestBrokenAuthoritative(t *testing.T) {
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{{Name: "mx.twoauth.test", IP: "127.81.2.1"}},
+		domain: &world.Domain{Name: "twoauth.test", MX: mx("mx.twoauth.test"), Mailboxes: ok("ann")}}})
+	e := startEnv(t, w, envOptions{})
+	for _, drop := range []bool{false, true} {
+		bad := brokenDNS(t, drop)
+		res, err := resolver.New(resolver.Options{Upstreams: []string{bad, e.run.DNS.Addr()}, Timeout: 500 * time.Millisecond,
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(res.Close)
+		eng := e.engineWith(t, res)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r := eng.Verify(ctx, "ann@twoauth.test")
+		cancel()
+		if r.Status != StatusValid {
+			t.Errorf("drop %v: %s/%s, want valid", drop, r.Status, r.Reason)
+		}
+		only, err := resolver.New(resolver.Options{Upstreams: []string{bad}, Timeout: 300 * time.Millisecond,
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(only.Close)
+		ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+		r = e.engineWith(t, only).Verify(ctx, "ann@twoauth.test")
+		cancel()
+		if r.Status != StatusUnknown {
+			t.Errorf("drop %v, only the broken server: %s/%s, want unknown", drop, r.Status, r.Reason)
+		}
+	}
+}
+
+// TestEqualPreferenceSpread: two MX hosts of equal preference share the
+// sessions, in a random order per session (RFC 5321 §5.1).
+func TestEqualPreferenceSpread(t *testing.T) {
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{{Name: "mxa.equal.test", IP: "127.81.3.1"}, {Name: "mxb.equal.test", IP: "127.81.3.2"}},
+		domain: &world.Domain{Name: "equal.test", MX: []world.MX{{Pref: 10, Host: "mxa.equal.test"}, {Pref: 10, Host: "mxb.equal.test"}}, Mailboxes: ok("ann")}}})
+	e := startEnv(t, w, envOptions{})
+	const n = 40
+	for i := range n {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r := e.engine.Verify(ctx, fmt.Sprintf("user%d@equal.test", i))
+		cancel()
+		if r.Status != StatusInvalid {
+			t.Fatalf("user%d: %s/%s", i, r.Status, r.Reason)
+		}
+	}
+	e.run.Log().Wait(n, 5*time.Second)
+	perHost := map[string]int{}
+	for _, s := range e.run.Log().Sessions() {
+		perHost[s.HostIP]++
+	}
+	// 40 fair coin flips: each side gets at least 8 with probability
+	// 1 - 2·P(X ≤ 7) > 0.99999.
+	if perHost["127.81.3.1"] < 8 || perHost["127.81.3.2"] < 8 {
+		t.Errorf("sessions per host %v: equal preferences not spread", perHost)
+	}
+}
+
+// TestManyMXCapped: a domain with twenty MX hosts, none reachable; the
+// engine tries at most MaxMXHosts of them and answers unknown.
+func TestManyMXCapped(t *testing.T) {
+	d := &world.Domain{Name: "twenty.test", Mailboxes: ok("ann")}
+	var hosts []*world.Host
+	for i := range 20 {
+		h := &world.Host{Name: fmt.Sprintf("mx%02d.twenty.test", i), IP: fmt.Sprintf("127.81.4.%d", i+1), Mode: world.HostBusy}
+		hosts = append(hosts, h)
+		d.MX = append(d.MX, world.MX{Pref: uint16(i), Host: h.Name})
+	}
+	w := behaviourWorld(t, []behaviour{{hosts: hosts, domain: d}})
+	e := startEnv(t, w, envOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := e.engine.Verify(ctx, "ann@twenty.test")
+	if r.Status != StatusUnknown {
+		t.Fatalf("%s/%s, want unknown", r.Status, r.Reason)
+	}
+	time.Sleep(200 * time.Millisecond) // the server logs a session after its close
+	if n := len(e.run.Log().Sessions()); n == 0 || n > DefaultMaxMXHosts {
+		t.Errorf("%d sessions to the twenty hosts, want 1 to %d", n, DefaultMaxMXHosts)
+	}
+}
+
+// TestSessionsEndingEarly: a batch to a server that takes 2 RCPTs per
+// transaction (452 4.5.3), or ends the session after 2 RCPTs (421, or a
+// dropped connection in the middle of a pipelined group), answers every
+// address, and RCPTs no address more often than the cuts need.
+func TestSessionsEndingEarly(t *testing.T) {
+	for _, mod := range []struct {
+		name string
+		h    func(*world.Host)
+	}{
+		{"452 after 2", func(h *world.Host) { h.MaxRcpts = 2 }},
+		{"421 after 2", func(h *world.Host) { h.DropAfterRcpts, h.DropMode = 2, world.Drop421 }},
+		{"close after 2", func(h *world.Host) { h.DropAfterRcpts, h.DropMode = 2, world.DropClose }},
+	} {
+		t.Run(mod.name, func(t *testing.T) {
+			h := &world.Host{Name: "mx.cut.test", IP: "127.81.5.1"}
+			mod.h(h)
+			d := &world.Domain{Name: "cut.test", MX: mx(h.Name), Mailboxes: ok("a1", "a3", "a5")}
+			w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{h}, domain: d}})
+			e := startEnv(t, w, envOptions{})
+			var emails []string
+			for i := range 6 {
+				emails = append(emails, fmt.Sprintf("a%d@cut.test", i))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			rs := e.engine.VerifyDomain(ctx, emails, netip.Addr{})
+			for i, r := range rs {
+				want := StatusInvalid
+				if i%2 == 1 {
+					want = StatusValid
+				}
+				if r.Status != want {
+					t.Errorf("%s: %s/%s, want %s", emails[i], r.Status, r.Reason, want)
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+			asked := map[string]int{}
+			for _, s := range e.run.Log().Sessions() {
+				for _, rc := range s.Rcpts {
+					asked[strings.ToLower(rc.Addr)]++
+				}
+			}
+			for _, em := range emails {
+				if asked[em] == 0 || asked[em] > 2 {
+					t.Errorf("%s asked %d times", em, asked[em])
+				}
+			}
+			if t.Failed() {
+				for _, s := range e.run.Log().Sessions() {
+					t.Logf("session from %s: %+v", s.Client, s.Rcpts)
+				}
+			}
+		})
+	}
+}
+
+// TestSlowBanner: a banner that comes after 20 s (RFC 5321 §4.5.3.2.1
+// allows 5 minutes). A batch, whose budget is minutes, waits for it; a
+// real-time validation, whose budget is 15 s, answers unknown/timeout.
+func TestSlowBanner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 20 s for a banner")
+	}
+	h := &world.Host{Name: "mx.slowbanner.test", IP: "127.81.6.1",
+		CommandLatency: map[string]world.Duration{"BANNER": world.Duration(20 * time.Second)}}
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{h},
+		domain: &world.Domain{Name: "slowbanner.test", MX: mx(h.Name), Mailboxes: ok("ann")}}})
+	e := startEnv(t, w, envOptions{})
+	eng := e.engineWith(t, e.res, func(o *Options) { o.GreetingTimeout, o.SessionTimeout = 0, 2*time.Minute })
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if r := eng.VerifyDomain(ctx, []string{"ann@slowbanner.test"}, netip.Addr{})[0]; r.Status != StatusValid {
+			t.Errorf("batch: %s/%s, want valid", r.Status, r.Reason)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
+		defer rcancel()
+		if r := eng.Verify(rctx, "ann@slowbanner.test"); r.Status != StatusUnknown || r.Reason != ReasonTimeout {
+			t.Errorf("real time: %s/%s, want unknown/timeout", r.Status, r.Reason)
+		}
+	}()
+	wg.Wait()
+}
