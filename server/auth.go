@@ -138,6 +138,9 @@ func (s *Server) serveSession(ctx *fasthttp.RequestCtx, r route, sess Session, h
 			return
 		}
 	}
+	// A browser keeps no copy of what a session read (history, jobs).
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 	h(ctx, &caller{account: acct.ID, plan: plan})
 }
 

@@ -281,9 +281,6 @@ func (db *DB) register(email, passwordHash string, operator bool, stage func(*pe
 	}
 	db.umu.Lock()
 	defer db.umu.Unlock()
-	if _, taken := db.us.byEmail[strings.ToLower(email)]; taken {
-		return User{}, ErrEmailTaken
-	}
 	u := User{Email: email, PasswordHash: passwordHash, Operator: operator, CreatedAt: db.now().Truncate(time.Millisecond)}
 	for {
 		u.ID = "user_" + randomString(20, alphaLowerDigits)
@@ -294,11 +291,17 @@ func (db *DB) register(email, passwordHash string, operator bool, stage func(*pe
 	b := db.pdb.NewBatch()
 	var done func()
 	if stage != nil {
+		// The invitation is checked before the email: without a valid
+		// one, nobody learns whether an email has a user.
 		var err error
 		if done, err = stage(b, &u); err != nil {
 			b.Close()
 			return User{}, err
 		}
+	}
+	if _, taken := db.us.byEmail[strings.ToLower(email)]; taken {
+		b.Close()
+		return User{}, ErrEmailTaken
 	}
 	if err := putJSON(b, userKey(u.ID), u); err != nil {
 		b.Close()

@@ -122,6 +122,7 @@ func (w *Web) dash(n need, h dashFunc) fasthttp.RequestHandler {
 			return
 		}
 		ctx.Response.Header.Set("Cache-Control", "no-store")
+		ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 		admin.WriteJSON(ctx, v)
 	}
 	return func(ctx *fasthttp.RequestCtx) {
@@ -324,12 +325,26 @@ func (w *Web) setRole(ctx *fasthttp.RequestCtx, s storage.Session, u storage.Use
 	if _, member := m.Role(s.Account); err != nil || !member {
 		return nil, &server.APIError{Code: server.CodeNotFound, Message: "no such member of this account"}
 	}
+	before, _ := m.Role(s.Account)
 	m, err = w.db.SetRole(s.Account, id, r)
 	if errors.Is(err, storage.ErrLastOwner) {
 		return nil, &server.APIError{Code: server.CodeConflict, Message: "the account must keep at least one owner"}
 	}
 	if err != nil {
 		return nil, err
+	}
+	if before == storage.RoleOwner && r != storage.RoleOwner {
+		// Invitations are made with their owner's authority: a demoted
+		// or removed owner's pending ones go with it.
+		if ivs, err := w.db.Invites(s.Account); err == nil {
+			for _, iv := range ivs {
+				if iv.CreatedBy == id {
+					if _, err := w.db.RevokeInvite(s.Account, iv.ID); err != nil {
+						w.log.Error("cannot revoke a demoted owner's invitation", "invite", iv.ID, "err", err)
+					}
+				}
+			}
+		}
 	}
 	w.log.Info("member role changed", "account", s.Account, "member", id, "role", role, "by", u.ID)
 	return memberJSON{ID: m.ID, Email: m.Email, Role: role, Operator: m.Operator, You: m.ID == u.ID}, nil

@@ -245,3 +245,54 @@ func TestPages(t *testing.T) {
 		t.Errorf("login with a session and an off-site next: %s", r.Header.Get("Location"))
 	}
 }
+
+// TestReviewFixes: registration with a bad invitation does not tell
+// whether an email has a user; a demoted owner's invitations are
+// withdrawn; signing in again ends the browser's previous session;
+// guesses sent at once take turns.
+func TestReviewFixes(t *testing.T) {
+	e := startEnv(t, nil)
+	_, acct := e.newUser("owner@x.test")
+	for _, email := range []string{"owner@x.test", "nobody@x.test"} {
+		r := (&browser{e: e}).do("POST", "/auth/register", js(map[string]string{"email": email, "password": pw, "invitation": "inv_aaaaaaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}))
+		if r.status != 400 || strings.Contains(string(r.body), "exists") {
+			t.Errorf("register %s with a bad invitation: %d %s", email, r.status, r.body)
+		}
+	}
+
+	b := e.signIn("owner@x.test")
+	r := b.do("POST", "/dashboard/api/invites", `{"role":"owner"}`)
+	if r.status != 201 {
+		t.Fatalf("invite: %d %s", r.status, r.body)
+	}
+	u2 := e.addMember("second@x.test", acct.ID)
+	if _, err := e.db.SetRole(acct.ID, u2.ID, storage.RoleOwner); err != nil {
+		t.Fatal(err)
+	}
+	ownerID := b.do("GET", "/auth/session", "").json(t)["user"].(map[string]any)["id"].(string)
+	b2 := e.signIn("second@x.test")
+	if r := b2.do("POST", "/dashboard/api/members/"+ownerID+"/role", `{"role":"member"}`); r.status != 200 {
+		t.Fatalf("demote: %d %s", r.status, r.body)
+	}
+	if ivs, _ := e.db.Invites(acct.ID); len(ivs) != 0 {
+		t.Errorf("the demoted owner's invitations are still pending: %+v", ivs)
+	}
+
+	old := b.cookie
+	if r := b.do("POST", "/auth/login", js(map[string]string{"email": "second@x.test", "password": pw})); r.status != 200 {
+		t.Fatalf("login again: %d", r.status)
+	}
+	if _, err := e.db.LookupSession(old); err == nil {
+		t.Error("the replaced session is still alive")
+	}
+
+	// begin/end: one check at a time per key.
+	th := newThrottle(e.clock.Now, 5, time.Minute)
+	if !th.begin("user|a", "ip|1") || th.begin("user|a", "ip|2") || th.begin("user|b", "ip|1") {
+		t.Fatal("a second attempt of a key in flight was let through")
+	}
+	th.end("user|a", "ip|1")
+	if !th.begin("user|a", "ip|2") {
+		t.Fatal("a key was not given back")
+	}
+}

@@ -178,6 +178,14 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 		server.RateLimited(ctx, wait)
 		return
 	}
+	if !w.failures.begin(acctKey, ipKey) {
+		// Another attempt for this account or from this address is being
+		// checked: one at a time, so a burst cannot outrun the count.
+		loginsThrottled.Inc()
+		server.RateLimited(ctx, time.Second)
+		return
+	}
+	defer w.failures.end(acctKey, ipKey)
 	hctx, cancel := context.WithTimeout(bgCtx, hashWait)
 	defer cancel()
 	u, err := w.db.UserByEmail(email)
@@ -315,6 +323,11 @@ func (w *Web) password(ctx *fasthttp.RequestCtx) {
 		server.RateLimited(ctx, wait)
 		return
 	}
+	if !w.failures.begin(key) {
+		server.RateLimited(ctx, time.Second)
+		return
+	}
+	defer w.failures.end(key)
 	hctx, cancel := context.WithTimeout(bgCtx, hashWait)
 	defer cancel()
 	if ok, _, err := w.hash.verify(hctx, u.PasswordHash, cur); err != nil || !ok {

@@ -48,6 +48,13 @@ func securityHeaders(ctx *fasthttp.RequestCtx) {
 	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
 }
 
+// hsts is set on pages served over TLS (RFC 6797): a year, this host only.
+func (w *Web) hsts(ctx *fasthttp.RequestCtx) {
+	if w.overTLS(ctx) {
+		ctx.Response.Header.Set("Strict-Transport-Security", "max-age=31536000")
+	}
+}
+
 // asset is an embedded file served under a name holding its content's
 // hash, so it can be cached for good.
 type asset struct {
@@ -196,6 +203,7 @@ func safeNext(next string) string {
 func (w *Web) page(p pageDef) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		securityHeaders(ctx)
+		w.hsts(ctx)
 		ctx.Response.Header.Set("Cache-Control", "no-store")
 		d := pageData{Title: p.title, Page: p.nav, CSS: w.site.css, JS: w.site.js, Registration: w.opts.Registration}
 		if d.Page == "" {

@@ -22,9 +22,10 @@ type throttle struct {
 	free     int
 	maxDelay time.Duration
 
-	mu sync.Mutex
-	m  map[string]*failures
-	n  int // calls since the last sweep
+	mu       sync.Mutex
+	m        map[string]*failures
+	n        int             // calls since the last sweep
+	inFlight map[string]bool // keys with an attempt being checked
 }
 
 // forgetAfter is how long after its last failure a count starts again.
@@ -36,7 +37,7 @@ type failures struct {
 }
 
 func newThrottle(now func() time.Time, free int, maxDelay time.Duration) *throttle {
-	return &throttle{now: now, free: free, maxDelay: maxDelay, m: map[string]*failures{}}
+	return &throttle{now: now, free: free, maxDelay: maxDelay, m: map[string]*failures{}, inFlight: map[string]bool{}}
 }
 
 // delay is the wait after n consecutive failures.
@@ -91,5 +92,31 @@ func (t *throttle) fail(key string) {
 func (t *throttle) succeed(key string) {
 	t.mu.Lock()
 	delete(t.m, key)
+	t.mu.Unlock()
+}
+
+// begin claims the check of one attempt for each key, or reports false
+// when an attempt of one of them is being checked: guesses sent at once
+// would all pass wait before the first failure is counted, so they take
+// turns. end gives the keys back.
+func (t *throttle) begin(keys ...string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range keys {
+		if t.inFlight[k] {
+			return false
+		}
+	}
+	for _, k := range keys {
+		t.inFlight[k] = true
+	}
+	return true
+}
+
+func (t *throttle) end(keys ...string) {
+	t.mu.Lock()
+	for _, k := range keys {
+		delete(t.inFlight, k)
+	}
 	t.mu.Unlock()
 }

@@ -175,6 +175,7 @@ func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	}
 	ctx.Response.Header.SetContentType("application/json")
 	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 	ctx.SetStatusCode(status)
 	ctx.SetBody(b)
 }
@@ -380,6 +381,15 @@ func (w *Web) current(ctx *fasthttp.RequestCtx) (storage.Session, storage.User, 
 func (w *Web) startSession(ctx *fasthttp.RequestCtx, u storage.User, account string) (storage.Session, error) {
 	if account == "" && len(u.Accounts) > 0 {
 		account = u.Accounts[0].Account
+	}
+	// A browser signing in again (as anyone) ends the session it had:
+	// its cookie is about to be replaced, and nobody would end it later.
+	if old := ctx.Request.Header.Cookie(w.cookieName(ctx)); len(old) > 0 {
+		if prev, err := w.db.LookupSession(string(old)); err == nil {
+			if err := w.db.DeleteSession(prev.ID); err != nil {
+				w.log.Error("cannot end the replaced session", "err", err)
+			}
+		}
 	}
 	token, s, err := w.db.CreateSession(u.ID, account, w.api.ClientIP(ctx), string(ctx.UserAgent()), w.opts.SessionLifetime)
 	if err != nil {

@@ -90,7 +90,7 @@ function showError(form, err) {
   const p = form.querySelector(".error");
   if (!p) { toast(err.message); return; }
   let msg = err.message;
-  if (err.status === 429 && err.data && err.data.error.details) msg = "Too many attempts; try again in " + err.data.error.details.retryAfter + " s.";
+  if (err.status === 429 && err.data && err.data.error && err.data.error.details) msg = "Too many attempts; try again in " + err.data.error.details.retryAfter + " s.";
   p.textContent = msg;
 }
 
@@ -279,7 +279,7 @@ function pageValidate() {
     const text = await r.text();
     let data = null;
     try { data = JSON.parse(text); } catch (_) { /* shown below */ }
-    if (!r.ok) {
+    if (!r.ok || !data) {
       const e = new Error((data && data.error && data.error.message) || r.status + " " + r.statusText);
       e.status = r.status; e.data = data;
       throw e;
@@ -449,6 +449,10 @@ async function watchJob(id) {
   for (;;) {
     let j;
     try { j = await api("GET", "/v1/jobs/" + encodeURIComponent(id)); } catch (err) {
+      if (err.status >= 400 && err.status < 500 && err.status !== 429) {
+        $("#job-status").textContent = "Cannot read the job: " + err.message;
+        return;
+      }
       $("#job-status").textContent = "Cannot read the job: " + err.message + " (retrying)";
       await sleep(2000);
       continue;
@@ -599,7 +603,7 @@ function pageWebhooks() {
 // ---- team
 
 function pageTeam() {
-  const owner = document.body.dataset.role === "owner" || document.body.dataset.role === "operator";
+  const owner = document.body.dataset.owner === "true";
   const load = async () => {
     const { members } = await api("GET", "/dashboard/api/members");
     $("#members").replaceChildren(table(["Email", "Role", ""], members.map((m) => [
