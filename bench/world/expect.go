@@ -1,6 +1,7 @@
 package world
 
 import (
+	"net/netip"
 	"strings"
 )
 
@@ -46,12 +47,26 @@ const (
 //	every MX refuses connections              unknown   connection_error
 //	first reachable MX busy (421)             unknown   connection_error
 //	first reachable MX tarpits                unknown   timeout
+//	first reachable MX defers EHLO (421)      unknown   connection_error
+//	first reachable MX greets with 554        unknown   smtp_rejected
+//	MX defers MAIL FROM (451 4.7.1)           unknown   timeout
+//	MX requires an SPF sender (550 5.7.23)    unknown   smtp_rejected
+//	UTF-8 local part, MX without SMTPUTF8     invalid   smtp_rejected
 //	policy reject (550 5.7.1)                 unknown   smtp_rejected
+//	MX accepts the first N unknown (N > 0)    risky     catch_all
 //	mailbox disabled (550 5.2.1)              invalid   smtp_rejected
 //	mailbox full (552 5.2.2)                  risky     smtp_rejected
+//	mailbox bad syntax (553 5.1.3)            invalid   syntax_error
+//	mailbox behind a null MX (550 5.1.10)     invalid   smtp_rejected
 //	catch-all domain                          risky     catch_all
 //	known mailbox (greylisted or not)         valid     ok
+//	unknown mailbox: Domain.UnknownReply      by its code and enhanced code
 //	unknown mailbox (550 5.1.1)               invalid   mailbox_not_found
+//
+// MX targets that are IP literals are skipped (RFC 5321 §5.1: not a host
+// name); a CNAME at an MX target is followed. Expect assumes the prober's
+// MAIL FROM domain is not a domain of the world, and that fewer than
+// AcceptFirst probes reach an AcceptFirst host.
 func (w *World) Expect(email string) Expectation {
 	e := Expectation{Email: email}
 	at := strings.LastIndexByte(email, '@')
@@ -89,18 +104,31 @@ func (w *World) Expect(email string) Expectation {
 	switch {
 	case host == nil:
 		return set(StatusUnknown, ReasonConnection)
-	case host.Mode == HostBusy:
+	case host.Mode == HostBusy, host.Mode == HostDeferEHLO:
 		return set(StatusUnknown, ReasonConnection)
 	case host.Mode == HostTarpit:
 		return set(StatusUnknown, ReasonTimeout)
+	case host.Mode == HostBlocked:
+		return set(StatusUnknown, ReasonSMTPRejected)
+	case host.MailPolicy == MailDefer:
+		return set(StatusUnknown, ReasonTimeout)
+	case host.MailPolicy == MailRequireSPF:
+		return set(StatusUnknown, ReasonSMTPRejected)
+	case !isASCII(local) && !host.SMTPUTF8:
+		return set(StatusInvalid, ReasonSMTPRejected)
 	case d.Policy == PolicyReject:
 		return set(StatusUnknown, ReasonSMTPRejected)
+	case host.AcceptFirst > 0 && d.Policy != PolicyCatchAll:
+		e.CatchAll = true
+		return set(StatusRisky, ReasonCatchAll)
 	}
 	switch d.Mailboxes[local] {
-	case MailboxDisabled:
+	case MailboxDisabled, MailboxNullMX:
 		return set(StatusInvalid, ReasonSMTPRejected)
 	case MailboxFull:
 		return set(StatusRisky, ReasonSMTPRejected)
+	case MailboxBadSyntax:
+		return set(StatusInvalid, ReasonSyntax)
 	}
 	if d.Policy == PolicyCatchAll {
 		e.CatchAll = true
@@ -108,6 +136,17 @@ func (w *World) Expect(email string) Expectation {
 	}
 	if _, ok := d.Mailboxes[local]; ok {
 		return set(StatusValid, ReasonOK)
+	}
+	if d.UnknownReply != "" {
+		r := parseReplyLine(d.UnknownReply)
+		switch {
+		case strings.HasPrefix(r.enh, "5.7."), r.code == 554:
+			return set(StatusUnknown, ReasonSMTPRejected)
+		case r.enh == "" && (r.code == 550 || r.code == 551 || r.code == 553),
+			strings.HasPrefix(r.enh, "5.1."):
+			return set(StatusInvalid, ReasonMailboxNotFound)
+		}
+		return set(StatusUnknown, ReasonSMTPRejected)
 	}
 	return set(StatusInvalid, ReasonMailboxNotFound)
 }
@@ -134,7 +173,31 @@ func (w *World) mailHosts(d *Domain) []*Host {
 		if mx.Host == "." {
 			return nil
 		}
-		hs = append(hs, w.HostByName(mx.Host))
+		if _, err := netip.ParseAddr(strings.TrimSuffix(mx.Host, ".")); err == nil {
+			continue // an IP literal is no host name (RFC 5321 §5.1)
+		}
+		hs = append(hs, w.HostByName(w.cname(d, mx.Host)))
+	}
+	if len(hs) == 0 {
+		return nil
 	}
 	return hs
+}
+
+// cname follows a CNAME record of d's zone at name, once.
+func (w *World) cname(d *Domain, name string) string {
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	for _, r := range d.Records {
+		if !strings.EqualFold(r.Type, "CNAME") {
+			continue
+		}
+		owner := strings.ToLower(strings.TrimSuffix(r.Name, "."))
+		if owner != "" && owner != "@" && !strings.HasSuffix(owner, "."+d.Name) && owner != d.Name {
+			owner += "." + d.Name
+		}
+		if owner == name {
+			return strings.TrimSuffix(r.Data, ".")
+		}
+	}
+	return name
 }
