@@ -128,7 +128,7 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 		SMTPPort:       cfg.SMTP.Port,
 		HeloName:       cmp.Or(cfg.SMTP.HeloName, config.HostName()), // when the pool gives none
 		MailFrom:       cfg.SMTP.MailFrom,
-		CommandTimeout: cfg.SMTP.CommandTimeout,
+		CommandTimeout: cfg.SMTP.CommandTimeout, GreetingTimeout: cfg.SMTP.GreetingTimeout, MaxMXHosts: cfg.SMTP.MaxMXHosts,
 		SessionTimeout: cfg.SMTP.SessionTimeout,
 		StartTLS:       cfg.SMTP.StartTLS,
 		CatchAllTTL:    cfg.Probe.CatchAllTTL,

@@ -200,6 +200,13 @@ type SMTP struct {
 	// (RFC 5321 §4.5.3.2 allows servers minutes; real-time requests are
 	// bounded by probe.realtime_budget anyway).
 	CommandTimeout time.Duration `toml:"command_timeout"`
+	// GreetingTimeout bounds the wait for a server's greeting, which RFC
+	// 5321 §4.5.3.2.1 lets take 5 minutes. Default 60s; at least
+	// command_timeout.
+	GreetingTimeout time.Duration `toml:"greeting_timeout"`
+	// MaxMXHosts caps the MX addresses one validation connects to, in
+	// preference order (Postfix's smtp_mx_address_limit). Default 5.
+	MaxMXHosts int `toml:"max_mx_hosts"`
 	// SessionTimeout bounds a whole session. Default 2m.
 	SessionTimeout time.Duration `toml:"session_timeout"`
 	// StartTLS uses STARTTLS when the server offers it. Default true.
@@ -398,9 +405,11 @@ func Defaults() Config {
 		SMTP: SMTP{
 			Port:           25,
 			ConnectTimeout: 10 * time.Second,
-			CommandTimeout: 30 * time.Second,
-			SessionTimeout: 2 * time.Minute,
-			StartTLS:       true,
+			CommandTimeout:  30 * time.Second,
+			GreetingTimeout: time.Minute,
+			MaxMXHosts:      5,
+			SessionTimeout:  2 * time.Minute,
+			StartTLS:        true,
 		},
 		Egress: Egress{
 			AddressesDir:      "/run/verifyd-egress",
@@ -664,6 +673,10 @@ func (c *Config) Validate() error {
 	positive("smtp.connect_timeout", c.SMTP.ConnectTimeout)
 	positive("smtp.command_timeout", c.SMTP.CommandTimeout)
 	positive("smtp.session_timeout", c.SMTP.SessionTimeout)
+	positive("smtp.greeting_timeout", c.SMTP.GreetingTimeout)
+	if c.SMTP.MaxMXHosts < 1 || c.SMTP.MaxMXHosts > 100 {
+		add("smtp.max_mx_hosts", "must be 1 to 100, not %d", c.SMTP.MaxMXHosts)
+	}
 
 	seen := map[netip.Addr]bool{}
 	for i, a := range c.Egress.Addresses {
