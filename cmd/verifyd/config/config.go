@@ -403,8 +403,8 @@ func Defaults() Config {
 			MaxInFlight:    256,
 		},
 		SMTP: SMTP{
-			Port:           25,
-			ConnectTimeout: 10 * time.Second,
+			Port:            25,
+			ConnectTimeout:  10 * time.Second,
 			CommandTimeout:  30 * time.Second,
 			GreetingTimeout: time.Minute,
 			MaxMXHosts:      5,
