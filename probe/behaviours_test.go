@@ -219,6 +219,10 @@ func TestRealServerBehaviours(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// The truncated MX set came over TCP: its UDP answer had TC set.
+	if n := e.run.DNS.TCPQueries(); n == 0 {
+		t.Error("no DNS query over TCP: the truncated MX set was not retried over TCP")
+	}
 }
 
 // TestBrokenAuthoritative: one of the two servers a resolver asks fails

@@ -50,8 +50,9 @@ type DNSServer struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	queries atomic.Int64
-	counts  sync.Map // dnsQueryKey → *atomic.Int64
+	queries    atomic.Int64
+	tcpQueries atomic.Int64
+	counts     sync.Map // dnsQueryKey → *atomic.Int64
 }
 
 // dnsQueryKey keys the per-name query counters.
@@ -221,6 +222,10 @@ func (s *DNSServer) Addr() string { return s.addr }
 // dropped.
 func (s *DNSServer) Queries() int64 { return s.queries.Load() }
 
+// TCPQueries returns how many queries came over TCP (a client retrying a
+// truncated UDP answer, RFC 7766).
+func (s *DNSServer) TCPQueries() int64 { return s.tcpQueries.Load() }
+
 // QueryCount returns how many queries the server has received for name
 // (any case, with or without the trailing dot, Unicode or A-label) and
 // qtype.
@@ -298,6 +303,9 @@ func (s *DNSServer) Close() error {
 // for every query.
 func (s *DNSServer) serveDNS(w dns.ResponseWriter, r *dns.Msg) {
 	s.queries.Add(1)
+	if _, ok := w.RemoteAddr().(*net.TCPAddr); ok {
+		s.tcpQueries.Add(1)
+	}
 	reply := new(dns.Msg)
 	defer func() {
 		// The query is untrusted input: a bug it triggers costs that
