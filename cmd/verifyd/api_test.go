@@ -38,6 +38,12 @@ func testWorld(t *testing.T, latency time.Duration) *world.Running {
 			{Name: "gone.test", NXDomain: true},
 		},
 	}
+	return startWorld(t, w)
+}
+
+// startWorld validates w and starts it on loopback until the test ends.
+func startWorld(t *testing.T, w *world.World) *world.Running {
+	t.Helper()
 	w.Defaults()
 	if err := w.Validate(); err != nil {
 		t.Fatal(err)
@@ -49,6 +55,15 @@ func testWorld(t *testing.T, latency time.Duration) *world.Running {
 	t.Cleanup(func() { run.Close() })
 	return run
 }
+
+// inviteAuth is the [auth] of the tests of the account surface:
+// registration by invitation, and a cheap password hash.
+const inviteAuth = `
+[auth]
+registration = "invite"
+argon2_memory_kib = 1024
+argon2_iterations = 1
+`
 
 // worldConfig points verifyd at the world.
 func worldConfig(run *world.Running, extra string) string {

@@ -48,7 +48,7 @@ func authCall(t *testing.T, base, method, path, body, cookie, csrf string) (int,
 // the ended one still ended, and the invitation still used.
 func TestAuthSurvivesKill(t *testing.T) {
 	dir := t.TempDir()
-	cfg := "[auth]\nregistration = \"invite\"\nargon2_memory_kib = 1024\nargon2_iterations = 1\n"
+	cfg := inviteAuth
 	in := startIn(t, dir, cfg)
 	ac := adminClient(t, in)
 	acct := demoAccount(t, ac)

@@ -48,16 +48,7 @@ func batchWorld(t *testing.T, latency time.Duration) *world.Running {
 			{Name: "gone.test", NXDomain: true},
 		},
 	}
-	w.Defaults()
-	if err := w.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	run, err := world.Start(w, world.Options{DNSAddr: "127.0.0.1:0", SMTPPort: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run.Close() })
-	return run
+	return startWorld(t, w)
 }
 
 // hookReceiver is a webhook endpoint on 127.0.0.1 that records requests.
@@ -623,16 +614,7 @@ func crashWorld(t *testing.T, latency time.Duration) (*world.Running, []string) 
 		}
 		w.Domains = append(w.Domains, dom)
 	}
-	w.Defaults()
-	if err := w.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	run, err := world.Start(w, world.Options{DNSAddr: "127.0.0.1:0", SMTPPort: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run.Close() })
-	return run, addrs
+	return startWorld(t, w), addrs
 }
 
 // TestBatchCrashResume kills verifyd with SIGKILL in the middle of a job,

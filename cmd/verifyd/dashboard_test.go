@@ -264,12 +264,7 @@ func TestDashboardEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	in := startIn(t, dir, batchConfig(run, `retry_schedule = ["200ms"]
 give_up_after = "1s"
-`, "")+`
-[auth]
-registration = "invite"
-argon2_memory_kib = 1024
-argon2_iterations = 1
-`)
+`, "")+inviteAuth)
 	ctx := context.Background()
 	ac := adminClient(t, in)
 	acct := demoAccount(t, ac)

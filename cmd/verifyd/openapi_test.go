@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"os"
@@ -88,7 +89,7 @@ func (d *apiDoc) check(method, tmpl string, status int, ctype string, body []byt
 	}
 	mt, _, _ := mime.ParseMediaType(ctype)
 	if _, ok := resp.Content[mt]; !ok {
-		d.t.Errorf("%s %s %d: content type %q, documented %v", method, tmpl, status, ctype, slices.Collect(mapKeys(resp.Content)))
+		d.t.Errorf("%s %s %d: content type %q, documented %v", method, tmpl, status, ctype, slices.Sorted(maps.Keys(resp.Content)))
 		return
 	}
 	if !strings.Contains(mt, "json") {
@@ -113,16 +114,6 @@ func (d *apiDoc) check(method, tmpl string, status int, ctype string, body []byt
 	}
 }
 
-func mapKeys[M ~map[K]V, K comparable, V any](m M) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 // TestOpenAPI: the document in the repository is what verifyd serves;
 // every route of the router is documented and every documented route is
 // routed; and real answers of every operation, errors included, validate
@@ -136,12 +127,7 @@ func TestOpenAPI(t *testing.T) {
 	dir := t.TempDir()
 	in := startIn(t, dir, batchConfig(run, `retry_schedule = ["100ms"]
 give_up_after = "500ms"
-`, "")+`
-[auth]
-registration = "invite"
-argon2_memory_kib = 1024
-argon2_iterations = 1
-`)
+`, "")+inviteAuth)
 	ctx := context.Background()
 	ac := adminClient(t, in)
 	doc := loadAPIDoc(t, raw)

@@ -26,15 +26,7 @@ func TestBatchDeferredSender(t *testing.T) {
 			{Name: "fine.test", MX: []world.MX{{Pref: 10, Host: "mx.fine.test"}}, Mailboxes: map[string]world.MailboxState{"ann": world.MailboxOK}},
 		},
 	}
-	w.Defaults()
-	if err := w.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	run, err := world.Start(w, world.Options{DNSAddr: "127.0.0.1:0", SMTPPort: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run.Close() })
+	run := startWorld(t, w)
 	in := startIn(t, t.TempDir(), batchConfig(run, "", ""))
 	c := &client{t: t, base: in.base, key: in.key}
 	hook := newHookReceiver(t, 200)

@@ -150,8 +150,11 @@ func loadSite() (*site, error) {
 		return nil, err
 	}
 	for _, p := range pageDefs {
-		t, err := template.Must(base.Clone()).ParseFS(pageFS, "pages/"+p.file)
+		t, err := base.Clone()
 		if err != nil {
+			return nil, err
+		}
+		if t, err = t.ParseFS(pageFS, "pages/"+p.file); err != nil {
 			return nil, err
 		}
 		s.pages[p.path] = t
@@ -212,10 +215,8 @@ func (w *Web) page(p pageDef) fasthttp.RequestHandler {
 		s, u, ok := w.current(ctx)
 		if ok {
 			d.Signed = true
-			d.CSRF = w.csrfToken(s.ID)
-			d.User = w.userView(u)
 			v := w.sessionView(s, u)
-			d.Account, d.Role = v.Account, v.Role
+			d.CSRF, d.User, d.Account, d.Role = v.CSRFToken, v.User, v.Account, v.Role
 			if a, err := w.db.GetAccount(s.Account); err == nil {
 				d.AccountName = a.Name
 			}

@@ -27,7 +27,7 @@ async function api(method, path, body) {
     const e = new Error((data && data.error && data.error.message) || r.status + " " + r.statusText);
     e.status = r.status;
     e.data = data;
-    if (r.status === 401 && document.body.dataset.account !== undefined && location.pathname.startsWith("/dashboard")) {
+    if (r.status === 401 && location.pathname.startsWith("/dashboard")) {
       location.assign("/login?next=" + encodeURIComponent(location.pathname));
     }
     throw e;
