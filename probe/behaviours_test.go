@@ -32,6 +32,8 @@ type behaviour struct {
 	// must have negotiated ("" for none).
 	catchAll bool
 	tls      string
+	// provider is the label the MX must be recognised as ("" to skip).
+	provider string
 }
 
 func mx(hosts ...string) []world.MX {
@@ -115,6 +117,8 @@ func behaviours() []behaviour {
 		simple("no-null-sender.test", "127.81.0.22", func(h *world.Host) { h.MailPolicy = world.MailRefuseNull }, nil, "ann", StatusValid, ReasonOK),
 		simple("require-spf.test", "127.81.0.23", func(h *world.Host) { h.MailPolicy = world.MailRequireSPF }, nil, "ann", StatusUnknown, ReasonSMTPRejected),
 	}
+
+	bs = append(bs, providerBehaviours(host)...)
 
 	// --- DNS
 	// An MX set too large for a UDP answer: TC, then TCP (RFC 7766).
@@ -215,6 +219,9 @@ func TestRealServerBehaviours(t *testing.T) {
 			}
 			if b.tls != "" && r.Session.TLSVersion != b.tls {
 				t.Errorf("%s: TLS %q, want %q", b.name, r.Session.TLSVersion, b.tls)
+			}
+			if b.provider != "" && r.Session.Provider != b.provider {
+				t.Errorf("%s: provider %q, want %q", b.name, r.Session.Provider, b.provider)
 			}
 		}()
 	}
@@ -408,4 +415,94 @@ func TestSlowBanner(t *testing.T) {
 		}
 	}()
 	wg.Wait()
+}
+
+// providerBehaviours are hosts playing the large providers and gateways,
+// named and greeting as those do (probe/provider.go has the sources), each
+// beside a host of no provider that answers the same way, to show the
+// provider's reading is what decides. They take 127.81.3.0/24.
+func providerBehaviours(host func(name, ip string, mod func(*world.Host)) *world.Host) []behaviour {
+	ip := 0
+	next := func() string { ip++; return fmt.Sprintf("127.81.3.%d", ip) }
+	one := func(name, hostName, provider string, hmod func(*world.Host), dmod func(*world.Domain), local string, st Status, re Reason, label string) behaviour {
+		h := host(hostName, next(), func(h *world.Host) {
+			h.Provider = provider
+			if hmod != nil {
+				hmod(h)
+			}
+		})
+		d := &world.Domain{Name: name, MX: mx(h.Name), Mailboxes: ok("ann")}
+		if dmod != nil {
+			dmod(d)
+		}
+		return behaviour{name: name, hosts: []*world.Host{h}, domain: d, email: local + "@" + name,
+			status: st, reason: re, catchAll: re == ReasonCatchAll, provider: label}
+	}
+	unknown := func(reply string) func(*world.Domain) { return func(d *world.Domain) { d.UnknownReply = reply } }
+	const (
+		yahoo552 = "552 1 Requested mail action aborted, mailbox not found"
+		ms541    = "550 5.4.1 Recipient address rejected: Access denied. AS(201806281)"
+		ms5110   = "550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup"
+		olc550   = "550 5.5.0 Requested action not taken: mailbox unavailable (S2017062302)"
+	)
+	gmail := func(h *world.Host) {
+		h.Replies = world.RepliesMultiline
+		h.Greeting = "mx.google.com ESMTP 5a478bee46e88-2a2b1c3d - gsmtp"
+	}
+	return []behaviour{
+		// Google: per mailbox, multi-line 550-5.1.1.
+		one("gmail.test", "gmail-smtp-in.l.google.com", "google", gmail, nil, "ann", StatusValid, ReasonOK, "google"),
+		one("workspace.test", "aspmx.l.google.com", "google", gmail, nil, "zed", StatusInvalid, ReasonMailboxNotFound, "google"),
+		// Microsoft 365 with directory-based edge blocking: 550 5.4.1,
+		// and 5.1.10 from the directory lookup, both no such mailbox.
+		one("m365.test", "m365-test.mail.protection.outlook.com", "microsoft365", func(h *world.Host) {
+			h.Greeting = "BN8NAM11FT066.mail.protection.outlook.com Microsoft ESMTP MAIL Service ready"
+		}, unknown(ms541), "zed", StatusInvalid, ReasonMailboxNotFound, "microsoft365"),
+		one("m365-known.test", "m365-known-test.mail.protection.outlook.com", "microsoft365", nil, unknown(ms541), "ann", StatusValid, ReasonOK, "microsoft365"),
+		one("m365-5110.test", "m365-5110-test.mail.protection.outlook.com", "microsoft365", nil, unknown(ms5110), "zed", StatusInvalid, ReasonMailboxNotFound, "microsoft365"),
+		one("plain-5110.test", "mx.plain-5110.test", "", nil, unknown(ms5110), "zed", StatusInvalid, ReasonSMTPRejected, ProviderOther),
+		// Microsoft 365 without edge blocking: every recipient accepted;
+		// the random probe shows it.
+		one("m365-open.test", "m365-open-test.mail.protection.outlook.com", "microsoft365", nil,
+			func(d *world.Domain) { d.Policy = world.PolicyCatchAll }, "zed", StatusRisky, ReasonCatchAll, "microsoft365"),
+		// Outlook.com: 550 5.5.0 for an unknown recipient.
+		one("hotmail.test", "hotmail-test.olc.protection.outlook.com", "outlook", nil, unknown(olc550), "zed", StatusInvalid, ReasonMailboxNotFound, "outlook"),
+		one("plain-550-550.test", "mx.plain-550-550.test", "", nil, unknown(olc550), "zed", StatusInvalid, ReasonSyntax, ProviderOther),
+		// Yahoo: takes every recipient at RCPT, so an acceptance proves
+		// nothing even where the random probe is refused; its bare 552
+		// means no such mailbox.
+		one("yahoo.test", "mta5.am0.yahoodns.net", "yahoo", nil, func(d *world.Domain) { d.Policy = world.PolicyCatchAll },
+			"zed", StatusRisky, ReasonCatchAll, "yahoo"),
+		one("yahoo-552.test", "mta6.am0.yahoodns.net", "yahoo", nil, unknown(yahoo552), "ann", StatusRisky, ReasonCatchAll, "yahoo"),
+		one("yahoo-552-zed.test", "mta7.am0.yahoodns.net", "yahoo", nil, unknown(yahoo552), "zed", StatusInvalid, ReasonMailboxNotFound, "yahoo"),
+		one("plain-552.test", "mx.plain-552.test", "", nil, unknown(yahoo552), "zed", StatusRisky, ReasonSMTPRejected, ProviderOther),
+		one("plain-552-ann.test", "mx.plain-552-ann.test", "", nil, unknown(yahoo552), "ann", StatusValid, ReasonOK, ProviderOther),
+		// A customer's own MX name: the greeting's host gives Yahoo away.
+		one("yahoo-vanity.test", "mx.yahoo-vanity.test", "yahoo", func(h *world.Host) {
+			h.Greeting = "mta4294.mail.gq1.yahoo.com ESMTP ready"
+		}, nil, "ann", StatusRisky, ReasonCatchAll, "yahoo"),
+		// Gateways: an acceptance counts once the gateway refused the
+		// random probe as no such mailbox.
+		one("pp-checks.test", "mx0a-00123401.pphosted.com", "proofpoint", nil, nil, "ann", StatusValid, ReasonOK, "proofpoint"),
+		one("pp-onercpt.test", "mx0b-00123401.pphosted.com", "proofpoint", func(h *world.Host) { h.MaxRcpts = 1 }, nil,
+			"ann", StatusRisky, ReasonCatchAll, "proofpoint"),
+		one("plain-onercpt.test", "mx.plain-onercpt.test", "", func(h *world.Host) { h.MaxRcpts = 1 }, nil, "ann", StatusValid, ReasonOK, ProviderOther),
+		one("mc-policy.test", "mx.mc-policy.test", "mimecast", func(h *world.Host) {
+			h.Greeting = "eu-smtp-inbound-1.mimecast.com ESMTP"
+		}, unknown("550 5.7.1 Invalid recipient"), "ann", StatusRisky, ReasonCatchAll, "mimecast"),
+		one("mc-all.test", "us-smtp-inbound-1.mimecast.com", "mimecast", nil, func(d *world.Domain) { d.Policy = world.PolicyCatchAll },
+			"zed", StatusRisky, ReasonCatchAll, "mimecast"),
+		one("cuda.test", "d123456a.ess.barracudanetworks.com", "barracuda", nil, unknown("550 cuda_nsu 5.1.1 <zed@cuda.test>... User unknown"),
+			"zed", StatusInvalid, ReasonMailboxNotFound, "barracuda"),
+		one("cuda-ann.test", "d123456b.ess.barracudanetworks.com", "barracuda", nil, unknown("550 cuda_nsu 5.1.1 <zed@cuda.test>... User unknown"),
+			"ann", StatusValid, ReasonOK, "barracuda"),
+		one("ironport.test", "mx1.hc1234-56.iphmx.com", "cisco", nil, nil, "ann", StatusValid, ReasonOK, "cisco"),
+		one("icloud.test", "mx01.mail.icloud.com", "icloud", nil, nil, "zed", StatusInvalid, ReasonMailboxNotFound, "icloud"),
+		// Yandex words "no such user" as 550 5.7.1: a policy code, so
+		// unknown, never invalid (the text is not read).
+		one("yandex.test", "mx.yandex.net", "yandex", nil, unknown("550 5.7.1 No such user!"), "zed", StatusUnknown, ReasonSMTPRejected, "yandex"),
+		one("gmx.test", "mx00.gmx.net", "gmx", func(h *world.Host) {
+			h.Greeting = "gmx.net (mxgmx117) Nemesis ESMTP Service ready"
+		}, unknown("550 Requested action not taken: mailbox unavailable"), "zed", StatusInvalid, ReasonMailboxNotFound, "gmx"),
+	}
 }

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -206,7 +207,38 @@ func (e *Engine) finish(r *Result, start time.Time) *Result {
 	r.Checks.IsCatchAll = r.Evidence.CatchAll == CatchAllYes && r.Evidence.SMTP == SMTPAccepted
 	r.Latency = e.opts.Now().Sub(start)
 	countResult(r)
+	if e.log.Enabled(context.Background(), slog.LevelDebug) {
+		e.logResult(r)
+	}
 	return r
+}
+
+// logResult writes the debug line of one probe: its verdict, the MX, the
+// provider it was recognised as, and the session's facts. At well over a
+// thousand probes a second it is for debugging, not for the info log.
+func (e *Engine) logResult(r *Result) {
+	attrs := []slog.Attr{
+		slog.String("email", r.Email),
+		slog.String("status", string(r.Status)),
+		slog.String("reason", string(r.Reason)),
+		slog.Int("score", r.Score),
+		slog.String("mx", r.Checks.MXHost),
+		slog.String("provider", cmp.Or(r.Session.Provider, ProviderNone)),
+		slog.Duration("latency", r.Latency),
+	}
+	if r.Session.MXIP.IsValid() {
+		attrs = append(attrs, slog.String("mx_ip", r.Session.MXIP.String()))
+	}
+	if r.Egress.IsValid() {
+		attrs = append(attrs, slog.String("egress", r.Egress.String()))
+	}
+	if r.Session.TLSVersion != "" {
+		attrs = append(attrs, slog.String("tls", r.Session.TLSVersion))
+	}
+	if !r.RetryAt.IsZero() {
+		attrs = append(attrs, slog.Time("retry_at", r.RetryAt))
+	}
+	e.log.LogAttrs(context.Background(), slog.LevelDebug, "probe", attrs...)
 }
 
 // tlsConfig is the opportunistic TLS of a session to host.

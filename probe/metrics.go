@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -17,12 +18,17 @@ import (
 //	verifyd_probe_sessions_total{outcome}        SMTP sessions by how they ended
 //	verifyd_probe_policy_retries_total           real-time validations asked again from another
 //	                                             egress address after a 5.7.x block
+//	verifyd_probe_provider_results_total{provider,status}
+//	                                             verdicts by the MX's provider (probe/provider.go;
+//	                                             "other": no fingerprint matched; "none": no SMTP session)
 var (
 	policyRetries   = metrics.NewCounter("verifyd_probe_policy_retries_total")
 	resultCounters  = map[[2]string]*metrics.Counter{}
 	replyCounters   [smtpclient.ServiceUnavailable + 1]*metrics.Counter
 	sessionCounters = map[egress.Outcome]*metrics.Counter{}
 	probeDuration   = metrics.NewHistogram("verifyd_probe_duration_seconds")
+	// providerCounters is keyed by provider label, then status.
+	providerCounters = map[string]map[Status]*metrics.Counter{}
 )
 
 func init() {
@@ -34,6 +40,17 @@ func init() {
 			resultCounters[[2]string{string(s), string(r)}] = metrics.NewCounter(
 				fmt.Sprintf(`verifyd_probe_results_total{status=%q,reason=%q}`, s, r))
 		}
+	}
+	labels := []string{ProviderOther, ProviderNone}
+	for _, p := range providers {
+		labels = append(labels, p.Name)
+	}
+	for _, p := range labels {
+		m := map[Status]*metrics.Counter{}
+		for _, s := range statuses {
+			m[s] = metrics.NewCounter(fmt.Sprintf(`verifyd_probe_provider_results_total{provider=%q,status=%q}`, p, s))
+		}
+		providerCounters[p] = m
 	}
 	for c := range replyCounters {
 		replyCounters[c] = metrics.NewCounter(fmt.Sprintf(`verifyd_probe_smtp_replies_total{class=%q}`, smtpclient.Class(c)))
@@ -48,6 +65,9 @@ func countResult(r *Result) {
 		c.Inc()
 	}
 	probeDuration.Update(r.Latency.Seconds())
+	if c := providerCounters[cmp.Or(r.Session.Provider, ProviderNone)][r.Status]; c != nil {
+		c.Inc()
+	}
 }
 
 func countReply(c smtpclient.Class) {

@@ -72,4 +72,8 @@ type SessionFacts struct {
 	// outcome ("TLS 1.3", "TLS_AES_128_GCM_SHA256"); empty without TLS.
 	TLSVersion string
 	TLSCipher  string
+	// Provider is the label of the mailbox provider or gateway the MX was
+	// recognised as (probe/provider.go), ProviderOther when none matched;
+	// empty when no SMTP session was attempted.
+	Provider string
 }

@@ -81,6 +81,12 @@ hosts:
 // next one, with the failure seen.
 func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domain string, ts []*target, wait bool, prefer netip.Addr) (next bool, failure SMTPOutcome) {
 	hostport := net.JoinHostPort(ip.String(), strconv.Itoa(e.opts.SMTPPort))
+	// The MX name says who runs the host, when it is a provider's; the
+	// greeting may say it when the name does not.
+	prov := providerIndex.byMX(host)
+	for _, t := range pendingTargets(ts) {
+		t.r.Session.Provider = prov.name()
+	}
 	noTLS := false
 	perTx := 0 // the server's recipients per transaction, once learnt
 	for {
@@ -161,7 +167,10 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			settle(pending, f.smtp, time.Time{}, lease.Addr())
 			return false, 0
 		}
-		facts := SessionFacts{MXIP: ip, BannerHost: c.BannerHost(), EHLOHost: c.EHLOHost()}
+		if prov == nil {
+			prov = providerIndex.byBanner(c.Banner(), c.BannerHost(), c.EHLOHost())
+		}
+		facts := SessionFacts{MXIP: ip, BannerHost: c.BannerHost(), EHLOHost: c.EHLOHost(), Provider: prov.name()}
 		facts.TLSVersion, facts.TLSCipher, _ = c.TLSState()
 		for _, t := range pending {
 			t.r.Session = facts
@@ -172,7 +181,7 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			// The server's limit is known: send no RCPT it would refuse.
 			batch = batch[:perTx]
 		}
-		out := e.transaction(c, e.mailFrom(helo), domain, batch)
+		out := e.transaction(c, prov, e.mailFrom(helo), domain, batch)
 		if out.perTx > 0 {
 			perTx = out.perTx
 		}
@@ -225,8 +234,10 @@ type txOutcome struct {
 
 // transaction runs MAIL, the RCPTs of the pending targets and, when one was
 // accepted and the domain's catch-all finding is not cached, one RCPT with a
-// random local part, after the real ones so it cannot spoil them.
-func (e *Engine) transaction(c *smtpclient.Client, mailFrom, domain string, pending []*target) txOutcome {
+// random local part, after the real ones so it cannot spoil them. prov, the
+// host's provider when known, reads the replies it words its own way and
+// says what an acceptance proves.
+func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, domain string, pending []*target) txOutcome {
 	utf8 := false
 	for _, t := range pending {
 		if t.addr.UTF8Local {
@@ -268,7 +279,7 @@ func (e *Engine) transaction(c *smtpclient.Client, mailFrom, domain string, pend
 	perMailbox := false // the server answers per mailbox: role probes mean something
 	for i, res := range results {
 		t := pending[i]
-		cls := res.Class
+		cls := prov.classify(res.Reply, res.Class)
 		countReply(cls.Class)
 		switch cls.Class {
 		case smtpclient.Greylisted, smtpclient.TempFail:
@@ -331,13 +342,24 @@ func (e *Engine) transaction(c *smtpclient.Client, mailFrom, domain string, pend
 	// After a greylisting the probe goes out too, though nothing was
 	// accepted: its (client, recipient) pair starts waiting alongside the
 	// real one, so the retry learns the catch-all finding as well.
-	if (accepted || out.greylisted) && out.sessionOK {
-		e.probeCatchAll(c, domain)
+	acceptsAll := prov != nil && prov.Recipients == AcceptsAll
+	if (accepted || out.greylisted) && out.sessionOK && !acceptsAll {
+		e.probeCatchAll(c, prov, domain)
 	}
-	if perMailbox && out.sessionOK && len(rest) == 0 {
+	if perMailbox && out.sessionOK && len(rest) == 0 && !acceptsAll {
 		e.probeRoleMailboxes(c, domain)
 	}
 	ca := e.catchAll.get(domain, e.opts.Now())
+	switch {
+	case acceptsAll:
+		// The host takes any recipient at RCPT: whatever the probe
+		// would say, an acceptance here proves no mailbox.
+		ca = CatchAllYes
+	case prov != nil && prov.Recipients == Gateway && ca == CatchAllUnknown:
+		// A gateway that has not shown it checks recipients (by
+		// refusing the random probe) may accept any of them.
+		ca = CatchAllYes
+	}
 	for _, t := range pending {
 		t.r.Evidence.CatchAll = ca
 	}
@@ -346,7 +368,7 @@ func (e *Engine) transaction(c *smtpclient.Client, mailFrom, domain string, pend
 
 // probeCatchAll sends one RCPT with a random local part unless the domain's
 // finding is cached, and caches what it learns.
-func (e *Engine) probeCatchAll(c *smtpclient.Client, domain string) {
+func (e *Engine) probeCatchAll(c *smtpclient.Client, prov *Provider, domain string) {
 	now := e.opts.Now()
 	if e.catchAll.get(domain, now) != CatchAllUnknown {
 		return
@@ -358,7 +380,7 @@ func (e *Engine) probeCatchAll(c *smtpclient.Client, domain string) {
 	}
 	// A refusal comes back as an *Error with its reply: that is the
 	// finding.
-	switch cls := smtpclient.ClassifyRcpt(reply, 1); {
+	switch cls := prov.classify(reply, smtpclient.ClassifyRcpt(reply, 1)); {
 	case cls.Class == smtpclient.Accepted:
 		e.catchAll.put(domain, CatchAllYes, now)
 	case cls.Class == smtpclient.NoMailbox && !cls.Weak:

@@ -1,7 +1,10 @@
 package world
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -59,9 +62,18 @@ const (
 //	mailbox bad syntax (553 5.1.3)            invalid   syntax_error
 //	mailbox behind a null MX (550 5.1.10)     invalid   smtp_rejected
 //	catch-all domain                          risky     catch_all
+//	known mailbox, host accepts all (Yahoo)   risky     catch_all
+//	known mailbox, gateway that has not shown
+//	  it checks recipients (see below)        risky     catch_all
 //	known mailbox (greylisted or not)         valid     ok
-//	unknown mailbox: Domain.UnknownReply      by its code and enhanced code
+//	unknown mailbox: Domain.UnknownReply      the provider's wording, else
+//	                                          its code and enhanced code
 //	unknown mailbox (550 5.1.1)               invalid   mailbox_not_found
+//
+// A gateway (Host.Provider, ProviderFacts.Gateway) has shown it checks
+// recipients when its reply to an unknown local part reads as no such
+// mailbox and it takes more than one recipient per transaction (so the
+// random probe can go after the real one).
 //
 // MX targets that are IP literals are skipped (RFC 5321 §5.1: not a host
 // name); a CNAME at an MX target is followed. Expect assumes the prober's
@@ -134,21 +146,120 @@ func (w *World) Expect(email string) Expectation {
 		e.CatchAll = true
 		return set(StatusRisky, ReasonCatchAll)
 	}
+	unknown := unknownReading(d, host)
 	if _, ok := d.Mailboxes[local]; ok {
+		pf := Providers[host.Provider]
+		// A gateway shows it checks recipients by refusing the random
+		// probe as no such mailbox; one that cannot be asked (one
+		// recipient per transaction) or words its refusal otherwise
+		// has not shown it.
+		if pf.AcceptsAll || pf.Gateway && (host.MaxRcpts == 1 || unknown.Reason != ReasonMailboxNotFound) {
+			e.CatchAll = true
+			return set(StatusRisky, ReasonCatchAll)
+		}
 		return set(StatusValid, ReasonOK)
 	}
-	if d.UnknownReply != "" {
-		r := parseReplyLine(d.UnknownReply)
-		switch {
-		case strings.HasPrefix(r.enh, "5.7."), r.code == 554:
-			return set(StatusUnknown, ReasonSMTPRejected)
-		case r.enh == "" && (r.code == 550 || r.code == 551 || r.code == 553),
-			strings.HasPrefix(r.enh, "5.1."):
+	return set(unknown.Status, unknown.Reason)
+}
+
+// unknownReading is the verdict on a local part d does not know, from the
+// reply its host gives (Domain.UnknownReply, else 550 5.1.1): the host's
+// provider's own wording first, then the reply code and enhanced code as
+// RFC 5321 and RFC 3463 define them, never the text.
+func unknownReading(d *Domain, host *Host) Expectation {
+	set := func(status, reason string) Expectation { return Expectation{Status: status, Reason: reason} }
+	if d.UnknownReply == "" {
+		return set(StatusInvalid, ReasonMailboxNotFound)
+	}
+	r := parseReplyLine(d.UnknownReply)
+	if r.enh != "" && strings.HasSuffix(r.enh, ".0.0") {
+		r.enh = "" // "other or undefined": no more than the bare code
+	}
+	key := strconv.Itoa(r.code)
+	if r.enh != "" {
+		key += " " + r.enh
+	}
+	if slices.Contains(Providers[host.Provider].NoMailbox, key) {
+		return set(StatusInvalid, ReasonMailboxNotFound)
+	}
+	class, subject, detail := 0, 0, 0
+	if r.enh != "" {
+		fmt.Sscanf(r.enh, "%d.%d.%d", &class, &subject, &detail)
+	}
+	switch {
+	case r.code == 421:
+		return set(StatusUnknown, ReasonConnection)
+	case subject == 5 && detail == 3:
+		return set(StatusUnknown, ReasonConnection) // the recipient limit
+	case subject == 2 && detail == 2, r.enh == "" && r.code == 552:
+		return set(StatusRisky, ReasonSMTPRejected) // mailbox full
+	case r.code/100 == 4:
+		return set(StatusUnknown, ReasonTimeout) // deferred past the retries
+	case r.code/100 != 5:
+		return set(StatusUnknown, ReasonSMTPRejected)
+	case r.enh == "":
+		switch r.code {
+		case 550, 551, 553:
 			return set(StatusInvalid, ReasonMailboxNotFound)
+		case 500, 501, 502, 504:
+			return set(StatusInvalid, ReasonSyntax)
 		}
 		return set(StatusUnknown, ReasonSMTPRejected)
+	case subject == 1:
+		switch detail {
+		case 2, 10:
+			return set(StatusInvalid, ReasonSMTPRejected)
+		case 3:
+			return set(StatusInvalid, ReasonSyntax)
+		case 7, 8:
+			return set(StatusUnknown, ReasonSMTPRejected)
+		}
+		return set(StatusInvalid, ReasonMailboxNotFound)
+	case subject == 2 && detail == 1:
+		return set(StatusInvalid, ReasonSMTPRejected)
+	case subject == 4 && detail == 1:
+		return set(StatusInvalid, ReasonMailboxNotFound)
+	case subject == 5:
+		return set(StatusInvalid, ReasonSyntax)
 	}
-	return set(StatusInvalid, ReasonMailboxNotFound)
+	return set(StatusUnknown, ReasonSMTPRejected)
+}
+
+// ProviderFacts is what the world knows of a real provider a host can play
+// (Host.Provider), from the provider's documentation and the public record
+// of its replies (sources in probe/README.md, "Providers").
+type ProviderFacts struct {
+	// AcceptsAll: the provider's MX accepts every recipient at RCPT and
+	// refuses unknown ones after DATA: an acceptance proves nothing.
+	AcceptsAll bool
+	// Gateway: a filtering gateway whose recipient check is its
+	// customer's choice: an acceptance proves a mailbox only once the
+	// gateway has refused a random local part as no such mailbox.
+	Gateway bool
+	// NoMailbox are the replies ("code" or "code enhanced") the provider
+	// gives to a mailbox that does not exist where RFC 3463 says
+	// something else.
+	NoMailbox []string
+}
+
+// Providers are the providers a host can play, by Host.Provider.
+var Providers = map[string]ProviderFacts{
+	"google":       {},
+	"outlook":      {NoMailbox: []string{"550 5.5.0"}},
+	"microsoft365": {NoMailbox: []string{"550 5.4.1", "550 5.1.10"}},
+	"yahoo":        {AcceptsAll: true, NoMailbox: []string{"552"}},
+	"icloud":       {},
+	"proofpoint":   {Gateway: true},
+	"mimecast":     {Gateway: true},
+	"barracuda":    {Gateway: true},
+	"cisco":        {Gateway: true},
+	"spamexperts":  {Gateway: true},
+	"zoho":         {},
+	"fastmail":     {},
+	"proton":       {},
+	"yandex":       {},
+	"mailru":       {},
+	"gmx":          {},
 }
 
 // mailHosts returns the hosts a sender would try for d, in preference order:

@@ -181,7 +181,7 @@ func newHostServer(s *SMTPServers, h *Host) (*hostServer, error) {
 	hs := &hostServer{
 		srv:      s,
 		host:     h,
-		greeting: "220 " + banner + " ESMTP mailworld\r\n",
+		greeting: "220 " + cmp.Or(h.Greeting, banner+" ESMTP mailworld") + "\r\n",
 		busy:     "421 4.7.0 " + banner + " too busy, try later\r\n",
 		quit:     "221 2.0.0 " + banner + " closing\r\n",
 		timeout:  "421 4.4.2 " + banner + " idle timeout, closing connection\r\n",

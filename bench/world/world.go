@@ -136,6 +136,18 @@ type Host struct {
 	Mode HostMode `json:"mode,omitempty"`
 	// Banner is the hostname in the 220 greeting; default Name.
 	Banner string `json:"banner,omitempty"`
+	// Provider names the real mailbox provider or gateway the host plays
+	// ("google", "yahoo", "proofpoint", ...: Providers lists them). It
+	// changes nothing in how the host answers, which its other fields say;
+	// it tells Expect what a verifier that recognises the provider knows:
+	// that an acceptance by a host that takes every recipient proves
+	// nothing, or how the provider words "no such mailbox". Give the host a
+	// name or greeting of that provider's, so a verifier can recognise it.
+	Provider string `json:"provider,omitempty"`
+	// Greeting is the whole text of the 220 greeting after the code, as a
+	// real provider words it ("mx.google.com ESMTP a1b2 - gsmtp"); default
+	// "<Banner> ESMTP mailworld".
+	Greeting string `json:"greeting,omitempty"`
 	// EHLOName is the hostname in the 250 reply to EHLO/HELO; default Name.
 	EHLOName string `json:"ehlo_name,omitempty"`
 	// PTR is the name the reverse zone gives IP; default Name; "-" for none.
@@ -470,6 +482,12 @@ func (w *World) Validate() error {
 		case RepliesPlain, RepliesMultiline, RepliesBare:
 		default:
 			add("hosts[%d] %s: unknown replies %q", i, h.Name, h.Replies)
+		}
+		if _, ok := Providers[h.Provider]; h.Provider != "" && !ok {
+			add("hosts[%d] %s: unknown provider %q", i, h.Name, h.Provider)
+		}
+		if strings.ContainsAny(h.Greeting, "\r\n") {
+			add("hosts[%d] %s: greeting must be one line", i, h.Name)
 		}
 		switch h.MailPolicy {
 		case MailAcceptAll, MailDefer, MailRefuseNull, MailRequireSPF:

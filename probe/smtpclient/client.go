@@ -142,6 +142,7 @@ type Client struct {
 	// next RCPT batch sends it and reads its reply first.
 	mailPending bool
 
+	banner               string // the greeting's first line, bounded
 	bannerHost, ehloHost string
 	ext                  Extensions
 	tlsVersion, tlsCiph  string
@@ -214,7 +215,11 @@ func (c *Client) open() error {
 		// still QUIT, which abort does. 421 closes at once.
 		return c.refused(CmdBanner, r)
 	}
-	c.bannerHost = firstWord(r.Lines[0])
+	c.banner = r.Lines[0]
+	if len(c.banner) > maxBannerLen {
+		c.banner = c.banner[:maxBannerLen]
+	}
+	c.bannerHost = firstWord(c.banner)
 	if err := c.hello(); err != nil {
 		return err
 	}
@@ -489,6 +494,15 @@ func (c *Client) Close() error {
 	c.bufs, c.rr, c.w = nil, nil, nil
 	return err
 }
+
+// maxBannerLen bounds what Banner keeps of the greeting: enough for any
+// provider's fingerprint, little enough to log.
+const maxBannerLen = 200
+
+// Banner is the text of the greeting's first line, after "220 ", at most
+// 200 bytes: what mailbox providers' fingerprints are read from. It is the
+// remote server's text: escape it wherever it is shown.
+func (c *Client) Banner() string { return c.banner }
 
 // BannerHost is the first word of the greeting: the name the server gives
 // itself (RFC 5321 §4.3.1).
