@@ -506,3 +506,56 @@ func providerBehaviours(host func(name, ip string, mod func(*world.Host)) *world
 		}, unknown("550 Requested action not taken: mailbox unavailable"), "zed", StatusInvalid, ReasonMailboxNotFound, "gmx"),
 	}
 }
+
+// TestPolicyRefusalStands: a server that answers 550 5.7.1 to unknown
+// recipients (Yandex's "No such user!") makes each refused egress address
+// cool for it; validations that ask again from the others and run out of
+// budget or addresses keep the refusal as their answer (unknown /
+// smtp_rejected), never a timeout they did not meet.
+func TestPolicyRefusalStands(t *testing.T) {
+	h := &world.Host{Name: "mx.policy-stands.test", IP: "127.81.5.1", Latency: world.Duration(300 * time.Millisecond)}
+	d := &world.Domain{Name: "policy-stands.test", MX: mx(h.Name), Mailboxes: ok("ann"), UnknownReply: "550 5.7.1 No such user!"}
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{h}, domain: d}})
+	e := startEnv(t, w, envOptions{egress: egress.Options{Addresses: egressPool[:2], MaxCooldown: 2 * time.Second}})
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			email := fmt.Sprintf("nobody%d@policy-stands.test", i)
+			if r := e.engine.Verify(ctx, email); r.Status != StatusUnknown || r.Reason != ReasonSMTPRejected {
+				t.Errorf("%s: %s/%s (evidence %+v), want unknown/smtp_rejected", email, r.Status, r.Reason, r.Evidence)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestRecipientPolicyProvider: Yandex answers 550 5.7.1 to unknown
+// recipients. Those stay unknown / smtp_rejected (the code is policy), but
+// they do not cool the egress addresses for its MX, which serves many
+// domains: known mailboxes asked afterwards, of any of them, are valid.
+func TestRecipientPolicyProvider(t *testing.T) {
+	h := &world.Host{Name: "mx.yandex.net", IP: "127.81.5.2", Provider: "yandex"}
+	var doms []*world.Domain
+	for _, n := range []string{"ya-one.test", "ya-two.test"} {
+		doms = append(doms, &world.Domain{Name: n, MX: mx(h.Name), Mailboxes: ok("ann"), UnknownReply: "550 5.7.1 No such user!"})
+	}
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{h}, domain: doms[0]}, {domain: doms[1]}})
+	e := startEnv(t, w, envOptions{egress: egress.Options{Addresses: egressPool[:2]}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 4 {
+		email := fmt.Sprintf("nobody%d@ya-one.test", i)
+		if r := e.engine.Verify(ctx, email); r.Status != StatusUnknown || r.Reason != ReasonSMTPRejected {
+			t.Errorf("%s: %s/%s, want unknown/smtp_rejected", email, r.Status, r.Reason)
+		}
+	}
+	for _, email := range []string{"ann@ya-one.test", "ann@ya-two.test"} {
+		if r := e.engine.Verify(ctx, email); r.Status != StatusValid {
+			t.Errorf("%s: %s/%s (evidence %+v), want valid", email, r.Status, r.Reason, r.Evidence)
+		}
+	}
+}

@@ -68,6 +68,13 @@ type Provider struct {
 	Recipients Recipients
 	// Replies are the provider's own ways of saying "no such mailbox".
 	Replies []ReplyRule
+	// RecipientPolicy: the provider's 5.7.x to a RCPT refuses that
+	// recipient, not the prober (Yandex says "550 5.7.1 No such user!").
+	// The verdict is still read from the code (unknown / smtp_rejected),
+	// but the egress address does not cool for the host: the next
+	// recipient, of this domain or another the host serves, is asked as
+	// usual.
+	RecipientPolicy bool
 }
 
 // classify applies p's reply rules to a RCPT reply the generic classifier
@@ -225,6 +232,8 @@ var providers = []Provider{
 		Name:       "yandex",
 		MX:         []string{"yandex.net", "yandex.ru"},
 		Recipients: PerMailbox,
+		// "550 5.7.1 No such user!" to unknown recipients.
+		RecipientPolicy: true,
 	},
 	{
 		Name:       "mailru",

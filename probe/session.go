@@ -111,7 +111,10 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			var ce *egress.CoolingError
 			switch {
 			case errors.As(err, &ce):
-				if wait && sleepUntil(ctx, e.opts.Now, ce.RetryAt) {
+				// A greylisting or a busy server is waited out within
+				// the budget; a policy block is not: the server refused
+				// every address that asked, and would refuse again.
+				if wait && ce.Cause != egress.OutcomePolicy && sleepUntil(ctx, e.opts.Now, ce.RetryAt) {
 					continue
 				}
 				// A batch comes back at RetryAt. A real-time validation
@@ -304,7 +307,7 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 				e.catchAll.put(domain, CatchAllNo, e.opts.Now())
 			}
 		case smtpclient.Policy:
-			if out.egress == egress.OutcomeOK {
+			if out.egress == egress.OutcomeOK && (prov == nil || !prov.RecipientPolicy) {
 				out.egress = egress.OutcomePolicy
 			}
 		}

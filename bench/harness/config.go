@@ -37,6 +37,8 @@ type VerifydConfig struct {
 	RealtimeBudget   time.Duration
 	ShutdownTimeout  time.Duration
 	LogLevel         string
+	// RetryWindow, when set, is jobs.retry_window.
+	RetryWindow time.Duration
 	// Metrics, when set, is metrics.listen (host:port), with
 	// metrics.pprof on: the harness takes CPU profiles there (-profile).
 	Metrics string
@@ -132,6 +134,10 @@ func (c VerifydConfig) TOML() string {
 	kv("batch_workers", c.BatchWorkers)
 	// The shipped lists only: no operator overrides from /etc.
 	kv("lists_dir", "/nonexistent/verifybench")
+	if c.RetryWindow > 0 {
+		b.WriteString("\n[jobs]\n")
+		kv("retry_window", c.RetryWindow)
+	}
 	b.WriteString("\n[rate_limits]\n")
 	kv("disabled", true)
 	return b.String()

@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/verifyd/verifyd/bench/world"
 )
 
 // Verdicts in the order the matrices list them (spec §2.3).
@@ -32,6 +34,22 @@ type Confusion struct {
 	// MismatchKinds counts disagreements by "expected status/reason →
 	// got status/reason".
 	MismatchKinds map[string]int `json:"mismatch_kinds,omitempty"`
+	// Groups tallies the addresses by the world's Expectation.Group (the
+	// real-world profile labels each address with the kind of server and
+	// mailbox it was made for); nil when the world labels none.
+	Groups map[string]*GroupTally `json:"groups,omitempty"`
+}
+
+// GroupTally is the agreement within one group of addresses.
+type GroupTally struct {
+	// Expected is the world's verdict (status/reason) for the group, or
+	// "mixed" when its addresses expect different ones.
+	Expected string `json:"expected"`
+	Total    int    `json:"total"`
+	Agree    int    `json:"agree"`
+	// ReasonAgree counts verdict and reason both agreeing, when reasons
+	// were compared.
+	ReasonAgree int `json:"reason_agree"`
 }
 
 // Mismatch is one address where verifyd and the world disagree.
@@ -95,15 +113,43 @@ func (c *Confusion) resort() {
 
 // Add counts one address by verdict only.
 func (c *Confusion) Add(email, expected, got string) {
-	c.add(email, expected, "", got, "", false)
+	c.add(email, "", expected, "", got, "", false)
 }
 
 // AddWithReason counts one address by verdict and checks.reason.
 func (c *Confusion) AddWithReason(email, expStatus, expReason, gotStatus, gotReason string) {
-	c.add(email, expStatus, expReason, gotStatus, gotReason, true)
+	c.add(email, "", expStatus, expReason, gotStatus, gotReason, true)
 }
 
-func (c *Confusion) add(email, expStatus, expReason, gotStatus, gotReason string, withReason bool) {
+// AddExpected counts one address against the world's expectation e, in
+// e's group, by verdict and, withReason, by checks.reason.
+func (c *Confusion) AddExpected(e world.Expectation, gotStatus, gotReason string, withReason bool) {
+	c.add(e.Email, e.Group, e.Status, e.Reason, gotStatus, gotReason, withReason)
+}
+
+func (c *Confusion) add(email, group, expStatus, expReason, gotStatus, gotReason string, withReason bool) {
+	if group != "" {
+		defer func(total, agree, reasonAgree int) {
+			if c.Groups == nil {
+				c.Groups = map[string]*GroupTally{}
+			}
+			exp := expStatus
+			if withReason {
+				exp += "/" + expReason
+			}
+			g := c.Groups[group]
+			if g == nil {
+				g = &GroupTally{Expected: exp}
+				c.Groups[group] = g
+			}
+			if g.Expected != exp {
+				g.Expected = "mixed"
+			}
+			g.Total++
+			g.Agree += c.Agree - agree
+			g.ReasonAgree += c.ReasonAgree - reasonAgree
+		}(c.Total, c.Agree, c.ReasonAgree)
+	}
 	if expStatus == "" {
 		expStatus = "(none)"
 	}
@@ -221,4 +267,32 @@ func (c *Confusion) WriteMarkdown(w io.Writer) {
 		fmt.Fprintf(&b, " %s | %.1f %% |\n", groupThousands(int64(row)), 100*float64(c.Counts[i][i])/float64(row))
 	}
 	io.WriteString(w, b.String())
+}
+
+// WriteGroups writes the agreement per group as a Markdown table, sorted by
+// group; nothing when the world labelled no group.
+func (c *Confusion) WriteGroups(w io.Writer, withReason bool) {
+	if len(c.Groups) == 0 {
+		return
+	}
+	names := make([]string, 0, len(c.Groups))
+	for n := range c.Groups {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	fmt.Fprintf(w, "By kind of server and mailbox (the world's groups):\n\n")
+	if withReason {
+		fmt.Fprintf(w, "| group | expected | addresses | verdict agrees | verdict and reason agree |\n|---|---|---:|---:|---:|\n")
+	} else {
+		fmt.Fprintf(w, "| group | expected | addresses | verdict agrees |\n|---|---|---:|---:|\n")
+	}
+	for _, n := range names {
+		g := c.Groups[n]
+		fmt.Fprintf(w, "| %s | %s | %d | %d |", n, g.Expected, g.Total, g.Agree)
+		if withReason {
+			fmt.Fprintf(w, " %d |", g.ReasonAgree)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
 }

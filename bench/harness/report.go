@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/verifyd/verifyd/bench/world"
 )
 
 // writePlot draws scenario 1's latency against throughput, p50 and p99
@@ -88,8 +90,13 @@ func writeMarkdown(w io.Writer, res *Result, jsonRel, plotRel string) {
 		p("| code | %s |\n", res.Git)
 	}
 	wo := res.World.Options
-	p("| world | %s domains (seed %d), %s hosts, %s addresses; %s before every SMTP reply; STARTTLS %.0f %%, catch-all %.0f %%, greylisting %.0f %%, tarpits %.0f %%, auth records %.0f %% |\n",
-		itoa(res.World.Domains), wo.Seed, itoa(res.World.Hosts), itoa(res.World.Addresses), fmtDur(wo.Latency), 100*wo.STARTTLS, 100*wo.CatchAll, 100*wo.Greylist, 100*wo.Tarpit, 100*wo.Auth)
+	if wo.Profile == world.ProfileRealWorld {
+		p("| world | profile %s: %s domains (seed %d), %s hosts, %s addresses, mailbox providers and MX providers weighted by market share (bench/RESULTS.md, \"Real-world mix\"); %s before every SMTP reply |\n",
+			wo.Profile, itoa(res.World.Domains), wo.Seed, itoa(res.World.Hosts), itoa(res.World.Addresses), fmtDur(wo.Latency))
+	} else {
+		p("| world | %s domains (seed %d), %s hosts, %s addresses; %s before every SMTP reply; STARTTLS %.0f %%, catch-all %.0f %%, greylisting %.0f %%, tarpits %.0f %%, auth records %.0f %% |\n",
+			itoa(res.World.Domains), wo.Seed, itoa(res.World.Hosts), itoa(res.World.Addresses), fmtDur(wo.Latency), 100*wo.STARTTLS, 100*wo.CatchAll, 100*wo.Greylist, 100*wo.Tarpit, 100*wo.Auth)
+	}
 	for _, run := range res.Runs {
 		built := ""
 		if run.Built {
@@ -206,14 +213,18 @@ func writeMarkdown(w io.Writer, res *Result, jsonRel, plotRel string) {
 			a.Single.WriteMarkdown(w)
 			p("\n")
 			mismatchKinds(w, a.Single)
+			a.Single.WriteGroups(w, true)
 		}
 		if a.Batch != nil {
 			p("Batch CSV (verdict only): agrees for **%s of %s (%.2f %%)**.\n\n", itoa(a.Batch.Agree), itoa(a.Batch.Total), 100*a.Batch.Agreement())
 			a.Batch.WriteMarkdown(w)
 			p("\n")
 			mismatchKinds(w, a.Batch)
+			a.Batch.WriteGroups(w, false)
 		}
 	}
+
+	realWorldSection(w, res)
 
 	// Ratios.
 	if len(res.Ratios) > 0 {

@@ -84,6 +84,8 @@ type Scenarios struct {
 	Batch    *BatchResult    `json:"batch"`
 	Mixed    *MixedResult    `json:"mixed"`
 	Accuracy *AccuracyResult `json:"accuracy"`
+	// RealWorld is scenario 6 (absent in results of earlier versions).
+	RealWorld *RealWorldResult `json:"realworld,omitempty"`
 }
 
 // FreshResult is scenario 1: single fresh validations at increasing

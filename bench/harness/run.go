@@ -22,9 +22,11 @@ type runner struct {
 	work  string
 	procs *Procs
 	world *World
-	vds   []*Verifyd
-	runs  []*RunResult
-	res   *Result
+	// mailworld is the mailworld binary, for the worlds of later scenarios.
+	mailworld string
+	vds       []*Verifyd
+	runs      []*RunResult
+	res       *Result
 
 	// pool is the world's addresses in a seeded random order; the fresh
 	// levels take consecutive slices of it (the same for A and B).
@@ -131,6 +133,7 @@ func (r *runner) run(ctx context.Context, work string) error {
 	if err != nil {
 		return err
 	}
+	r.mailworld = mw
 	r.runs = append(r.runs, &RunResult{Label: "A", Binary: vA, Built: builtA})
 	if o.Compare != "" {
 		vB, err := filepath.Abs(o.Compare)
@@ -205,6 +208,7 @@ func (r *runner) run(ctx context.Context, work string) error {
 		{"batch", r.scenarioBatch},
 		{"mixed", r.scenarioMixed},
 		{"accuracy", r.scenarioAccuracy},
+		{"realworld", r.scenarioRealWorld},
 	}
 	for _, s := range steps {
 		if ctx.Err() != nil {
@@ -268,6 +272,10 @@ func (r *runner) skipRest(name, why string) {
 		case "accuracy":
 			if s.Accuracy == nil {
 				s.Accuracy = &AccuracyResult{Skipped: why}
+			}
+		case "realworld":
+			if s.RealWorld == nil {
+				s.RealWorld = &RealWorldResult{Skipped: why}
 			}
 		}
 	}

@@ -447,7 +447,7 @@ func (rb *runningBatch) download(ctx context.Context, w *World) {
 		res.Rows++
 		res.RowStatuses[rec[1]]++
 		if e, ok := w.Expect[lower(rec[0])]; ok {
-			conf.Add(rec[0], e.Status, rec[1])
+			conf.AddExpected(e, rec[1], "", false)
 		}
 	}
 	if res.Rows != res.Size {
@@ -628,7 +628,7 @@ func (r *runner) scenarioAccuracy(context.Context) error {
 				if !ok {
 					continue
 				}
-				acc.Single.AddWithReason(o.Email, e.Status, e.Reason, o.Status, o.Reason)
+				acc.Single.AddExpected(e, o.Status, o.Reason, true)
 			}
 		}
 		if b := run.Scenarios.Batch; b != nil && b.confusion != nil {

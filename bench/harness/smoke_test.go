@@ -38,6 +38,8 @@ func TestSmoke(t *testing.T) {
 	o.BatchTimeout = 20 * time.Second
 	o.MixedBatchSize = 50
 	o.MixedConcurrency = 4
+	o.RealWorldDomains = 30
+	o.RealWorldRetryWindow = 5 * time.Second
 	o.Config.CommandTimeout = 2 * time.Second // the tarpits of the world
 	o.MaxTime = 2 * time.Minute
 	o.OutDir = filepath.Join(out, "results")
@@ -92,7 +94,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("result: %s", b)
 	}
 	run := doc.Runs[0]
-	for _, s := range []string{"fresh", "cache", "batch", "mixed", "accuracy"} {
+	for _, s := range []string{"fresh", "cache", "batch", "mixed", "accuracy", "realworld"} {
 		if raw, ok := run.Scenarios[s]; !ok || string(raw) == "null" {
 			t.Errorf("scenario %s missing from the result", s)
 		}
@@ -131,6 +133,13 @@ func TestSmoke(t *testing.T) {
 	if acc.Single == nil || acc.Single.Total == 0 || acc.Single.Total != fresh.Levels[0].OK+fresh.Levels[1].OK {
 		t.Errorf("accuracy %+v", acc.Single)
 	}
+	var rw RealWorldResult
+	if err := json.Unmarshal(run.Scenarios["realworld"], &rw); err != nil {
+		t.Fatal(err)
+	}
+	if rw.Error != "" || rw.Single == nil || rw.Batch == nil || rw.Single.Total != rw.Addresses || rw.Batch.Total != rw.Addresses || len(rw.Single.Groups) == 0 {
+		t.Errorf("realworld %+v", rw)
+	}
 	if len(run.Targets) == 0 {
 		t.Error("no targets")
 	}
@@ -140,7 +149,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# verifybench results", "## Targets", "## 1. Fresh single validations", "## 5. Accuracy", "expected ↓ / got →", filepath.Base(files[0])} {
+	for _, want := range []string{"# verifybench results", "## Targets", "## 1. Fresh single validations", "## 5. Accuracy", "## 6. Real-world mix", "By kind of server and mailbox", "expected ↓ / got →", filepath.Base(files[0])} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -169,6 +169,29 @@ func targets(run *RunResult, o Options) []Target {
 		t.Note = "no receipts to compare"
 	}
 	ts = append(ts, t)
+
+	// Issue 15: the real-world mix agrees with the world everywhere.
+	rw := sc.RealWorld
+	t = Target{Name: "verdict agreement, real-world mix", Figure: "scenario 6: single validations and the batch's CSV", Unit: "%",
+		Target: "100 %"}
+	switch {
+	case rw == nil:
+		t.Note = "did not run"
+	case rw.Skipped != "":
+		t.Note = "skipped: " + rw.Skipped
+	case rw.Single == nil || rw.Batch == nil || rw.Single.Total == 0:
+		t.Note = "failed: " + rw.Error
+	default:
+		agree, total := rw.Single.Agree+rw.Batch.Agree, rw.Single.Total+rw.Batch.Total
+		t.Value = round3(100 * float64(agree) / float64(total))
+		t.Met = met(agree == total)
+		t.Note = fmt.Sprintf("singles %s of %s (verdict and reason %.2f %%), batch %s of %s", itoa(rw.Single.Agree), itoa(rw.Single.Total),
+			100*rw.Single.ReasonAgreement(), itoa(rw.Batch.Agree), itoa(rw.Batch.Total))
+		if rw.Error != "" {
+			t.Note += "; " + rw.Error
+		}
+	}
+	ts = append(ts, t)
 	return ts
 }
 

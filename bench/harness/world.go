@@ -26,6 +26,9 @@ type WorldOptions struct {
 	// Disposable domains are made and expected disposable; they must be on
 	// verifyd's shipped disposable list.
 	Disposable string `json:"disposable,omitempty"`
+	// Profile is mailworld's -profile: "" or world.ProfileRealWorld (the
+	// fractions above are then not used).
+	Profile string `json:"profile,omitempty"`
 	// Extra are further mailworld flags, passed as they are.
 	Extra []string `json:"extra,omitempty"`
 	// DNS is the address mailworld serves DNS on; port 0 picks one.
@@ -52,6 +55,9 @@ func (o WorldOptions) args(expected, worldFile string) []string {
 	}
 	if o.Disposable != "" {
 		a = append(a, "-disposable", o.Disposable)
+	}
+	if o.Profile != "" {
+		a = append(a, "-profile", o.Profile)
 	}
 	return append(a, o.Extra...)
 }

@@ -87,6 +87,9 @@ type GenOptions struct {
 	FirstIP string
 	// TLD of the generated names. Default "test" (RFC 2606).
 	TLD string
+	// Profile is ProfileSynthetic (the behaviour fractions above) or
+	// ProfileRealWorld (realworld.go).
+	Profile string
 }
 
 func (o *GenOptions) defaults() {
@@ -141,6 +144,9 @@ func (o *GenOptions) validate() error {
 	if sum > 1.0000001 {
 		errs = append(errs, fmt.Errorf("domain behaviour fractions add up to %.3f, more than 1", sum))
 	}
+	if o.Profile != ProfileSynthetic && o.Profile != ProfileRealWorld {
+		errs = append(errs, fmt.Errorf("profile %q is not %q or %q", o.Profile, ProfileSynthetic, ProfileRealWorld))
+	}
 	if _, err := netip.ParseAddr(o.FirstIP); err != nil {
 		errs = append(errs, fmt.Errorf("first IP %q: %w", o.FirstIP, err))
 	}
@@ -189,6 +195,11 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 	extra := rand.New(rand.NewPCG(o.Seed^0x5bd1e9955bd1e995, o.Seed+1))
 	n := o.Domains + len(o.DisposableDomains)
 	w := &World{SMTPPort: o.SMTPPort}
+	if o.Profile == ProfileRealWorld {
+		g := &generator{o: o, rng: rng, extra: extra, w: w}
+		g.ip, _ = netip.ParseAddr(o.FirstIP)
+		return generateRealWorld(g)
+	}
 	w.Domains = make([]*Domain, 0, n)
 	w.Hosts = make([]*Host, 0, n)
 
@@ -213,38 +224,9 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 		}
 	}
 
-	ip, _ := netip.ParseAddr(o.FirstIP)
-	nextIP := func() string {
-		s := ip.String()
-		for {
-			ip = ip.Next()
-			b := ip.As4()
-			if b[3] != 0 && b[3] != 255 {
-				break
-			}
-		}
-		return s
-	}
-	newHost := func(name string) *Host {
-		h := &Host{Name: name, IP: nextIP(), Latency: o.Latency, Jitter: o.Jitter}
-		if len(o.CommandLatency) > 0 {
-			h.CommandLatency = o.CommandLatency
-		}
-		if rng.Float64() < o.STARTTLS {
-			h.TLS = "1.3"
-			if rng.IntN(5) == 0 {
-				h.TLS = "1.2"
-			}
-		}
-		w.Hosts = append(w.Hosts, h)
-		return h
-	}
-
-	spamtraps := map[string]bool{}
-	for _, s := range o.Spamtraps {
-		spamtraps[strings.ToLower(s)] = true
-	}
-	var exp []Expectation
+	g := &generator{o: o, rng: rng, extra: extra, w: w}
+	g.ip, _ = netip.ParseAddr(o.FirstIP)
+	newHost := g.newHost
 	addDomain := func(name string, k kind) {
 		d := &Domain{Name: name, Policy: PolicyAccept, Mailboxes: map[string]MailboxState{}}
 		w.Domains = append(w.Domains, d)
@@ -278,50 +260,8 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 				d.Policy = PolicyReject
 			}
 		}
-		if rng.Float64() < o.Auth && !d.NXDomain {
-			addAuthRecords(d, rng)
-			d.Registered = randomRegistration(extra)
-		}
-		// Known mailboxes, then unknown local parts.
-		locals := make([]string, 0, o.AddressesPerDomain)
-		seen := map[string]bool{}
-		for len(locals) < o.AddressesPerDomain {
-			var lp string
-			switch {
-			case len(locals) == 0 && o.RoleMailbox && o.MailboxesPerDomain > 0:
-				lp = roleLocals[rng.IntN(len(roleLocals))]
-			case len(locals) < o.MailboxesPerDomain:
-				f := firstNames[rng.IntN(len(firstNames))]
-				if rng.IntN(2) == 0 {
-					lp = fmt.Sprintf("%s.%s%d", f, nameWords[rng.IntN(len(nameWords))], rng.IntN(100))
-				} else {
-					lp = fmt.Sprintf("%s%d", f, rng.IntN(1000))
-				}
-			default:
-				lp = fmt.Sprintf("nobody-%08x", rng.Uint32())
-			}
-			if seen[lp] {
-				continue
-			}
-			seen[lp] = true
-			if len(locals) < o.MailboxesPerDomain {
-				st := MailboxOK
-				switch r := rng.Float64(); {
-				case r < o.MailboxFull:
-					st = MailboxFull
-				case r < o.MailboxFull+o.MailboxDisabled:
-					st = MailboxDisabled
-				}
-				d.Mailboxes[lp] = st
-			}
-			locals = append(locals, lp)
-		}
-		for i, lp := range locals {
-			email := lp + "@" + name
-			e := Expectation{Email: email}
-			e.Role = i == 0 && o.RoleMailbox && o.MailboxesPerDomain > 0
-			exp = append(exp, e)
-		}
+		g.auth(d)
+		g.addresses(d, o.AddressesPerDomain, o.MailboxesPerDomain, o.RoleMailbox, "")
 	}
 
 	for i := 0; i < o.Domains; i++ {
@@ -330,6 +270,127 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 	}
 	for _, name := range o.DisposableDomains {
 		addDomain(strings.ToLower(name), kindNormal)
+	}
+	return g.finish()
+}
+
+// generator holds what Generate and its profiles share while they make a
+// world.
+type generator struct {
+	o          GenOptions
+	rng, extra *rand.Rand
+	w          *World
+	ip         netip.Addr
+	exp        []Expectation
+	seen       map[*Domain]map[string]bool // local parts made, per domain
+}
+
+// nextIP returns the next free host address, skipping .0 and .255.
+func (g *generator) nextIP() string {
+	s := g.ip.String()
+	for {
+		g.ip = g.ip.Next()
+		b := g.ip.As4()
+		if b[3] != 0 && b[3] != 255 {
+			break
+		}
+	}
+	return s
+}
+
+// newHost adds a host named name with the world's latency and, by
+// GenOptions.STARTTLS, STARTTLS.
+func (g *generator) newHost(name string) *Host {
+	o := g.o
+	h := &Host{Name: name, IP: g.nextIP(), Latency: o.Latency, Jitter: o.Jitter}
+	if len(o.CommandLatency) > 0 {
+		h.CommandLatency = o.CommandLatency
+	}
+	if g.rng.Float64() < o.STARTTLS {
+		h.TLS = "1.3"
+		if g.rng.IntN(5) == 0 {
+			h.TLS = "1.2"
+		}
+	}
+	g.w.Hosts = append(g.w.Hosts, h)
+	return h
+}
+
+// auth gives d, by GenOptions.Auth, the authentication records and a
+// registration date.
+func (g *generator) auth(d *Domain) {
+	if g.rng.Float64() < g.o.Auth && !d.NXDomain {
+		addAuthRecords(d, g.rng)
+		d.Registered = randomRegistration(g.extra)
+	}
+}
+
+// addresses makes n addresses of d, the first mailboxes of them known (the
+// first a role address with role), the others unknown local parts, and
+// writes their expectations, labelled with group.
+func (g *generator) addresses(d *Domain, n, mailboxes int, role bool, group string) {
+	o, rng := g.o, g.rng
+	locals := make([]string, 0, n)
+	if g.seen == nil {
+		g.seen = map[*Domain]map[string]bool{}
+	}
+	seen := g.seen[d]
+	if seen == nil {
+		seen = map[string]bool{}
+		g.seen[d] = seen
+	}
+	for len(locals) < n {
+		var lp string
+		switch {
+		case len(locals) == 0 && role && mailboxes > 0:
+			lp = roleLocals[rng.IntN(len(roleLocals))]
+		case len(locals) < mailboxes:
+			f := firstNames[rng.IntN(len(firstNames))]
+			// A large domain (a consumer provider's) draws from a larger
+			// space of names.
+			space := 1
+			if mailboxes > 1000 {
+				space = 100
+			}
+			if rng.IntN(2) == 0 {
+				lp = fmt.Sprintf("%s.%s%d", f, nameWords[rng.IntN(len(nameWords))], rng.IntN(100*space))
+			} else {
+				lp = fmt.Sprintf("%s%d", f, rng.IntN(1000*space))
+			}
+		default:
+			lp = fmt.Sprintf("nobody-%08x", rng.Uint32())
+		}
+		if seen[lp] {
+			continue
+		}
+		seen[lp] = true
+		if len(locals) < mailboxes {
+			st := MailboxOK
+			switch r := rng.Float64(); {
+			case r < o.MailboxFull:
+				st = MailboxFull
+			case r < o.MailboxFull+o.MailboxDisabled:
+				st = MailboxDisabled
+			}
+			d.Mailboxes[lp] = st
+		}
+		locals = append(locals, lp)
+	}
+	for i, lp := range locals {
+		e := Expectation{Email: lp + "@" + d.Name, Group: group}
+		e.Role = i == 0 && role && mailboxes > 0
+		g.exp = append(g.exp, e)
+	}
+}
+
+// finish adds the DNS lists, validates the world and writes every
+// expectation: the world's verdict, refined by what only the generator
+// knows (role, disposable, spamtrap).
+func (g *generator) finish() (*World, []Expectation, error) {
+	o, w, extra, exp := g.o, g.w, g.extra, g.exp
+	spamtraps := map[string]bool{}
+	for _, s := range o.Spamtraps {
+		spamtraps[strings.ToLower(s)] = true
 	}
 	for t := range spamtraps {
 		at := strings.LastIndexByte(t, '@')
@@ -365,7 +426,10 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 	}
 	for i := range exp {
 		e := w.Expect(exp[i].Email)
-		e.Role = exp[i].Role
+		e.Role, e.Group = exp[i].Role, exp[i].Group
+		if e.Group != "" {
+			e.Group += " · " + w.mailboxLabel(e.Email, e.Role)
+		}
 		dom := e.Email[strings.LastIndexByte(e.Email, '@')+1:]
 		switch {
 		case spamtraps[strings.ToLower(e.Email)]:
@@ -484,4 +548,23 @@ func ReadExpectations(path string) ([]Expectation, error) {
 		exp = append(exp, e)
 	}
 	return exp, nil
+}
+
+// mailboxLabel says what email is to its domain, for Expectation.Group:
+// role, known, full, disabled or unknown.
+func (w *World) mailboxLabel(email string, role bool) string {
+	at := strings.LastIndexByte(email, '@')
+	d := w.Domain(email[at+1:])
+	if d == nil {
+		return "unknown"
+	}
+	switch st, ok := d.Mailboxes[strings.ToLower(email[:at])]; {
+	case !ok:
+		return "unknown"
+	case st == MailboxFull || st == MailboxDisabled:
+		return string(st)
+	case role:
+		return "role"
+	}
+	return "known"
 }

@@ -616,4 +616,9 @@ type Expectation struct {
 	Reason   string `json:"reason"` // spec §2.3 checks.reason
 	CatchAll bool   `json:"catch_all,omitempty"`
 	Role     bool   `json:"role,omitempty"`
+	// Group names the kind of server and mailbox the address was made
+	// for ("google · known", "self-hosted greylisting · unknown"), so
+	// accuracy can be told per row of a profile; empty in the default
+	// profile.
+	Group string `json:"group,omitempty"`
 }

@@ -95,6 +95,7 @@ func run() int {
 	float("greylist", s.World.Greylist, "world: fraction of greylisting domains", func(o *harness.Options, v float64) { o.World.Greylist = v })
 	float("tarpit", s.World.Tarpit, "world: fraction of tarpit hosts", func(o *harness.Options, v float64) { o.World.Tarpit = v })
 	float("auth", s.World.Auth, "world: fraction of domains with authentication records", func(o *harness.Options, v float64) { o.World.Auth = v })
+	str("world-profile", s.World.Profile, `world: generator profile, "" or "realworld" (providers weighted by market share; the fractions above are then not used)`, func(o *harness.Options, v string) { o.World.Profile = v })
 	str("disposable", s.World.Disposable, "world: domains made and expected disposable (must be on verifyd's list)", func(o *harness.Options, v string) { o.World.Disposable = v })
 	integer("seed", int(s.World.Seed), "world and address order: random seed", func(o *harness.Options, v int) { o.World.Seed = uint64(v) })
 	str("dns", s.World.DNS, "world: DNS address (loopback; port 0 picks one)", func(o *harness.Options, v string) { o.World.DNS = v })
@@ -110,7 +111,9 @@ func run() int {
 	dur("batch-timeout", s.BatchTimeout, "scenarios 3 and 4: how long to wait for a batch to complete", func(o *harness.Options, v time.Duration) { o.BatchTimeout = v })
 	integer("mixed-batch", s.MixedBatchSize, "scenario 4: addresses in the batch", func(o *harness.Options, v int) { o.MixedBatchSize = v })
 	integer("mixed-concurrency", s.MixedConcurrency, "scenario 4: concurrency of the single validations", func(o *harness.Options, v int) { o.MixedConcurrency = v })
-	str("scenarios", "", "run only these scenarios, comma-separated: fresh,cache,batch,mixed,accuracy (cache and accuracy use fresh's receipts)",
+	integer("realworld-domains", s.RealWorldDomains, "scenario 6: domains of the real-world world", func(o *harness.Options, v int) { o.RealWorldDomains = v })
+	dur("realworld-retry-window", s.RealWorldRetryWindow, "scenario 6: the verifyds' jobs.retry_window", func(o *harness.Options, v time.Duration) { o.RealWorldRetryWindow = v })
+	str("scenarios", "", "run only these scenarios, comma-separated: fresh,cache,batch,mixed,accuracy,realworld (cache and accuracy use fresh's receipts)",
 		func(o *harness.Options, v string) { o.Scenarios = strings.Split(v, ",") })
 
 	integer("egress", len(s.Config.Egress), "verifyd: number of egress addresses, 1-16 (A's from 127.0.0.2, B's from 127.0.0.18)", func(o *harness.Options, v int) {
