@@ -37,6 +37,9 @@ type VerifydConfig struct {
 	RealtimeBudget   time.Duration
 	ShutdownTimeout  time.Duration
 	LogLevel         string
+	// GreetingTimeout, when set, is smtp.greeting_timeout (StartVerifyd
+	// sets it to CommandTimeout for binaries that know the key).
+	GreetingTimeout time.Duration
 	// RetryWindow, when set, is jobs.retry_window.
 	RetryWindow time.Duration
 	// Metrics, when set, is metrics.listen (host:port), with
@@ -115,6 +118,9 @@ func (c VerifydConfig) TOML() string {
 	kv("port", c.SMTPPort)
 	kv("helo_name", c.HeloName)
 	kv("command_timeout", c.CommandTimeout)
+	if c.GreetingTimeout > 0 {
+		kv("greeting_timeout", c.GreetingTimeout)
+	}
 	b.WriteString("\n[egress]\n")
 	addrs := make([]string, len(c.Egress))
 	for i, a := range c.Egress {

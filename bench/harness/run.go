@@ -195,7 +195,7 @@ func (r *runner) run(ctx context.Context, work string) error {
 		r.vds = append(r.vds, v)
 		r.logf("verifyd %s (pid %d) on %s; credits set via %s", run.Label, v.Proc.PID, v.Base, v.CreditsVia)
 		if i == 0 {
-			r.res.Settings = r.settings(cfg)
+			r.res.Settings = r.settings(v.Config)
 		}
 	}
 

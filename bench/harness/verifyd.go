@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -54,6 +55,12 @@ func StartVerifyd(ctx context.Context, procs *Procs, label, bin, dir string, cfg
 		return nil, err
 	}
 	cfg.DataDir = filepath.Join(dir, "data")
+	if cfg.GreetingTimeout == 0 && knowsKey(ctx, bin, "greeting_timeout") {
+		// A tarpit costs command_timeout, as it did before verifyd
+		// waited longer for greetings than for replies: the figures of
+		// binaries with and without smtp.greeting_timeout compare.
+		cfg.GreetingTimeout = cfg.CommandTimeout
+	}
 	if cfg.AdminSocket == "" {
 		cfg.AdminSocket = filepath.Join(dir, "admin.sock")
 	}
@@ -258,4 +265,15 @@ func offlineSetCredits(dir, account string, n int64) error {
 		return err
 	}
 	return db.Close()
+}
+
+// knowsKey reports whether bin's configuration has key: its -print-config
+// (the embedded defaults as TOML) names it. Older binaries refuse keys they
+// do not know.
+func knowsKey(ctx context.Context, bin, key string) bool {
+	out, err := exec.CommandContext(ctx, bin, "-print-config").Output()
+	if err != nil {
+		return false
+	}
+	return regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(key) + `\s*=`).Match(out)
 }
