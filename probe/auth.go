@@ -3,7 +3,9 @@ package probe
 import (
 	"context"
 	"strings"
+	"time"
 
+	"github.com/verifyd/verifyd/internal/phase"
 	"github.com/verifyd/verifyd/probe/authsig"
 	"github.com/verifyd/verifyd/probe/smtpclient"
 )
@@ -48,7 +50,9 @@ func (e *Engine) joinAuth(ctx context.Context, pending *authsig.Pending, domain 
 	if pending == nil {
 		return
 	}
+	t := time.Now()
 	base := pending.Wait(ctx)
+	phase.Since(phase.AuthWait, t)
 	boxes := e.opts.Auth.Mailboxes(domain)
 	for _, r := range rs {
 		s := base.Clone()

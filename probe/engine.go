@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/internal/phase"
 	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/probe/authsig"
 	"github.com/verifyd/verifyd/probe/lists"
@@ -189,7 +190,9 @@ func (e *Engine) plan(ctx context.Context, r *Result, addr address.Address) plan
 	r.Checks.IsFreeProvider = ev.Free
 	r.Checks.IsDisposable = ev.Disposable
 
+	t := time.Now()
 	rt := e.route(ctx, addr.ASCIIDomain)
+	phase.Since(phase.MX, t)
 	ev.DNS = rt.outcome
 	r.Checks.MX = rt.outcome == DNSRouted
 	if len(rt.hosts) > 0 {

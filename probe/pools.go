@@ -10,6 +10,8 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/panjf2000/ants/v2"
+
+	"github.com/verifyd/verifyd/internal/phase"
 )
 
 // ErrOverloaded is returned when a pool's queue is full.
@@ -95,11 +97,13 @@ func init() {
 func (p *Pools) Verify(ctx context.Context, email string) (*Result, error) {
 	ch := make(chan *Result, 1)
 	var started atomic.Bool
+	submitted := time.Now()
 	err := submit(p.realtime, func() {
 		if !started.CompareAndSwap(false, true) || ctx.Err() != nil {
 			ch <- nil
 			return
 		}
+		phase.Since(phase.Queue, submitted)
 		ch <- p.engine.Verify(ctx, email)
 	})
 	if err != nil {
@@ -127,11 +131,13 @@ func (p *Pools) Verify(ctx context.Context, email string) (*Result, error) {
 func (p *Pools) VerifyDomain(ctx context.Context, emails []string, prefer netip.Addr) ([]*Result, error) {
 	ch := make(chan []*Result, 1)
 	var started atomic.Bool
+	submitted := time.Now()
 	err := submit(p.batch, func() {
 		if !started.CompareAndSwap(false, true) || ctx.Err() != nil {
 			ch <- nil
 			return
 		}
+		phase.Since(phase.Queue, submitted)
 		ch <- p.engine.VerifyDomain(ctx, emails, prefer)
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/internal/phase"
 	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/probe/smtpclient"
 )
@@ -42,7 +43,9 @@ func (e *Engine) probeDomain(ctx context.Context, rt route, domain string, ts []
 	tried := 0
 hosts:
 	for _, host := range rt.hosts {
+		t := time.Now()
 		ips, err := e.opts.Resolver.LookupIP(ctx, "ip", host)
+		phase.Since(phase.HostIP, t)
 		if err != nil {
 			if dnsFailure(err) == DNSTimeout {
 				failure = SMTPTimeout
@@ -96,6 +99,7 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 		}
 		var lease *egress.Lease
 		var err error
+		waited := time.Now()
 		if prefer.IsValid() {
 			// A retry goes out from the address the recipients were
 			// greylisted from, or not at all until it may.
@@ -107,6 +111,7 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 		} else {
 			lease, err = e.opts.Egress.Acquire(ctx, ip, netip.Addr{})
 		}
+		phase.Since(phase.Egress, waited)
 		if err != nil {
 			var ce *egress.CoolingError
 			switch {
@@ -189,7 +194,9 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			perTx = out.perTx
 		}
 		if out.sessionOK {
+			t := time.Now()
 			_ = c.Quit()
+			phase.Since(phase.Quit, t)
 		} else {
 			_ = c.Close()
 		}
@@ -267,7 +274,9 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 	for i, t := range pending {
 		rcpts[i] = t.addr.ASCII()
 	}
+	t := time.Now()
 	results, rest, err := c.RcptMany(rcpts)
+	phase.Since(phase.Rcpt, t)
 	var mailErr *smtpclient.Error
 	if errors.As(err, &mailErr) && mailErr.Command == smtpclient.CmdMail {
 		return failedCommand(err, pending) // the pipelined MAIL was refused
@@ -346,6 +355,8 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 	// accepted: its (client, recipient) pair starts waiting alongside the
 	// real one, so the retry learns the catch-all finding as well.
 	acceptsAll := prov != nil && prov.Recipients == AcceptsAll
+	t = time.Now()
+	defer phase.Since(phase.Extra, t)
 	if (accepted || out.greylisted) && out.sessionOK && !acceptsAll {
 		e.probeCatchAll(c, prov, domain)
 	}

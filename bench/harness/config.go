@@ -42,9 +42,11 @@ type VerifydConfig struct {
 	GreetingTimeout time.Duration
 	// RetryWindow, when set, is jobs.retry_window.
 	RetryWindow time.Duration
-	// Metrics, when set, is metrics.listen (host:port), with
-	// metrics.pprof on: the harness takes CPU profiles there (-profile).
+	// Metrics, when set, is metrics.listen (host:port): the harness reads
+	// the probe-time breakdown there. Pprof turns metrics.pprof on, for
+	// the CPU profiles of -profile.
 	Metrics string
+	Pprof   bool
 }
 
 // DefaultVerifydConfig is the configuration of a benchmark run, missing
@@ -109,7 +111,7 @@ func (c VerifydConfig) TOML() string {
 	kv("socket", c.AdminSocket)
 	b.WriteString("\n[metrics]\n")
 	kv("listen", c.Metrics)
-	if c.Metrics != "" {
+	if c.Pprof {
 		kv("pprof", true)
 	}
 	b.WriteString("\n[resolver]\n")

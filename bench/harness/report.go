@@ -158,6 +158,7 @@ func writeMarkdown(w io.Writer, res *Result, jsonRel, plotRel string) {
 	if plotRel != "" {
 		p("![latency against throughput](%s)\n\n", plotRel)
 	}
+	phaseSection(w, res)
 
 	// 2. Cache.
 	p("## 2. `cache: true` hits\n\n")

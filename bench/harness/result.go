@@ -130,6 +130,9 @@ type Level struct {
 	Verifyd      ProcUsage    `json:"verifyd"`
 	World        ProcUsage    `json:"world"`
 	Client       ProcUsage    `json:"client"`
+	// Phases is where the fresh probes' time went, from verifyd's own
+	// metrics (absent when the binary exports none).
+	Phases []PhaseTime `json:"phases,omitempty"`
 }
 
 // Percentiles of a latency distribution, in milliseconds.

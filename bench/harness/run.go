@@ -177,13 +177,11 @@ func (r *runner) run(ctx context.Context, work string) error {
 		cfg.DNS = r.world.DNS
 		cfg.SMTPPort = r.world.SMTPPort
 		cfg.Egress = EgressRange(netip.MustParseAddr(firsts[i]), len(o.Config.Egress))
-		if o.Profile {
-			port, err := freePort()
-			if err != nil {
-				return err
-			}
-			cfg.Metrics = fmt.Sprintf("127.0.0.1:%d", port)
+		port, err := freePort()
+		if err != nil {
+			return err
 		}
+		cfg.Metrics, cfg.Pprof = fmt.Sprintf("127.0.0.1:%d", port), o.Profile
 		v, err := StartVerifyd(ctx, r.procs, run.Label, run.Binary, filepath.Join(work, "verifyd-"+run.Label), cfg)
 		if err != nil {
 			return err

@@ -36,9 +36,17 @@ func (r *runner) measured(ctx context.Context, v *Verifyd, l Load, nested bool) 
 	mw := StartMeter(r.world.Proc.PID)
 	mc := StartMeter(os.Getpid())
 	prof := r.startProfile(v, l)
+	var before metricsSnapshot
+	if v.Config.Metrics != "" {
+		before, _ = scrapeMetrics(v.Config.Metrics)
+	}
 	st := l.Run(ctx)
 	uv, uw, uc := mv.Stop(), mw.Stop(), mc.Stop()
 	prof()
+	var after metricsSnapshot
+	if before != nil {
+		after, _ = scrapeMetrics(v.Config.Metrics)
+	}
 	lv := Level{
 		Concurrency:       l.Concurrency,
 		Sent:              st.Sent,
@@ -55,6 +63,9 @@ func (r *runner) measured(ctx context.Context, v *Verifyd, l Load, nested bool) 
 	}
 	if len(lv.Errors) == 0 {
 		lv.Errors = nil
+	}
+	if l.Path == "/v1/validate" {
+		lv.Phases = phaseTimes(before, after, st.OK)
 	}
 	return lv, st
 }

@@ -107,6 +107,18 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("fresh levels %+v", fresh.Levels)
 	}
 	for _, lv := range fresh.Levels {
+		var rcpt, total float64
+		for _, ph := range lv.Phases {
+			switch ph.Phase {
+			case "rcpt":
+				rcpt = ph.MsPerProbe
+			case "engine_total":
+				total = ph.MsPerProbe
+			}
+		}
+		if rcpt <= 0 || total < rcpt {
+			t.Errorf("fresh level c=%d: phases %+v: want rcpt time within the engine's", lv.Concurrency, lv.Phases)
+		}
 		if lv.OK == 0 || lv.Throughput <= 0 || lv.Latency.P50 <= 0 || lv.Latency.P99 < lv.Latency.P50 || lv.Verifyd.CPUSeconds <= 0 || lv.Verifyd.PeakRSSMB <= 0 {
 			t.Errorf("fresh level %+v", lv)
 		}

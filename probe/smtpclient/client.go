@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/verifyd/verifyd/internal/phase"
 )
 
 // Command names, as they appear in Error.Command and OpError.Command and as
@@ -177,8 +179,10 @@ func Dial(ctx context.Context, d Dialer, addr string, opts Options) (*Client, er
 		dialDeadline = c.deadline
 	}
 	dctx, cancel := context.WithDeadline(ctx, dialDeadline)
+	t := time.Now()
 	conn, err := d.DialContext(dctx, "tcp", addr)
 	cancel()
+	phase.Since(phase.Connect, t)
 	if err != nil {
 		return nil, &OpError{Command: CmdConnect, Err: c.ctxCause(err)}
 	}
@@ -202,7 +206,9 @@ func Dial(ctx context.Context, d Dialer, addr string, opts Options) (*Client, er
 // open reads the greeting, says EHLO and, when it can, STARTTLS.
 func (c *Client) open() error {
 	c.armFor(c.opts.GreetingTimeout)
+	t := time.Now()
 	r, err := c.rr.read()
+	phase.Since(phase.Banner, t)
 	if err != nil {
 		return c.fail(CmdBanner, err)
 	}
@@ -220,11 +226,17 @@ func (c *Client) open() error {
 		c.banner = c.banner[:maxBannerLen]
 	}
 	c.bannerHost = firstWord(c.banner)
-	if err := c.hello(); err != nil {
+	t = time.Now()
+	err = c.hello()
+	phase.Since(phase.EHLO, t)
+	if err != nil {
 		return err
 	}
 	if c.opts.TLSConfig != nil && c.ext.StartTLS {
-		if err := c.startTLS(); err != nil {
+		t = time.Now()
+		err := c.startTLS()
+		phase.Since(phase.StartTLS, t)
+		if err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,157 @@
+package harness
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PhaseTime is where fresh probes' time went during one level, from
+// verifyd's own verifyd_probe_phase_seconds histograms (internal/phase),
+// read from its /metrics before and after the level.
+type PhaseTime struct {
+	Phase string `json:"phase"`
+	// PerProbe is how many times the phase was met per probe (a probe
+	// meets egress once per session, host_ip once per MX host tried).
+	PerProbe float64 `json:"per_probe"`
+	// MeanMs is the mean time of one occurrence; MsPerProbe the phase's
+	// total time divided by the probes of the level.
+	MeanMs     float64 `json:"mean_ms"`
+	MsPerProbe float64 `json:"ms_per_probe"`
+}
+
+// metricsSnapshot is the sums and counts of verifyd's histograms.
+type metricsSnapshot map[string]float64
+
+// scrapeMetrics reads verifyd's /metrics at addr (host:port), keeping the
+// _sum and _count series.
+func scrapeMetrics(addr string) (metricsSnapshot, error) {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: HTTP %d", resp.StatusCode)
+	}
+	return parseMetrics(resp.Body)
+}
+
+func parseMetrics(r io.Reader) (metricsSnapshot, error) {
+	m := metricsSnapshot{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		name := line[:i]
+		base := name
+		if j := strings.IndexByte(base, '{'); j >= 0 {
+			base = base[:j]
+		}
+		if !strings.HasSuffix(base, "_sum") && !strings.HasSuffix(base, "_count") && !strings.HasSuffix(base, "_total") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		m[name] = v
+	}
+	return m, sc.Err()
+}
+
+// phaseNames are internal/phase's labels, in a probe's order. The harness
+// keeps its own copy: it reads any verifyd binary, and an older one has
+// none of them.
+var phaseNames = []string{"queue", "mx", "host_ip", "egress", "connect", "banner", "ehlo", "starttls",
+	"rcpt", "extra_rcpt", "quit", "auth_wait"}
+
+// phaseTimes is the breakdown between two snapshots over probes probes;
+// nil when verifyd exports no phases.
+func phaseTimes(before, after metricsSnapshot, probes int) []PhaseTime {
+	if probes == 0 || before == nil || after == nil {
+		return nil
+	}
+	var out []PhaseTime
+	for _, p := range phaseNames {
+		sum := fmt.Sprintf(`verifyd_probe_phase_seconds_sum{phase=%q}`, p)
+		cnt := fmt.Sprintf(`verifyd_probe_phase_seconds_count{phase=%q}`, p)
+		a, ok := after[cnt]
+		if !ok {
+			return nil
+		}
+		n, s := a-before[cnt], after[sum]-before[sum]
+		pt := PhaseTime{Phase: p, PerProbe: round3(n / float64(probes)), MsPerProbe: round3(1000 * s / float64(probes))}
+		if n > 0 {
+			pt.MeanMs = round3(1000 * s / n)
+		}
+		out = append(out, pt)
+	}
+	// The storage commit of the charge and the result, and the engine's
+	// own time per probe, for the rest of the picture.
+	for _, x := range []struct{ label, series string }{
+		{"storage_commit", "verifyd_storage_sync_commit_duration_seconds"},
+		{"engine_total", "verifyd_probe_duration_seconds"},
+	} {
+		n := after[x.series+"_count"] - before[x.series+"_count"]
+		s := after[x.series+"_sum"] - before[x.series+"_sum"]
+		pt := PhaseTime{Phase: x.label, PerProbe: round3(n / float64(probes)), MsPerProbe: round3(1000 * s / float64(probes))}
+		if n > 0 {
+			pt.MeanMs = round3(1000 * s / n)
+		}
+		out = append(out, pt)
+	}
+	return out
+}
+
+// phaseSection writes where fresh probes' time went, per level, for each
+// binary that exports the phases.
+func phaseSection(w io.Writer, res *Result) {
+	for _, run := range res.Runs {
+		f := run.Scenarios.Fresh
+		if f == nil || len(f.Levels) == 0 || len(f.Levels[0].Phases) == 0 {
+			continue
+		}
+		p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+		p("### Where a probe's time goes (verifyd %s)\n\n", run.Label)
+		p("From verifyd's own `verifyd_probe_phase_seconds{phase}` histograms, read from its `/metrics` before and after each level: milliseconds per probe (the phase's total time over the level's probes), and in brackets the mean of one occurrence where a probe meets it more or less than once. `queue`, `mx`, `host_ip` and `egress` wait for verifyd's own resources (workers, the resolver, an egress slot); `connect` to `quit` are the network and the world's %s per reply; `auth_wait` is the auth signals a verdict waits for after SMTP; `storage_commit` is the synced write (per commit); `engine_total` the engine's whole time per probe.\n\n", fmtDur(res.World.Options.Latency))
+		p("| phase |")
+		for _, lv := range f.Levels {
+			p(" c=%d |", lv.Concurrency)
+		}
+		p("\n|---|")
+		for range f.Levels {
+			p("---:|")
+		}
+		p("\n")
+		for i, ph := range f.Levels[0].Phases {
+			p("| %s |", ph.Phase)
+			for _, lv := range f.Levels {
+				if i >= len(lv.Phases) {
+					p(" — |")
+					continue
+				}
+				x := lv.Phases[i]
+				if x.PerProbe > 0 && (x.PerProbe < 0.95 || x.PerProbe > 1.05) {
+					p(" %.1f (%.1f × %.2f) |", x.MsPerProbe, x.MeanMs, x.PerProbe)
+				} else {
+					p(" %.1f |", x.MsPerProbe)
+				}
+			}
+			p("\n")
+		}
+		p("\n")
+	}
+}
