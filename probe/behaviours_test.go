@@ -559,3 +559,46 @@ func TestRecipientPolicyProvider(t *testing.T) {
 		}
 	}
 }
+
+// TestQuitOffThePath: once every recipient has its answer, the probe
+// answers without waiting a round trip for the reply to QUIT; the session
+// still says QUIT and waits for its 221 (RFC 5321 §4.1.1.10), and holds its
+// egress slot until then. Engine.Wait waits for it.
+func TestQuitOffThePath(t *testing.T) {
+	h := &world.Host{Name: "mx.slowquit.test", IP: "127.81.5.3",
+		CommandLatency: map[string]world.Duration{"QUIT": world.Duration(3 * time.Second)}}
+	d := &world.Domain{Name: "slowquit.test", MX: mx(h.Name), Mailboxes: ok("ann")}
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{h}, domain: d}})
+	e := startEnv(t, w, envOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	r := e.engine.Verify(ctx, "ann@slowquit.test")
+	cancel() // as the API does when the probe returns
+	if r.Status != StatusValid {
+		t.Fatalf("%s/%s, want valid", r.Status, r.Reason)
+	}
+	// The world logs a session as it ends: the QUIT's reply is still 3 s
+	// away, so none has ended yet.
+	if n := e.run.Log().Len(); n != 0 {
+		t.Errorf("%d sessions ended before the probe answered: it waited for QUIT", n)
+	}
+	if got := inFlight(e.pool); got != 1 {
+		t.Errorf("%d egress slots held while QUIT is under way, want 1", got)
+	}
+	e.engine.Wait()
+	e.run.Log().Wait(1, 5*time.Second) // the world logs a session once it sees it close
+	ss := e.run.Log().Sessions()
+	if len(ss) != 1 || !ss[0].Quit {
+		t.Fatalf("sessions %+v: want one, ended by QUIT and 221 after the context ended", ss)
+	}
+	if got := inFlight(e.pool); got != 0 {
+		t.Errorf("%d egress slots held after QUIT, want 0", got)
+	}
+}
+
+func inFlight(p *egress.Pool) int {
+	n := 0
+	for _, a := range p.Snapshot() {
+		n += a.InFlight
+	}
+	return n
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/verifyd/verifyd/egress"
@@ -85,7 +86,14 @@ type Engine struct {
 	opts     Options
 	log      *slog.Logger
 	catchAll *catchAllCache
+	// quits counts the sessions whose QUIT goes on after their probe
+	// answered (Wait).
+	quits sync.WaitGroup
 }
+
+// Wait waits for the sessions still saying QUIT after their probes
+// answered: each is bounded by the command timeout.
+func (e *Engine) Wait() { e.quits.Wait() }
 
 // New returns an Engine.
 func New(opts Options) (*Engine, error) {

@@ -178,5 +178,13 @@ func (p *Pools) Busy() (realtime, batch int) { return p.realtime.Running(), p.ba
 
 // Close stops taking work and waits up to timeout for running probes.
 func (p *Pools) Close(timeout time.Duration) error {
-	return errors.Join(p.realtime.ReleaseTimeout(timeout), p.batch.ReleaseTimeout(timeout))
+	err := errors.Join(p.realtime.ReleaseTimeout(timeout), p.batch.ReleaseTimeout(timeout))
+	done := make(chan struct{})
+	go func() { p.engine.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		err = errors.Join(err, errors.New("probe: sessions still saying QUIT"))
+	}
+	return err
 }

@@ -193,15 +193,31 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 		if out.perTx > 0 {
 			perTx = out.perTx
 		}
-		if out.sessionOK {
+		switch {
+		case out.sessionOK && out.egress == egress.OutcomeOK:
+			// Every answer is in: the probe need not wait a round trip
+			// for the 221. The session says QUIT and waits for its reply
+			// (RFC 5321 §4.1.1.10) on its own, holding its egress slot
+			// until it ends.
+			c.Detach()
+			e.quits.Add(1)
+			go func() {
+				defer e.quits.Done()
+				_ = c.Quit() // off the probe's path: not a phase of it
+				lease.Release(egress.OutcomeOK)
+				countSession(egress.OutcomeOK)
+			}()
+		case out.sessionOK:
 			t := time.Now()
 			_ = c.Quit()
 			phase.Since(phase.Quit, t)
-		} else {
+			lease.Release(out.egress)
+			countSession(out.egress)
+		default:
 			_ = c.Close()
+			lease.Release(out.egress)
+			countSession(out.egress)
 		}
-		lease.Release(out.egress)
-		countSession(out.egress)
 
 		if wait && out.egress == egress.OutcomePolicy && !out.greylisted && unsettle(pending, SMTPPolicy) {
 			// Refused by policy (5.7.x at MAIL or RCPT): a block of this

@@ -127,13 +127,22 @@ func (db *DB) MintKey(account string, scopes []string, label string) (string, AP
 	}
 	full := keyLead + prefix + "_" + randomString(KeySecretLen, alphaBase62)
 	sum := sha256.Sum256([]byte(full))
+	// Creation times are kept to the millisecond; a key minted in the
+	// same millisecond as the account's newest one is dated a millisecond
+	// later, so that ListKeys's oldest-first order is the minting order.
+	created := db.now().Truncate(time.Millisecond)
+	for _, o := range db.keys {
+		if o.Account == account && !created.After(o.CreatedAt) {
+			created = o.CreatedAt.Add(time.Millisecond)
+		}
+	}
 	k := APIKey{
 		Prefix:    prefix,
 		Account:   account,
 		Label:     label,
 		Scopes:    scopes,
 		Hash:      sum[:],
-		CreatedAt: db.now().Truncate(time.Millisecond),
+		CreatedAt: created,
 	}
 	if err := db.putKey(k); err != nil {
 		return "", APIKey{}, err

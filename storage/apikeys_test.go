@@ -185,3 +185,27 @@ func TestKeyLastUsed(t *testing.T) {
 		t.Errorf("a revoked key's attempt counted: %v", lk.LastUsed)
 	}
 }
+
+// TestListKeysMintOrder: keys minted within one millisecond (the test clock
+// does not move) list in the order they were minted.
+func TestListKeysMintOrder(t *testing.T) {
+	db := openTest(t)
+	acct := db.account(t, 0)
+	var want []string
+	for range 20 {
+		_, rec, err := db.MintKey(acct, []string{ScopeValidateRead}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, rec.Prefix)
+	}
+	ks, err := db.ListKeys(acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range ks {
+		if k.Prefix != want[i] {
+			t.Fatalf("key %d is %s, minted %s", i, k.Prefix, want[i])
+		}
+	}
+}

@@ -485,6 +485,20 @@ func (c *Client) Quit() error {
 	return nil
 }
 
+// Detach unbinds the session from the context Dial was given, so that what
+// is left of it (a QUIT) may go on after that context ends, within a
+// deadline of its own: one CommandTimeout from now. The caller that detaches
+// is the one that finishes the session.
+func (c *Client) Detach() {
+	if c.stop != nil {
+		c.stop()
+		c.stop = nil
+	}
+	c.ctx = context.Background()
+	c.ctxDeadline = time.Time{}
+	c.deadline = time.Now().Add(c.opts.CommandTimeout)
+}
+
 // Close closes the connection at once, without QUIT: for aborting. It is
 // safe to call more than once, and after Quit.
 func (c *Client) Close() error {
