@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/verifyd/verifyd/internal/phase"
 	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
@@ -55,7 +56,9 @@ func (s *Server) validate(ctx *fasthttp.RequestCtx, c *caller) {
 // (DESIGN.md: concurrent requests never overdraw; a crash loses no charge
 // and double-charges none).
 func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, email string) {
+	t := time.Now()
 	hold, err := s.db.Hold(c.account, 1, requestID(ctx))
+	phase.Since(phase.Hold, t)
 	var ice *storage.InsufficientCreditsError
 	switch {
 	case errors.As(err, &ice):
@@ -94,10 +97,12 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *caller, idem *storag
 		// An unknown verdict is not worth serving from the cache.
 		SkipCache: res.Status == probe.StatusUnknown,
 	}
+	t = time.Now()
 	s.charge(ctx, c, idem, &hold, stored, func(balance int64) ([]byte, error) {
 		rec.CreditsRemaining = balance
 		return s.opts.Keys.SignStruct(rec)
 	})
+	phase.Since(phase.Charge, t)
 	if ctx.Response.StatusCode() == fasthttp.StatusOK {
 		validateOverhead.UpdateDuration(ctx.Time().Add(res.Latency))
 	}

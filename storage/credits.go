@@ -142,6 +142,16 @@ type acctState struct {
 
 	histLoaded bool
 	lastPos    int64 // highest history position of the account, −1: none
+	// recent holds, for every millisecond from recentFrom on in which this
+	// process gave out a history position, the highest it gave out: no
+	// row of an earlier process can be in those milliseconds (they come
+	// after lastPos as loaded), so a row probed in one of them, late
+	// (a probe that started before others ended), gets its position
+	// without reading Pebble, and without waiting under the lock for the
+	// account's writes in flight. Bounded: see posAlloc.record.
+	recent     map[int64]int64
+	recentFrom int64
+	recentMax  int64
 
 	// pending is closed when the account's last write staged under mu
 	// and finished outside it (a charge: see charge) has been handed to

@@ -449,3 +449,64 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 	db.reopen(t)
 	checkLedger(t, db.DB, acct)
 }
+
+// TestLateProbesHistory: probes end out of the order they started in, as
+// concurrent real-time validations do; each row goes to its probed_at's
+// place, from memory within the recent span, from Pebble before it (rows
+// older than what this process wrote, and after a reopen). Every row is in
+// the history exactly once, newest probed_at first, however it is paged.
+func TestLateProbesHistory(t *testing.T) {
+	db := openTest(t)
+	acct := db.account(t, 100000)
+	rng := rand.New(rand.NewPCG(7, 7))
+	base := db.clock.Now()
+	want := map[uint64]time.Time{}
+	add := func(n int, maxLate time.Duration) {
+		for range n {
+			db.clock.Advance(time.Duration(rng.IntN(3)) * time.Millisecond)
+			r := result(fmt.Sprintf("a%d@example.com", len(want)), "valid")
+			// Started up to maxLate ago, several per millisecond.
+			r.ProbedAt = db.clock.Now().Add(-time.Duration(rng.Int64N(int64(maxLate)+1)).Truncate(time.Millisecond))
+			if r.ProbedAt.Before(base) {
+				r.ProbedAt = base
+			}
+			c := db.validate(t, acct, r)
+			want[c.Result.HistoryID] = c.Result.ProbedAt
+		}
+	}
+	add(2000, 40*time.Millisecond)
+	db.reopen(t)
+	add(500, 20*time.Millisecond) // late rows older than the reopened process's first
+	// Long after: rows older than the recent span come from Pebble.
+	db.clock.Advance(3 * time.Minute)
+	add(300, 2*time.Minute)
+
+	for _, limit := range []int{1, 7, 200} {
+		seen := map[uint64]bool{}
+		var prev time.Time
+		cursor := ""
+		for {
+			p, err := db.ListHistory(acct, HistoryAll, cursor, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range p.Rows {
+				if seen[r.ID] {
+					t.Fatalf("limit %d: row %d twice", limit, r.ID)
+				}
+				seen[r.ID] = true
+				if !prev.IsZero() && r.ProbedAt.After(prev) {
+					t.Fatalf("limit %d: row %d probed %v after the row before it (%v)", limit, r.ID, r.ProbedAt, prev)
+				}
+				prev = r.ProbedAt
+			}
+			if p.NextCursor == "" {
+				break
+			}
+			cursor = p.NextCursor
+		}
+		if len(seen) != len(want) {
+			t.Fatalf("limit %d: %d rows paged, %d written", limit, len(seen), len(want))
+		}
+	}
+}

@@ -396,6 +396,10 @@ func (pa *posAlloc) next(probedMs int64) (int64, error) {
 			return 0, err
 		}
 		st.lastPos, st.histLoaded = last, true
+		st.recent, st.recentFrom = map[int64]int64{}, 0
+		if last >= 0 {
+			st.recentFrom = last/posPerMs + 1
+		}
 	}
 	if len(pa.mine) == 0 {
 		pa.last = st.lastPos
@@ -409,6 +413,14 @@ func (pa *posAlloc) next(probedMs int64) (int64, error) {
 	case pa.last < base+posPerMs-1:
 		// Same millisecond as the newest row: the next rank.
 		pos = pa.last + 1
+	case probedMs >= st.recentFrom && st.recent[probedMs] < base+posPerMs-1:
+		// An older millisecond this process has given out every
+		// position of (a probe that started before others that ended
+		// first): the next rank, from memory.
+		pos = base
+		if h, ok := st.recent[probedMs]; ok {
+			pos = h + 1
+		}
 	default:
 		// An older millisecond (a clock step back, a late batch
 		// result): the next rank within it, from what is stored, once
@@ -432,7 +444,38 @@ func (pa *posAlloc) next(probedMs int64) (int64, error) {
 	}
 	pa.mine = append(pa.mine, pos)
 	pa.last = max(pa.last, pos)
+	pa.record(pos)
 	return pos, nil
+}
+
+// recentSpan is how many milliseconds acctState.recent keeps: a probe that
+// ends more than about this long after newer rows were written (past any
+// real-time budget) takes the slower path, which reads Pebble.
+const recentSpan = 1 << 16
+
+// record notes pos in the account's recent positions; when they span more
+// than recentSpan milliseconds, those older than half of it are dropped
+// and recentFrom moves past them.
+func (pa *posAlloc) record(pos int64) {
+	st := pa.st
+	ms := pos / posPerMs
+	if ms < st.recentFrom {
+		return
+	}
+	if h, ok := st.recent[ms]; !ok || pos > h {
+		st.recent[ms] = pos
+	}
+	st.recentMax = max(st.recentMax, ms)
+	if len(st.recent) < recentSpan {
+		return
+	}
+	cut := st.recentMax - recentSpan/2
+	for k := range st.recent {
+		if k < cut {
+			delete(st.recent, k)
+		}
+	}
+	st.recentFrom = max(st.recentFrom, cut)
 }
 
 // apply records the positions given out once the batch is applied.

@@ -76,7 +76,7 @@ func parseMetrics(r io.Reader) (metricsSnapshot, error) {
 // keeps its own copy: it reads any verifyd binary, and an older one has
 // none of them.
 var phaseNames = []string{"queue", "mx", "host_ip", "egress", "connect", "banner", "ehlo", "starttls",
-	"rcpt", "extra_rcpt", "quit", "auth_wait"}
+	"rcpt", "extra_rcpt", "quit", "auth_wait", "hold", "charge"}
 
 // phaseTimes is the breakdown between two snapshots over probes probes;
 // nil when verifyd exports no phases.
@@ -104,6 +104,7 @@ func phaseTimes(before, after metricsSnapshot, probes int) []PhaseTime {
 	for _, x := range []struct{ label, series string }{
 		{"storage_commit", "verifyd_storage_sync_commit_duration_seconds"},
 		{"engine_total", "verifyd_probe_duration_seconds"},
+		{"api_overhead", "verifyd_http_validate_overhead_seconds"},
 	} {
 		n := after[x.series+"_count"] - before[x.series+"_count"]
 		s := after[x.series+"_sum"] - before[x.series+"_sum"]
@@ -126,7 +127,7 @@ func phaseSection(w io.Writer, res *Result) {
 		}
 		p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 		p("### Where a probe's time goes (verifyd %s)\n\n", run.Label)
-		p("From verifyd's own `verifyd_probe_phase_seconds{phase}` histograms, read from its `/metrics` before and after each level: milliseconds per probe (the phase's total time over the level's probes), and in brackets the mean of one occurrence where a probe meets it more or less than once. `queue`, `mx`, `host_ip` and `egress` wait for verifyd's own resources (workers, the resolver, an egress slot); `connect` to `quit` are the network and the world's %s per reply; `auth_wait` is the auth signals a verdict waits for after SMTP; `storage_commit` is the synced write (per commit); `engine_total` the engine's whole time per probe.\n\n", fmtDur(res.World.Options.Latency))
+		p("From verifyd's own `verifyd_probe_phase_seconds{phase}` histograms, read from its `/metrics` before and after each level: milliseconds per probe (the phase's total time over the level's probes), and in brackets the mean of one occurrence where a probe meets it more or less than once. `queue`, `mx`, `host_ip` and `egress` wait for verifyd's own resources (workers, the resolver, an egress slot); `connect` to `quit` are the network and the world's %s per reply; `auth_wait` is the auth signals a verdict waits for after SMTP; `hold` and `charge` are the API's credit hold before the probe and its charge, signature and synced write after; `storage_commit` is one synced write (per commit); `engine_total` the engine's whole time per probe, and `api_overhead` verifyd's own measure of the API's time beside it.\n\n", fmtDur(res.World.Options.Latency))
 		p("| phase |")
 		for _, lv := range f.Levels {
 			p(" c=%d |", lv.Concurrency)

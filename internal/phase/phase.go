@@ -8,7 +8,8 @@
 // can tell waiting from working: queue, mx, host_ip and egress are waits
 // for a resource of verifyd's own; connect to quit are the network and the
 // remote server; auth_wait is the auth signals a verdict waits for after
-// its SMTP stage. Phases are timed with the wall clock, whatever clock the
+// its SMTP stage; hold and charge are the API's synced writes around the
+// probe (server/validate.go). Phases are timed with the wall clock, whatever clock the
 // caller's logic runs on: they are measurements, not decisions.
 package phase
 
@@ -36,11 +37,13 @@ const (
 	Extra                 // the catch-all and role-mailbox RCPTs
 	Quit                  // QUIT
 	AuthWait              // the auth signals, awaited after the SMTP stage
+	Hold                  // the API: holding the credit before the probe
+	Charge                // the API: charging it with the result, signing
 	numPhases
 )
 
 var names = [numPhases]string{"queue", "mx", "host_ip", "egress", "connect", "banner", "ehlo", "starttls",
-	"rcpt", "extra_rcpt", "quit", "auth_wait"}
+	"rcpt", "extra_rcpt", "quit", "auth_wait", "hold", "charge"}
 
 // String returns the phase's label.
 func (p Phase) String() string {
