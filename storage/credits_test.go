@@ -466,7 +466,7 @@ func TestLateProbesHistory(t *testing.T) {
 			db.clock.Advance(time.Duration(rng.IntN(3)) * time.Millisecond)
 			r := result(fmt.Sprintf("a%d@example.com", len(want)), "valid")
 			// Started up to maxLate ago, several per millisecond.
-			r.ProbedAt = db.clock.Now().Add(-time.Duration(rng.Int64N(int64(maxLate)+1)).Truncate(time.Millisecond))
+			r.ProbedAt = db.clock.Now().Add(-time.Duration(rng.Int64N(int64(maxLate) + 1)).Truncate(time.Millisecond))
 			if r.ProbedAt.Before(base) {
 				r.ProbedAt = base
 			}
