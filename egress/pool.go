@@ -406,6 +406,7 @@ func (l *Lease) DialContext(ctx context.Context, network, address string) (net.C
 	d := net.Dialer{Timeout: l.p.opts.ConnectTimeout}
 	if l.src.local != nil {
 		d.LocalAddr = l.src.local
+		d.Control = bindNoPort
 	}
 	conn, err := l.p.dial(ctx, &d, network, address)
 	if err != nil && l.src.addr.IsValid() && errors.Is(err, syscall.EADDRNOTAVAIL) {
