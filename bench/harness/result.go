@@ -93,6 +93,9 @@ type Scenarios struct {
 type FreshResult struct {
 	Skipped string  `json:"skipped,omitempty"`
 	Levels  []Level `json:"levels"`
+	// PebbleSync is a bare Pebble synced write at the first level's
+	// concurrency, measured after that level (the same for every run).
+	PebbleSync *PebbleSync `json:"pebble_sync,omitempty"`
 }
 
 // CacheResult is scenario 2: cache:true hits, the API's own ceiling.

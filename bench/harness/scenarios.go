@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -196,6 +197,17 @@ func (r *runner) scenarioFresh(ctx context.Context) error {
 				v.Label, c, lv.OK, lv.Sent, lv.Throughput, lv.Latency.P50, lv.Latency.P99, lv.Prompt.P99, lv.Overhead.P99,
 				lv.Verifyd.CPUPerRequestMs, lv.Verifyd.Cores, lv.World.Cores, lv.Client.Cores, errSummary(lv.Errors))
 			pause(ctx)
+		}
+		if j == 0 && ctx.Err() == nil {
+			ps, err := measurePebbleSync(filepath.Join(r.work, "pebble-sync"), c, 2000)
+			if err != nil {
+				r.logf("bare Pebble synced writes: %v", err)
+			} else {
+				r.logf("bare Pebble synced writes at c=%d: p50 %.2f ms, p99 %.2f ms", c, ps.Latency.P50, ps.Latency.P99)
+				for _, run := range r.runs {
+					run.Scenarios.Fresh.PebbleSync = &ps
+				}
+			}
 		}
 	}
 	return nil

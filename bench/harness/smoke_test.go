@@ -106,6 +106,9 @@ func TestSmoke(t *testing.T) {
 	if len(fresh.Levels) != 2 {
 		t.Fatalf("fresh levels %+v", fresh.Levels)
 	}
+	if ps := fresh.PebbleSync; ps == nil || ps.Latency.N != uint64(ps.Writes) || ps.Latency.P99 <= 0 {
+		t.Errorf("bare Pebble synced writes %+v", fresh.PebbleSync)
+	}
 	for _, lv := range fresh.Levels {
 		var rcpt, total float64
 		for _, ph := range lv.Phases {
