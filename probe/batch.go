@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/verifyd/verifyd/probe/address"
 )
@@ -43,7 +44,7 @@ func (e *Engine) VerifyDomain(ctx context.Context, emails []string, prefer netip
 			p := e.plan(ctx, r, addr)
 			auth := e.startAuth(p, addr.ASCIIDomain, false)
 			if p.probe {
-				e.probeDomain(ctx, p.route, addr.ASCIIDomain, []*target{{addr: addr, r: r}}, false, prefer)
+				e.probeBatchDomain(ctx, p.route, addr.ASCIIDomain, []*target{{addr: addr, r: r}}, prefer)
 			}
 			e.joinAuth(ctx, auth, addr.ASCIIDomain, r)
 			continue
@@ -67,7 +68,7 @@ func (e *Engine) VerifyDomain(ctx context.Context, emails []string, prefer netip
 	}
 	if len(targets) > 0 {
 		auth := e.startAuth(plan{route: rt, probe: true}, domain, false)
-		e.probeDomain(ctx, rt, domain, targets, false, prefer)
+		e.probeBatchDomain(ctx, rt, domain, targets, prefer)
 		rs := make([]*Result, len(targets))
 		for i, t := range targets {
 			rs[i] = t.r
@@ -78,4 +79,16 @@ func (e *Engine) VerifyDomain(ctx context.Context, emails []string, prefer netip
 		e.finish(r, start)
 	}
 	return results
+}
+
+// probeBatchDomain is probeDomain for batch work, once the real-time
+// validations in flight leave room for it (share). A batch whose context
+// ends while it waits leaves its addresses unknown, to be retried.
+func (e *Engine) probeBatchDomain(ctx context.Context, rt route, domain string, ts []*target, prefer netip.Addr) {
+	if !e.share.batchStart(ctx) {
+		settle(ts, SMTPTimeout, time.Time{}, netip.Addr{})
+		return
+	}
+	defer e.share.batchEnd()
+	e.probeDomain(ctx, rt, domain, ts, false, prefer)
 }

@@ -602,3 +602,63 @@ func inFlight(p *egress.Pool) int {
 	}
 	return n
 }
+
+// TestBatchYieldsToRealtime: while a real-time validation is in flight,
+// batch work probes at most BatchShare domains at once; the rest wait
+// their turn, and every address still gets its verdict.
+func TestBatchYieldsToRealtime(t *testing.T) {
+	var bs []behaviour
+	slow := &world.Host{Name: "mx.slow-rt.test", IP: "127.81.6.1",
+		CommandLatency: map[string]world.Duration{"RCPT": world.Duration(2 * time.Second)}}
+	bs = append(bs, behaviour{hosts: []*world.Host{slow}, domain: &world.Domain{Name: "slow-rt.test", MX: mx(slow.Name), Mailboxes: ok("ann")}})
+	for i := range 12 {
+		h := &world.Host{Name: fmt.Sprintf("mx.batch%d.test", i), IP: fmt.Sprintf("127.81.6.%d", 10+i),
+			Latency: world.Duration(50 * time.Millisecond)}
+		bs = append(bs, behaviour{hosts: []*world.Host{h}, domain: &world.Domain{Name: fmt.Sprintf("batch%d.test", i), MX: mx(h.Name), Mailboxes: ok("ann")}})
+	}
+	w := behaviourWorld(t, bs)
+	e := startEnv(t, w, envOptions{})
+	eng := e.engineWith(t, e.res, func(o *Options) { o.BatchShare = 3 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rt := make(chan *Result, 1)
+	go func() { rt <- eng.Verify(ctx, "ann@slow-rt.test") }()
+	// The real-time validation is in flight once its session is open.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		eng.share.mu.Lock()
+		n := eng.share.realtime
+		eng.share.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the real-time validation never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rs := eng.VerifyDomain(ctx, []string{fmt.Sprintf("ann@batch%d.test", i)}, netip.Addr{})
+			if rs[0].Status != StatusValid {
+				t.Errorf("batch%d: %s/%s", i, rs[0].Status, rs[0].Reason)
+			}
+		}()
+	}
+	wg.Wait()
+	if r := <-rt; r.Status != StatusValid {
+		t.Errorf("real-time: %s/%s", r.Status, r.Reason)
+	}
+	eng.share.mu.Lock()
+	most := eng.share.maxBatch
+	eng.share.mu.Unlock()
+	if most > 3 {
+		t.Errorf("%d batch domains probed at once beside a real-time validation, want at most 3", most)
+	}
+	if most == 0 {
+		t.Error("no batch domain was probed while the real-time validation ran: the test shows nothing")
+	}
+}

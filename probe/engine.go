@@ -51,6 +51,12 @@ type Options struct {
 	// twenty MX hosts that all fail costs five connections, not twenty.
 	// Default DefaultMaxMXHosts.
 	MaxMXHosts int
+	// BatchShare is how many batch domains may be probed at once while
+	// real-time validations are in flight (the others wait their turn):
+	// real-time work, which a person waits for, has the first claim on
+	// the CPU and the network. Default DefaultBatchShare; negative: no
+	// limit.
+	BatchShare int
 	// StartTLS makes sessions use STARTTLS when the MX offers it
 	// (opportunistic, RFC 7435: certificates are not verified, a failed
 	// handshake is retried without TLS).
@@ -89,7 +95,13 @@ type Engine struct {
 	// quits counts the sessions whose QUIT goes on after their probe
 	// answered (Wait).
 	quits sync.WaitGroup
+	share *share
 }
+
+// DefaultBatchShare is Options.BatchShare's default: enough batch sessions
+// to keep a batch moving at a few thousand addresses a second beside
+// real-time traffic, few enough that a batch burst leaves room for it.
+const DefaultBatchShare = 64
 
 // Wait waits for the sessions still saying QUIT after their probes
 // answered: each is bounded by the command timeout.
@@ -129,6 +141,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.MaxMXHosts <= 0 {
 		opts.MaxMXHosts = DefaultMaxMXHosts
 	}
+	if opts.BatchShare == 0 {
+		opts.BatchShare = DefaultBatchShare
+	}
 	if opts.CatchAllTTL == 0 {
 		opts.CatchAllTTL = 24 * time.Hour
 	}
@@ -145,6 +160,7 @@ func New(opts Options) (*Engine, error) {
 		opts:     opts,
 		log:      opts.Logger.With("pkg", "probe"),
 		catchAll: newCatchAllCache(opts.CatchAllEntries, opts.CatchAllTTL),
+		share:    newShare(max(opts.BatchShare, 0)),
 	}, nil
 }
 
@@ -156,6 +172,8 @@ func (e *Engine) Verify(ctx context.Context, email string) *Result {
 	// A real-time validation's lookups go ahead of a batch's when they
 	// wait for a resolver worker.
 	ctx = resolver.Urgent(ctx)
+	e.share.realtimeStart()
+	defer e.share.realtimeEnd()
 	start := e.opts.Now()
 	r := &Result{Email: email, ProbedAt: start}
 	addr, err := address.Parse(email)

@@ -129,6 +129,7 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 		HeloName:       cmp.Or(cfg.SMTP.HeloName, config.HostName()), // when the pool gives none
 		MailFrom:       cfg.SMTP.MailFrom,
 		CommandTimeout: cfg.SMTP.CommandTimeout, GreetingTimeout: cfg.SMTP.GreetingTimeout, MaxMXHosts: cfg.SMTP.MaxMXHosts,
+		BatchShare:     cfg.Probe.BatchShare,
 		SessionTimeout: cfg.SMTP.SessionTimeout,
 		StartTLS:       cfg.SMTP.StartTLS,
 		CatchAllTTL:    cfg.Probe.CatchAllTTL,

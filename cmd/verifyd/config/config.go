@@ -264,6 +264,9 @@ type Probe struct {
 	RealtimeWorkers int `toml:"realtime_workers"`
 	// BatchWorkers sizes the batch pool. Default 1024.
 	BatchWorkers int `toml:"batch_workers"`
+	// BatchShare is how many batch domains may be probed at once while
+	// real-time validations are in flight. Default 64; -1: no limit.
+	BatchShare int `toml:"batch_share"`
 	// CatchAllTTL is how long a domain's catch-all finding is reused.
 	// Default 24h.
 	CatchAllTTL time.Duration `toml:"catch_all_ttl"`
@@ -424,6 +427,7 @@ func Defaults() Config {
 			RealtimeBudget:  15 * time.Second,
 			RealtimeWorkers: 512,
 			BatchWorkers:    1024,
+			BatchShare:      64,
 			CatchAllTTL:     24 * time.Hour,
 			ListsDir:        "/etc/verifyd/lists",
 			CacheMaxAge:     24 * time.Hour,
@@ -707,6 +711,9 @@ func (c *Config) Validate() error {
 	}
 	positive("probe.realtime_budget", c.Probe.RealtimeBudget)
 	atLeast("probe.realtime_workers", c.Probe.RealtimeWorkers, 1)
+	if c.Probe.BatchShare < -1 || c.Probe.BatchShare == 0 {
+		add("probe.batch_share", "must be -1 (no limit) or at least 1, not %d", c.Probe.BatchShare)
+	}
 	atLeast("probe.batch_workers", c.Probe.BatchWorkers, 1)
 	positive("probe.catch_all_ttl", c.Probe.CatchAllTTL)
 	positive("probe.cache_max_age", c.Probe.CacheMaxAge)
