@@ -283,10 +283,7 @@ func newProviderTable(ps []Provider) *providerTable {
 // byMX returns the provider whose MX suffix matches host, the longest
 // suffix first, or nil. host is an MX name as DNS gave it.
 func (t *providerTable) byMX(host string) *Provider {
-	host = strings.TrimSuffix(host, ".")
-	if hasUpper(host) {
-		host = strings.ToLower(host)
-	}
+	host = strings.ToLower(strings.TrimSuffix(host, ".")) // no copy when already lower case
 	for s := host; s != ""; {
 		if p := t.bySuffix[s]; p != nil {
 			return p
@@ -319,13 +316,4 @@ func (t *providerTable) byBanner(greeting, bannerHost, ehloHost string) *Provide
 		}
 	}
 	return nil
-}
-
-func hasUpper(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			return true
-		}
-	}
-	return false
 }

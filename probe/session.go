@@ -193,8 +193,7 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 		if out.perTx > 0 {
 			perTx = out.perTx
 		}
-		switch {
-		case out.sessionOK && out.egress == egress.OutcomeOK:
+		if out.sessionOK && out.egress == egress.OutcomeOK {
 			// Every answer is in: the probe need not wait a round trip
 			// for the 221. The session says QUIT and waits for its reply
 			// (RFC 5321 §4.1.1.10) on its own, holding its egress slot
@@ -207,14 +206,16 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 				lease.Release(egress.OutcomeOK)
 				countSession(egress.OutcomeOK)
 			}()
-		case out.sessionOK:
-			t := time.Now()
-			_ = c.Quit()
-			phase.Since(phase.Quit, t)
-			lease.Release(out.egress)
-			countSession(out.egress)
-		default:
-			_ = c.Close()
+		} else {
+			// A session that met trouble ends before the probe answers,
+			// so its outcome is recorded first.
+			if out.sessionOK {
+				t := time.Now()
+				_ = c.Quit()
+				phase.Since(phase.Quit, t)
+			} else {
+				_ = c.Close()
+			}
 			lease.Release(out.egress)
 			countSession(out.egress)
 		}
@@ -413,10 +414,8 @@ func (e *Engine) probeCatchAll(c *smtpclient.Client, prov *Provider, domain stri
 	switch cls := prov.classify(reply, smtpclient.ClassifyRcpt(reply, 1)); {
 	case cls.Class == smtpclient.Accepted:
 		e.catchAll.put(domain, CatchAllYes, now)
-	case cls.Class == smtpclient.NoMailbox && !cls.Weak:
-		e.catchAll.put(domain, CatchAllNo, now)
 	case cls.Class == smtpclient.NoMailbox:
-		// A bare 550 to a random name still says no such mailbox.
+		// A bare 550 (Weak) to a random name still says no such mailbox.
 		e.catchAll.put(domain, CatchAllNo, now)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/verifyd/verifyd/internal/phase"
 )
 
 // PhaseTime is where fresh probes' time went during one level, from
@@ -72,12 +74,6 @@ func parseMetrics(r io.Reader) (metricsSnapshot, error) {
 	return m, sc.Err()
 }
 
-// phaseNames are internal/phase's labels, in a probe's order. The harness
-// keeps its own copy: it reads any verifyd binary, and an older one has
-// none of them.
-var phaseNames = []string{"queue", "mx", "host_ip", "egress", "connect", "banner", "ehlo", "starttls",
-	"rcpt", "extra_rcpt", "quit", "auth_wait", "hold", "charge"}
-
 // phaseTimes is the breakdown between two snapshots over probes probes;
 // nil when verifyd exports no phases.
 func phaseTimes(before, after metricsSnapshot, probes int) []PhaseTime {
@@ -85,7 +81,7 @@ func phaseTimes(before, after metricsSnapshot, probes int) []PhaseTime {
 		return nil
 	}
 	var out []PhaseTime
-	for _, p := range phaseNames {
+	for _, p := range phase.Names() {
 		sum := fmt.Sprintf(`verifyd_probe_phase_seconds_sum{phase=%q}`, p)
 		cnt := fmt.Sprintf(`verifyd_probe_phase_seconds_count{phase=%q}`, p)
 		a, ok := after[cnt]

@@ -3,6 +3,8 @@ package harness
 import (
 	"strings"
 	"testing"
+
+	"github.com/verifyd/verifyd/internal/phase"
 )
 
 func TestPhaseTimes(t *testing.T) {
@@ -29,7 +31,7 @@ verifyd_probe_duration_seconds_count 200
 	if got := phaseTimes(before, after, 100); got != nil {
 		t.Fatalf("phases of a binary without them: %+v", got)
 	}
-	for _, p := range phaseNames {
+	for _, p := range phase.Names() {
 		k := `verifyd_probe_phase_seconds_count{phase="` + p + `"}`
 		if _, ok := after[k]; !ok {
 			after[k] = 0

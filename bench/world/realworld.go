@@ -97,28 +97,16 @@ var selfHosted = []struct {
 	{"implicit MX", 1, nil},
 }
 
-// providerHosts are the MX hosts of one provider, made once.
-type providerHosts struct {
-	hosts []*Host
-}
-
 // generateRealWorld is Generate for ProfileRealWorld.
 func generateRealWorld(g *generator) (*World, []Expectation, error) {
 	o := g.o
 	business := (o.Domains + 1) / 2
 	consumerAddrs := (o.Domains - business) * o.AddressesPerDomain
-	made := map[string]*providerHosts{}
+	made := map[string]*Host{} // by name
 	// host makes (once) a provider's host named name.
 	host := func(provider, name string, mod func(*Host)) *Host {
-		ph := made[provider]
-		if ph == nil {
-			ph = &providerHosts{}
-			made[provider] = ph
-		}
-		for _, h := range ph.hosts {
-			if h.Name == name {
-				return h
-			}
+		if h := made[name]; h != nil {
+			return h
 		}
 		h := &Host{Name: name, IP: g.nextIP(), Latency: o.Latency, Jitter: o.Jitter, Provider: provider, TLS: "1.3"}
 		if len(o.CommandLatency) > 0 {
@@ -128,7 +116,7 @@ func generateRealWorld(g *generator) (*World, []Expectation, error) {
 			mod(h)
 		}
 		g.w.Hosts = append(g.w.Hosts, h)
-		ph.hosts = append(ph.hosts, h)
+		made[name] = h
 		return h
 	}
 	// alias adds name to a provider's host, for the per-customer MX names

@@ -35,7 +35,7 @@ const (
 	StartTLS              // STARTTLS, the handshake and EHLO again
 	Rcpt                  // MAIL and the recipients' RCPTs
 	Extra                 // the catch-all and role-mailbox RCPTs
-	Quit                  // QUIT
+	Quit                  // QUIT, when the probe waits for it (a session that met trouble)
 	AuthWait              // the auth signals, awaited after the SMTP stage
 	Hold                  // the API: holding the credit before the probe
 	Charge                // the API: charging it with the result, signing
