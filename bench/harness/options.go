@@ -40,6 +40,10 @@ type Options struct {
 	// MixedBatchSize and MixedConcurrency shape scenario 4.
 	MixedBatchSize   int
 	MixedConcurrency int
+	// FairBatchSize is account A's batch in scenario 7 (capped at the
+	// world's addresses), FairSmallSize account B's.
+	FairBatchSize int
+	FairSmallSize int
 	// RealWorldDomains is the size of scenario 6's world (the real-world
 	// profile; half of them business domains, the other half's addresses
 	// at consumer providers); RealWorldRetryWindow is its verifyds'
@@ -48,7 +52,7 @@ type Options struct {
 	RealWorldDomains     int
 	RealWorldRetryWindow time.Duration
 	// Scenarios to run, by name (fresh, cache, batch, mixed, accuracy,
-	// realworld); empty: all.
+	// realworld, fairness); empty: all.
 	Scenarios []string
 
 	// Verifyd's configuration (paths and world addresses are filled in).
@@ -104,6 +108,8 @@ func ShortOptions() Options {
 		BatchTimeout:     45 * time.Second,
 		MixedBatchSize:   10000,
 		MixedConcurrency: 64,
+		FairBatchSize:    20000,
+		FairSmallSize:    100,
 		RealWorldDomains: 500,
 		// The world's deferrals last for ever; a minute of retries shows
 		// the batch's path without the 30 minutes of a real one.
@@ -135,6 +141,7 @@ func FullOptions() Options {
 	o.BatchTimeout = 10 * time.Minute
 	o.MixedBatchSize = 50000
 	o.MixedConcurrency = 64
+	o.FairBatchSize = 100000
 	o.RealWorldDomains = 2000
 	o.MaxTime = 50 * time.Minute
 	return o

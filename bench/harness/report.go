@@ -226,6 +226,7 @@ func writeMarkdown(w io.Writer, res *Result, jsonRel, plotRel string) {
 	}
 
 	realWorldSection(w, res)
+	fairnessSection(w, res)
 
 	// Ratios.
 	if len(res.Ratios) > 0 {
@@ -456,4 +457,55 @@ func oneLine(s string) string {
 		s = s[:400] + "…"
 	}
 	return s
+}
+
+func fairnessSection(w io.Writer, res *Result) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("## 7. Fairness between accounts\n\n")
+	p("Account A (the demo account) uploads a large batch; while it runs, a second account, B, uploads a small batch of addresses the world answers promptly %d times, at 10 %%, 30 %%, 50 %%, 70 %% and 90 %% of the time A's batch alone took to reach 99 %% processed (its bulk; the rest is the tail of tarpits and greylisting). The median of B's completions (upload to `completed`) is compared with the median of the same batch's on an idle verifyd, and A's with the same batch without B (both A runs come after the earlier scenarios, so the world's greylisting and verifyd's caches are equally warm). The scheduler's policy is in [server/jobs/README.md](../server/jobs/README.md#the-scheduler-fairness).\n\n", FairRepeats)
+	rows := false
+	for _, run := range res.Runs {
+		fr := run.Scenarios.Fairness
+		switch {
+		case fr == nil:
+			p("verifyd %s: did not run.\n\n", run.Label)
+		case fr.Skipped != "":
+			p("verifyd %s: **skipped: %s**.\n\n", run.Label, fr.Skipped)
+		case fr.Error != "":
+			p("verifyd %s: **error: %s**\n\n", run.Label, oneLine(fr.Error))
+		default:
+			rows = true
+		}
+	}
+	if !rows {
+		return
+	}
+	p("| verifyd | B's addresses | B alone s | B beside A s | B ratio | B slowest | verifyd / world cores beside A | A's addresses | A alone s | A with B s | A slowdown | verifyd peak RSS MB (A with B) |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, run := range res.Runs {
+		fr := run.Scenarios.Fairness
+		if fr == nil || fr.Skipped != "" || fr.Error != "" {
+			continue
+		}
+		p("| %s | %s | %s | %s | **%.2f×** | %.2f× | %.2f / %.2f | %s | %s | %s | **%.3f×** | %s |\n", run.Label, itoa(fr.BWith[0].Size),
+			fmtNum(fr.BAloneSeconds), fmtNum(fr.BWithSeconds), fr.BRatio, fr.BWorstRatio, fr.BCores, fr.WorldCores,
+			itoa(fr.A.Size), fmtNum(fr.AAlone.CompletionSeconds), fmtNum(fr.A.CompletionSeconds), fr.ASlowdown,
+			fmtNum(fr.A.Verifyd.PeakRSSMB))
+	}
+	p("\n")
+	for _, run := range res.Runs {
+		fr := run.Scenarios.Fairness
+		if fr == nil || fr.Skipped != "" || fr.Error != "" {
+			continue
+		}
+		var with, alone []string
+		for i, b := range fr.BWith {
+			with = append(with, fmt.Sprintf("%s s at %s", fmtNum(b.CompletionSeconds), itoa(fr.StartedAt[i])))
+		}
+		for _, b := range fr.BAlone {
+			alone = append(alone, fmtNum(b.CompletionSeconds))
+		}
+		p("verifyd %s: B beside A (A's addresses processed at B's upload): %s; B alone: %s s.\n\n", run.Label, strings.Join(with, ", "), strings.Join(alone, ", "))
+	}
+	p("\n")
 }

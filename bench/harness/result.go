@@ -62,6 +62,8 @@ type Settings struct {
 	BatchSeconds     float64 `json:"batch_seconds_cap"`
 	MixedBatchSize   int     `json:"mixed_batch_size"`
 	MixedConcurrency int     `json:"mixed_concurrency"`
+	FairBatchSize    int     `json:"fair_batch_size,omitempty"`
+	FairSmallSize    int     `json:"fair_small_size,omitempty"`
 	Verifyd          string  `json:"verifyd_config"`
 	Credits          int64   `json:"credits"`
 }
@@ -76,7 +78,7 @@ type RunResult struct {
 	Targets    []Target  `json:"targets"`
 }
 
-// Scenarios are the five scenarios of the issue; one that did not run has
+// Scenarios are the harness's seven scenarios; one that did not run has
 // its Skipped reason set.
 type Scenarios struct {
 	Fresh    *FreshResult    `json:"fresh"`
@@ -86,6 +88,8 @@ type Scenarios struct {
 	Accuracy *AccuracyResult `json:"accuracy"`
 	// RealWorld is scenario 6 (absent in results of earlier versions).
 	RealWorld *RealWorldResult `json:"realworld,omitempty"`
+	// Fairness is scenario 7 (absent in results of earlier versions).
+	Fairness *FairnessResult `json:"fairness,omitempty"`
 }
 
 // FreshResult is scenario 1: single fresh validations at increasing

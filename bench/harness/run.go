@@ -207,6 +207,7 @@ func (r *runner) run(ctx context.Context, work string) error {
 		{"mixed", r.scenarioMixed},
 		{"accuracy", r.scenarioAccuracy},
 		{"realworld", r.scenarioRealWorld},
+		{"fairness", r.scenarioFairness},
 	}
 	for _, s := range steps {
 		if ctx.Err() != nil {
@@ -287,6 +288,7 @@ func (r *runner) settings(cfg VerifydConfig) Settings {
 		CacheLevels: o.CacheLevels, CacheCount: o.CacheCount, CacheSeconds: o.CacheDuration.Seconds(),
 		BatchSize: min(o.BatchSize, len(r.pool)), BatchSeconds: o.BatchTimeout.Seconds(),
 		MixedBatchSize: min(o.MixedBatchSize, len(r.pool)), MixedConcurrency: o.MixedConcurrency,
+		FairBatchSize: min(o.FairBatchSize, len(r.pool)), FairSmallSize: o.FairSmallSize,
 		Verifyd: cfg.TOML(), Credits: o.Credits,
 	}
 }

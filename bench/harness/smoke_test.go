@@ -38,6 +38,8 @@ func TestSmoke(t *testing.T) {
 	o.BatchTimeout = 20 * time.Second
 	o.MixedBatchSize = 50
 	o.MixedConcurrency = 4
+	o.FairBatchSize = 100
+	o.FairSmallSize = 5
 	o.RealWorldDomains = 30
 	o.RealWorldRetryWindow = 5 * time.Second
 	o.Config.CommandTimeout = 2 * time.Second // the tarpits of the world
@@ -94,7 +96,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("result: %s", b)
 	}
 	run := doc.Runs[0]
-	for _, s := range []string{"fresh", "cache", "batch", "mixed", "accuracy", "realworld"} {
+	for _, s := range []string{"fresh", "cache", "batch", "mixed", "accuracy", "realworld", "fairness"} {
 		if raw, ok := run.Scenarios[s]; !ok || string(raw) == "null" {
 			t.Errorf("scenario %s missing from the result", s)
 		}
@@ -155,6 +157,14 @@ func TestSmoke(t *testing.T) {
 	if rw.Error != "" || rw.Single == nil || rw.Batch == nil || rw.Single.Total != rw.Addresses || rw.Batch.Total != rw.Addresses || len(rw.Single.Groups) == 0 {
 		t.Errorf("realworld %+v", rw)
 	}
+	var fr FairnessResult
+	if err := json.Unmarshal(run.Scenarios["fairness"], &fr); err != nil {
+		t.Fatal(err)
+	}
+	if fr.Error != "" || len(fr.BAlone) != FairRepeats || len(fr.BWith) == 0 || len(fr.StartedAt) != len(fr.BWith) ||
+		fr.BRatio <= 0 || fr.BWorstRatio < fr.BRatio || fr.ASlowdown <= 0 || fr.AAlone.Processed != 100 {
+		t.Errorf("fairness %+v", fr)
+	}
 	if len(run.Targets) == 0 {
 		t.Error("no targets")
 	}
@@ -164,7 +174,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# verifybench results", "## Targets", "## 1. Fresh single validations", "## 5. Accuracy", "## 6. Real-world mix", "By kind of server and mailbox", "expected ↓ / got →", filepath.Base(files[0])} {
+	for _, want := range []string{"# verifybench results", "## Targets", "## 1. Fresh single validations", "## 5. Accuracy", "## 6. Real-world mix", "## 7. Fairness between accounts", "By kind of server and mailbox", "expected ↓ / got →", filepath.Base(files[0])} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}

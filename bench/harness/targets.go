@@ -17,6 +17,8 @@ const (
 	// at most a bare synced write's p99 plus this.
 	TargetOverheadOverSyncMs = 0.5
 	TargetMixedP99Ratio      = 2.0    // harness criterion: singles' p99 during a batch ≤ 2× without
+	TargetFairSmallRatio     = 2.0    // issue 16: B's small batch beside A's large one ≤ 2× its time alone
+	TargetFairSlowdown       = 1.10   // issue 16: A's large batch slowed by B's by at most 10 %
 	TargetBatchReference     = 100000 // the batch size the batch targets are stated for
 )
 
@@ -175,6 +177,40 @@ func targets(run *RunResult, o Options) []Target {
 	}
 	ts = append(ts, t)
 
+	// Issue 16: fairness between accounts.
+	fr := sc.Fairness
+	fairWhy := func() string {
+		switch {
+		case fr == nil:
+			return "scenario 7 did not run"
+		case fr.Skipped != "":
+			return "skipped: " + fr.Skipped
+		}
+		return "failed: " + fr.Error
+	}
+	fairOK := fr != nil && fr.Skipped == "" && fr.Error == "" && fr.BRatio > 0 && fr.ASlowdown > 0
+	t = Target{Name: "fairness: a small batch beside a large one", Figure: "account B's completion beside account A's batch / alone", Unit: "×",
+		Target: fmt.Sprintf("≤ %.0f×", TargetFairSmallRatio)}
+	if fairOK {
+		t.Value, t.Met = fr.BRatio, met(fr.BRatio <= TargetFairSmallRatio)
+		t.Note = fmt.Sprintf("%s addresses, median of %d: %.2f s beside A's %s, %.2f s alone; slowest %.2f×", itoa(fr.BWith[0].Size), len(fr.BWith), fr.BWithSeconds, itoa(fr.A.Size), fr.BAloneSeconds, fr.BWorstRatio)
+	} else {
+		t.Note = fairWhy()
+	}
+	ts = append(ts, t)
+	t = Target{Name: "fairness: the large batch's slowdown", Figure: "account A's completion with B's batch / alone", Unit: "×",
+		Target: fmt.Sprintf("≤ %.2f×", TargetFairSlowdown)}
+	if fairOK {
+		t.Value, t.Met = fr.ASlowdown, met(fr.ASlowdown <= TargetFairSlowdown)
+		t.Note = fmt.Sprintf("%s addresses: %.1f s with B, %.1f s alone", itoa(fr.A.Size), fr.A.CompletionSeconds, fr.AAlone.CompletionSeconds)
+		if fr.A.Size != TargetBatchReference {
+			t.Note += fmt.Sprintf("; the issue states it for %s", itoa(TargetBatchReference))
+		}
+	} else {
+		t.Note = fairWhy()
+	}
+	ts = append(ts, t)
+
 	// Accuracy: no target was set; the figure is shown.
 	a := sc.Accuracy
 	t = Target{Name: "verdict agreement with the world", Figure: "receipts of scenario 1 whose verdict matches", Unit: "%",
@@ -280,6 +316,11 @@ func ratios(a, b *RunResult) []Ratio {
 	}
 	if ma, mb := a.Scenarios.Mixed, b.Scenarios.Mixed; ma != nil && mb != nil && ma.Singles != nil && mb.Singles != nil {
 		add("mixed singles p99 ms", ma.Singles.Latency.P99, mb.Singles.Latency.P99, "lower")
+	}
+	if fa, fb := a.Scenarios.Fairness, b.Scenarios.Fairness; fa != nil && fb != nil && fa.BRatio > 0 && fb.BRatio > 0 {
+		add("fairness B beside A / alone", fa.BRatio, fb.BRatio, "lower")
+		add("fairness B beside A s", fa.BWithSeconds, fb.BWithSeconds, "lower")
+		add("fairness A with B / alone", fa.ASlowdown, fb.ASlowdown, "lower")
 	}
 	if aa, ab := a.Scenarios.Accuracy, b.Scenarios.Accuracy; aa != nil && ab != nil && aa.Single != nil && ab.Single != nil {
 		add("verdict agreement %", round3(100*aa.Single.Agreement()), round3(100*ab.Single.Agreement()), "higher")

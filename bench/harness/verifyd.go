@@ -277,3 +277,32 @@ func knowsKey(ctx context.Context, bin, key string) bool {
 	}
 	return regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(key) + `\s*=`).Match(out)
 }
+
+// NewAccount creates an account with credits on the enterprise plan (the
+// demo account's) through the admin socket and mints it a key with both
+// scopes; it returns the key.
+func (v *Verifyd) NewAccount(ctx context.Context, name string, credits int64) (string, error) {
+	if !v.waitSocket(time.Second) {
+		return "", errors.New("this verifyd serves no admin socket")
+	}
+	hc := v.adminClient()
+	defer hc.CloseIdleConnections()
+	var acct struct {
+		ID string `json:"id"`
+	}
+	body := map[string]any{"name": name, "plan": "enterprise", "credits": credits}
+	if err := adminDo(ctx, hc, "POST", "/v1/accounts", body, &acct); err != nil {
+		return "", err
+	}
+	var key struct {
+		Key string `json:"key"`
+	}
+	body = map[string]any{"scopes": []string{"validate:read", "validate:write"}, "label": "verifybench"}
+	if err := adminDo(ctx, hc, "POST", "/v1/accounts/"+acct.ID+"/keys", body, &key); err != nil {
+		return "", err
+	}
+	if key.Key == "" {
+		return "", errors.New("POST /v1/accounts/{id}/keys answered no key")
+	}
+	return key.Key, nil
+}

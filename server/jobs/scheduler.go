@@ -22,12 +22,16 @@ import (
 // session, RCPT after RCPT).
 //
 // Fairness. One loop hands out groups while fewer than Concurrency are in
-// flight, picking round-robin over the accounts with active jobs, within
-// an account round-robin over its jobs, and within a job round-robin over
-// its domains. So a 10-address job queued behind a 100,000-address one
-// gets its first group at the next free slot, an account with ten jobs
-// gets no more slots than an account with one, and a job's big domain
-// does not starve its small ones. At most DomainConcurrency groups of one
+// flight. A free slot goes to the account with the fewest groups in
+// flight among those with addresses queued (max-min fairness: a newcomer
+// takes the next free slots until it holds as many as the others), ties
+// and the rest round-robin over the accounts with active jobs; within an
+// account round-robin over its jobs, and within a job round-robin over
+// its domains. So a 100-address upload beside a 100,000-address batch
+// gets every slot that frees until all its groups run, an account with
+// ten jobs gets no more slots than an account with one, and a job's big
+// domain does not starve its small ones. Nothing is reserved: an account
+// alone takes every slot (work-conserving). At most DomainConcurrency groups of one
 // domain are in flight at once (all jobs together), so one provider's MX
 // hosts are not flooded and a job made of one domain cannot take every
 // slot; the egress pool's per-MX connection and rate limits apply below
@@ -48,6 +52,9 @@ import (
 // refunds the rest of the reservation and enqueues its webhook event, in
 // one synced write. MaxFailures consecutive failed engine calls or writes
 // fail it instead (spec §3: retries exhausted), with the same settlement.
+//
+// A job turns running in storage (StartJob) when its first group goes;
+// the groups do not wait for that synced write, only their results do.
 //
 // Crash recovery. Nothing but stored results counts as done: after a
 // restart, the jobs still queued or running are loaded again with
@@ -107,7 +114,7 @@ type jobRun struct {
 	unwritten int
 
 	started   bool // running in storage
-	starting  bool // a group is starting it
+	starting  bool // StartJob in flight
 	finishing bool
 	done      bool // ended, or gone: no longer scheduled
 
@@ -119,9 +126,10 @@ type jobRun struct {
 
 // acctQ is an account's active jobs.
 type acctQ struct {
-	name   string
-	jobs   []*jobRun
-	cursor int
+	name     string
+	jobs     []*jobRun
+	cursor   int
+	inflight int // groups in flight, all its jobs together
 }
 
 type scheduler struct {
@@ -376,7 +384,7 @@ func (sc *scheduler) pass() time.Duration {
 		sc.launch(g)
 	}
 	for _, r := range sc.jobs {
-		if r.writing || r.finishing {
+		if r.writing || r.finishing || r.starting {
 			continue
 		}
 		if !r.retryAt.IsZero() && now.Before(r.retryAt) {
@@ -385,6 +393,15 @@ func (sc *scheduler) pass() time.Duration {
 		}
 		if r.dropBuf && len(r.buf) > 0 {
 			r.buf = nil
+		}
+		if !r.started {
+			if r.failErr == "" {
+				if r.inflight > 0 || len(r.buf) > 0 {
+					sc.startJob(r) // again, after a failed StartJob
+				}
+				continue
+			}
+			r.buf = nil // never started: nothing stored, nothing charged
 		}
 		if len(r.buf) > 0 {
 			due := r.bufSince.Add(sc.opts.FlushInterval)
@@ -406,25 +423,59 @@ func (sc *scheduler) pass() time.Duration {
 	return max(wait, time.Millisecond)
 }
 
-// pick returns the next group to run, round-robin over accounts, their
-// jobs and the jobs' domains; nil when nothing can go now. The caller
-// holds mu.
+// pick returns the next group to run; nil when nothing can go now. The
+// caller holds mu. The account with the fewest groups in flight among
+// those with work queued goes first (max-min fairness: a newcomer's
+// groups take the next free slots), ties and the rest round-robin over
+// accounts, their jobs and the jobs' domains.
 func (sc *scheduler) pick() *group {
 	n := len(sc.accts)
+	best := -1
 	for i := range n {
 		ai := (sc.cursor + i) % n
 		a := sc.accts[ai]
-		m := len(a.jobs)
-		for k := range m {
-			ji := (a.cursor + k) % m
-			if g := sc.pickFrom(a.jobs[ji]); g != nil {
-				a.cursor = (ji + 1) % m
-				sc.cursor = (ai + 1) % n
-				return g
-			}
+		if (best < 0 || a.inflight < sc.accts[best].inflight) && a.hasQueued() {
+			best = ai
+		}
+	}
+	if best >= 0 {
+		if g := sc.pickAcct(best); g != nil {
+			return g
+		}
+	}
+	for i := range n {
+		if g := sc.pickAcct((sc.cursor + i) % n); g != nil {
+			return g
 		}
 	}
 	return nil
+}
+
+// pickAcct returns the next group of account ai's jobs, round-robin,
+// or nil.
+func (sc *scheduler) pickAcct(ai int) *group {
+	a := sc.accts[ai]
+	m := len(a.jobs)
+	for k := range m {
+		ji := (a.cursor + k) % m
+		if g := sc.pickFrom(a.jobs[ji]); g != nil {
+			a.cursor = (ji + 1) % m
+			sc.cursor = (ai + 1) % len(sc.accts)
+			return g
+		}
+	}
+	return nil
+}
+
+// hasQueued reports whether any of the account's jobs has addresses
+// waiting for a slot (they may still be held back by DomainConcurrency).
+func (a *acctQ) hasQueued() bool {
+	for _, r := range a.jobs {
+		if r.queued > 0 && !r.done && r.failErr == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // pickScan bounds how many saturated domains one pick looks past.
@@ -433,7 +484,7 @@ const pickScan = 64
 // pickFrom returns a job's next group: a due retry first, else the next
 // domain's next chunk, skipping domains at DomainConcurrency.
 func (sc *scheduler) pickFrom(r *jobRun) *group {
-	if r.done || r.failErr != "" || r.queued == 0 || (!r.started && r.starting) {
+	if r.done || r.failErr != "" || r.queued == 0 {
 		return nil
 	}
 	limit := sc.opts.DomainConcurrency
@@ -479,48 +530,57 @@ func (sc *scheduler) launch(g *group) {
 	r := g.job
 	sc.inflight++
 	r.inflight++
+	r.acct.inflight++
 	r.queued -= len(g.idx)
 	sc.perDom[g.domain]++
-	start := !r.started
-	if start {
-		r.starting = true
+	if !r.started && !r.starting {
+		sc.startJob(r)
 	}
 	sc.wg.Add(1)
-	go sc.run(g, start)
+	go sc.run(g)
+}
+
+// startJob moves a job from queued to running in storage (spec §3) when
+// its first group goes; the caller holds mu. The groups do not wait for
+// the write: only their results do (pass writes nothing before started).
+func (sc *scheduler) startJob(r *jobRun) {
+	r.starting = true
+	sc.wg.Add(1)
+	go func() {
+		defer sc.wg.Done()
+		_, err := sc.db.StartJob(r.id)
+		sc.mu.Lock()
+		defer sc.wake()
+		defer sc.mu.Unlock()
+		r.starting = false
+		switch {
+		case err == nil:
+			r.started = true
+			r.failures = 0
+			r.retryAt = time.Time{}
+		case errors.Is(err, storage.ErrJobState), errors.Is(err, storage.ErrNotFound):
+			sc.remove(r) // ended by someone else; groups in flight are dropped
+		default:
+			r.failures++
+			r.retryAt = sc.s.now().Add(backoff(r.failures))
+			sc.s.log.Error("cannot start the job; will retry", "job", r.id, "failures", r.failures, "err", err)
+			if r.failures >= sc.opts.MaxFailures {
+				r.failErr = fmt.Sprintf("the job could not be started %d times in a row: %v", r.failures, err)
+			}
+		}
+	}()
 }
 
 // run makes one engine call for g and takes its results in.
-func (sc *scheduler) run(g *group, start bool) {
+func (sc *scheduler) run(g *group) {
 	defer sc.wg.Done()
 	r := g.job
-	var err error
-	if start {
-		// queued → running (spec §3) when the job's first group goes.
-		_, err = sc.db.StartJob(r.id)
-		sc.mu.Lock()
-		r.starting = false
-		if err == nil {
-			r.started = true
-		} else if errors.Is(err, storage.ErrJobState) || errors.Is(err, storage.ErrNotFound) {
-			sc.inflight--
-			r.inflight--
-			sc.doneDomain(g.domain)
-			sc.remove(r) // ended by someone else
-			sc.mu.Unlock()
-			sc.wake()
-			return
-		}
-		sc.mu.Unlock()
-	}
-	var rs []*probe.Result
 	t0 := time.Now()
-	if err == nil {
-		ctx, cancel := context.WithTimeout(sc.ctx, sc.opts.GroupTimeout)
-		rs, err = sc.verify(ctx, g)
-		cancel()
-		groupsRun.Inc()
-		groupDuration.UpdateDuration(t0)
-	}
+	ctx, cancel := context.WithTimeout(sc.ctx, sc.opts.GroupTimeout)
+	rs, err := sc.verify(ctx, g)
+	cancel()
+	groupsRun.Inc()
+	groupDuration.UpdateDuration(t0)
 	if err == nil && len(rs) != len(g.emails) {
 		err = fmt.Errorf("the engine returned %d results for %d addresses", len(rs), len(g.emails))
 	}
@@ -531,6 +591,7 @@ func (sc *scheduler) run(g *group, start bool) {
 	defer sc.mu.Unlock()
 	sc.inflight--
 	r.inflight--
+	r.acct.inflight--
 	sc.doneDomain(g.domain)
 	if cancelled || sc.closing || r.done {
 		// Shutting down: results of a cancelled call are not answers.

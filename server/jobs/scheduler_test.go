@@ -325,3 +325,65 @@ func TestBuilderGroups(t *testing.T) {
 		t.Fatalf("groups %q, want %q", got, want)
 	}
 }
+
+// TestPickFewestInFlight: a free slot goes to the account with the fewest
+// groups in flight among those with work queued; equals take turns; an
+// account held back by DomainConcurrency does not hold the slot from the
+// others.
+func TestPickFewestInFlight(t *testing.T) {
+	sc := &scheduler{
+		opts:    &Options{Concurrency: 8, DomainConcurrency: 1},
+		jobs:    map[string]*jobRun{},
+		acctIdx: map[string]*acctQ{},
+		perDom:  map[string]int{},
+	}
+	add := func(id, acct, prefix string, n int) {
+		b := newBuilder(1)
+		for i, a := range addresses(prefix, n, n) {
+			b.add(i, a)
+		}
+		sc.register(storage.Job{ID: id, Account: acct, Total: n}, b)
+	}
+	next := func() string {
+		t.Helper()
+		g := sc.pick()
+		if g == nil {
+			return ""
+		}
+		g.job.acct.inflight++ // as launch does
+		g.job.queued -= len(g.idx)
+		return g.job.account
+	}
+	add("a1", "A", "a", 20)
+	for range 6 {
+		if got := next(); got != "A" {
+			t.Fatalf("alone, A's group was not picked: %q", got)
+		}
+	}
+	add("b1", "B", "b", 3)
+	var got []string
+	for range 5 {
+		got = append(got, next())
+	}
+	if strings.Join(got, ",") != "B,B,B,A,A" {
+		t.Fatalf("picks after B's upload: %v, want B's three first (A had 6 in flight)", got)
+	}
+	// Equal in flight: turns.
+	add("c1", "C", "c", 10)
+	sc.accts[0].inflight, sc.accts[2].inflight = 0, 0 // A and C
+	got = got[:0]
+	for range 4 {
+		got = append(got, next())
+	}
+	if got[0] == got[1] || got[1] == got[2] || got[2] == got[3] {
+		t.Fatalf("A and C with as few in flight did not take turns: %v", got)
+	}
+	// C's every domain at its limit: A gets the slot though C has fewer.
+	sc.accts[2].inflight = 0
+	for _, q := range sc.jobs["c1"].domains[sc.jobs["c1"].dhead:] {
+		sc.perDom[q.name] = 1
+	}
+	if got := next(); got != "A" {
+		t.Fatalf("with C held back by its domains, the slot went to %q", got)
+	}
+}

@@ -111,9 +111,11 @@ func run() int {
 	dur("batch-timeout", s.BatchTimeout, "scenarios 3 and 4: how long to wait for a batch to complete", func(o *harness.Options, v time.Duration) { o.BatchTimeout = v })
 	integer("mixed-batch", s.MixedBatchSize, "scenario 4: addresses in the batch", func(o *harness.Options, v int) { o.MixedBatchSize = v })
 	integer("mixed-concurrency", s.MixedConcurrency, "scenario 4: concurrency of the single validations", func(o *harness.Options, v int) { o.MixedConcurrency = v })
+	integer("fair-batch", s.FairBatchSize, "scenario 7: addresses in account A's batch", func(o *harness.Options, v int) { o.FairBatchSize = v })
+	integer("fair-small", s.FairSmallSize, "scenario 7: addresses in account B's batch", func(o *harness.Options, v int) { o.FairSmallSize = v })
 	integer("realworld-domains", s.RealWorldDomains, "scenario 6: domains of the real-world world", func(o *harness.Options, v int) { o.RealWorldDomains = v })
 	dur("realworld-retry-window", s.RealWorldRetryWindow, "scenario 6: the verifyds' jobs.retry_window", func(o *harness.Options, v time.Duration) { o.RealWorldRetryWindow = v })
-	str("scenarios", "", "run only these scenarios, comma-separated: fresh,cache,batch,mixed,accuracy,realworld (cache and accuracy use fresh's receipts)",
+	str("scenarios", "", "run only these scenarios, comma-separated: fresh,cache,batch,mixed,accuracy,realworld,fairness (cache and accuracy use fresh's receipts)",
 		func(o *harness.Options, v string) { o.Scenarios = strings.Split(v, ",") })
 
 	integer("egress", len(s.Config.Egress), "verifyd: number of egress addresses, 1-16 (A's from 127.0.0.2, B's from 127.0.0.18)", func(o *harness.Options, v int) {
