@@ -66,6 +66,7 @@ func BenchmarkBatch100k(b *testing.B) {
 	cfg := fmt.Sprintf(`
 log_format = "json"
 log_level = "warn"
+demo_account = true
 [http]
 listen = "127.0.0.1:0"
 [metrics]
