@@ -2,9 +2,11 @@ package harness
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +26,10 @@ type PhaseTime struct {
 	// total time divided by the probes of the level.
 	MeanMs     float64 `json:"mean_ms"`
 	MsPerProbe float64 `json:"ms_per_probe"`
+	// P99Ms is the p99 of one occurrence, from the histogram's buckets
+	// (the upper bound of the bucket it falls in: at most about 12 %
+	// high); for storage_commit, engine_total and api_overhead only.
+	P99Ms float64 `json:"p99_ms,omitempty"`
 }
 
 // metricsSnapshot is the sums and counts of verifyd's histograms.
@@ -62,7 +68,7 @@ func parseMetrics(r io.Reader) (metricsSnapshot, error) {
 		if j := strings.IndexByte(base, '{'); j >= 0 {
 			base = base[:j]
 		}
-		if !strings.HasSuffix(base, "_sum") && !strings.HasSuffix(base, "_count") && !strings.HasSuffix(base, "_total") {
+		if !strings.HasSuffix(base, "_sum") && !strings.HasSuffix(base, "_count") && !strings.HasSuffix(base, "_total") && !strings.HasSuffix(base, "_bucket") {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[i+1:], 64)
@@ -107,10 +113,51 @@ func phaseTimes(before, after metricsSnapshot, probes int) []PhaseTime {
 		pt := PhaseTime{Phase: x.label, PerProbe: round3(n / float64(probes)), MsPerProbe: round3(1000 * s / float64(probes))}
 		if n > 0 {
 			pt.MeanMs = round3(1000 * s / n)
+			pt.P99Ms = round3(1000 * bucketQuantile(before, after, x.series, 0.99))
 		}
 		out = append(out, pt)
 	}
 	return out
+}
+
+// bucketQuantile is the q-quantile of what a VictoriaMetrics histogram
+// (series_bucket{vmrange="lo...hi"}) recorded between two snapshots: the
+// upper bound of the bucket where it falls; 0 when nothing was recorded.
+func bucketQuantile(before, after metricsSnapshot, series string, q float64) float64 {
+	type bucket struct{ hi, n float64 }
+	var bs []bucket
+	total := 0.0
+	prefix := series + `_bucket{vmrange="`
+	for k, v := range after {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		rng := strings.TrimSuffix(k[len(prefix):], `"}`)
+		i := strings.Index(rng, "...")
+		if i < 0 {
+			continue
+		}
+		hi, err := strconv.ParseFloat(rng[i+3:], 64)
+		if err != nil {
+			continue
+		}
+		n := v - before[k]
+		if n > 0 {
+			bs = append(bs, bucket{hi, n})
+			total += n
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.hi, b.hi) })
+	cum := 0.0
+	for _, b := range bs {
+		if cum += b.n; cum >= q*total {
+			return b.hi
+		}
+	}
+	return bs[len(bs)-1].hi
 }
 
 // phaseSection writes where fresh probes' time went, per level, for each
@@ -123,7 +170,7 @@ func phaseSection(w io.Writer, res *Result) {
 		}
 		p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 		p("### Where a probe's time goes (verifyd %s)\n\n", run.Label)
-		p("From verifyd's own `verifyd_probe_phase_seconds{phase}` histograms, read from its `/metrics` before and after each level: milliseconds per probe (the phase's total time over the level's probes), and in brackets the mean of one occurrence where a probe meets it more or less than once. `queue`, `mx`, `host_ip` and `egress` wait for verifyd's own resources (workers, the resolver, an egress slot); `connect` to `quit` are the network and the world's %s per reply; `auth_wait` is the auth signals a verdict waits for after SMTP; `hold` and `charge` are the API's credit hold before the probe and its charge, signature and synced write after; `storage_commit` is one synced write (per commit); `engine_total` the engine's whole time per probe, and `api_overhead` verifyd's own measure of the API's time beside it.\n\n", fmtDur(res.World.Options.Latency))
+		p("From verifyd's own `verifyd_probe_phase_seconds{phase}` histograms, read from its `/metrics` before and after each level: milliseconds per probe (the phase's total time over the level's probes), and in brackets the mean of one occurrence where a probe meets it more or less than once. `queue`, `mx`, `host_ip` and `egress` wait for verifyd's own resources (workers, the resolver, an egress slot); `connect` to `quit` are the network and the world's %s per reply; `auth_wait` is the auth signals a verdict waits for after SMTP; `hold` and `charge` are the API's credit hold before the probe and its charge, signature and synced write after; `storage_commit` is one synced write (per commit); `engine_total` the engine's whole time per probe, and `api_overhead` verifyd's own measure of the API's time beside it; for these three, the p99 of one occurrence from the histogram's buckets (the bucket's upper bound, up to about 12 %% high).\n\n", fmtDur(res.World.Options.Latency))
 		p("| phase |")
 		for _, lv := range f.Levels {
 			p(" c=%d |", lv.Concurrency)
@@ -141,6 +188,10 @@ func phaseSection(w io.Writer, res *Result) {
 					continue
 				}
 				x := lv.Phases[i]
+				if x.P99Ms > 0 {
+					p(" %.1f (p99 %s) |", x.MsPerProbe, fmtNum(x.P99Ms))
+					continue
+				}
 				if x.PerProbe > 0 && (x.PerProbe < 0.95 || x.PerProbe > 1.05) {
 					p(" %.1f (%.1f × %.2f) |", x.MsPerProbe, x.MeanMs, x.PerProbe)
 				} else {

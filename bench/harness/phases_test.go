@@ -51,3 +51,24 @@ verifyd_probe_duration_seconds_count 200
 		t.Errorf("engine_total %+v, want 120 ms per probe", e)
 	}
 }
+
+func TestBucketQuantile(t *testing.T) {
+	before, _ := parseMetrics(strings.NewReader(`verifyd_http_validate_overhead_seconds_bucket{vmrange="1.000e-03...1.136e-03"} 10
+verifyd_http_validate_overhead_seconds_bucket{vmrange="2.783e-03...3.162e-03"} 0
+`))
+	after, _ := parseMetrics(strings.NewReader(`verifyd_http_validate_overhead_seconds_bucket{vmrange="1.000e-03...1.136e-03"} 108
+verifyd_http_validate_overhead_seconds_bucket{vmrange="2.783e-03...3.162e-03"} 2
+verifyd_http_validate_overhead_seconds_bucket{vmrange="8.799e-04...1.000e-03"} 0
+`))
+	// 98 new below 1.136 ms, 2 new near 3 ms: p99 is in the second bucket,
+	// p50 in the first.
+	if got := bucketQuantile(before, after, "verifyd_http_validate_overhead_seconds", 0.99); got != 3.162e-03 {
+		t.Errorf("p99 %v", got)
+	}
+	if got := bucketQuantile(before, after, "verifyd_http_validate_overhead_seconds", 0.5); got != 1.136e-03 {
+		t.Errorf("p50 %v", got)
+	}
+	if got := bucketQuantile(before, before, "verifyd_http_validate_overhead_seconds", 0.99); got != 0 {
+		t.Errorf("nothing recorded: %v", got)
+	}
+}

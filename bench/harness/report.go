@@ -227,6 +227,7 @@ func writeMarkdown(w io.Writer, res *Result, jsonRel, plotRel string) {
 
 	realWorldSection(w, res)
 	fairnessSection(w, res)
+	profileSection(w, res)
 
 	// Ratios.
 	if len(res.Ratios) > 0 {
@@ -508,4 +509,28 @@ func fairnessSection(w io.Writer, res *Result) {
 		p("verifyd %s: B beside A (A's addresses processed at B's upload): %s; B alone: %s s.\n\n", run.Label, strings.Join(with, ", "), strings.Join(alone, ", "))
 	}
 	p("\n")
+}
+
+func profileSection(w io.Writer, res *Result) {
+	if len(res.Profiles) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("## CPU profiles: the hottest paths\n\n")
+	p("`-profile`: verifyd's own CPU profile (`/debug/pprof/profile` on its metrics listener) over each measured level, and over the first 6 s of scenario 3's batch (its upload and bulk), read with `go tool pprof -top`. *Paths* are the functions with the most time in them and below (`-cum`; the runtime's, the HTTP server's and the worker pools' frames, which every stack shares, left out); *hot spots* those with the most time in themselves. A share is of the profile's samples; the sample total over the duration is the cores verifyd used. The profile files stay in the work directory (`-keep`).\n\n")
+	for _, ps := range res.Profiles {
+		p("### %s\n\n%s\n\n", ps.Name, ps.Header)
+		p("| paths (cum %%) | | hot spots (flat %%) | |\n|---|---:|---|---:|\n")
+		for i := range max(len(ps.Cum), len(ps.Flat)) {
+			var a, b, c, d string
+			if i < len(ps.Cum) {
+				a, b = "`"+ps.Cum[i].Func+"`", fmt.Sprintf("%.1f", ps.Cum[i].CumPct)
+			}
+			if i < len(ps.Flat) {
+				c, d = "`"+ps.Flat[i].Func+"`", fmt.Sprintf("%.1f", ps.Flat[i].FlatPct)
+			}
+			p("| %s | %s | %s | %s |\n", a, b, c, d)
+		}
+		p("\n")
+	}
 }

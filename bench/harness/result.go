@@ -26,11 +26,13 @@ type Result struct {
 	Settings Settings     `json:"settings"`
 	Runs     []*RunResult `json:"runs"`
 	// Ratios are B/A for the main figures, with -compare.
-	Ratios []Ratio  `json:"ratios,omitempty"`
-	Notes  []string `json:"notes,omitempty"`
-	Errors []string `json:"errors,omitempty"`
-	Plot   string   `json:"plot,omitempty"`
-	Report string   `json:"report,omitempty"`
+	Ratios []Ratio `json:"ratios,omitempty"`
+	// Profiles summarise verifyd's CPU profiles, with -profile.
+	Profiles []ProfileSummary `json:"profiles,omitempty"`
+	Notes    []string         `json:"notes,omitempty"`
+	Errors   []string         `json:"errors,omitempty"`
+	Plot     string           `json:"plot,omitempty"`
+	Report   string           `json:"report,omitempty"`
 }
 
 // ProcInfo names a child process.

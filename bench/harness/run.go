@@ -225,6 +225,9 @@ func (r *runner) run(ctx context.Context, work string) error {
 			return err
 		}
 	}
+	if o.Profile {
+		r.res.Profiles = r.summarizeProfiles(ctx)
+	}
 	for _, run := range r.runs {
 		run.Targets = targets(run, r.o)
 	}

@@ -69,6 +69,11 @@ func targets(run *RunResult, o Options) []Target {
 		t.Met = met(t.Value <= TargetOverheadOverSyncMs)
 		t.Note = fmt.Sprintf("at concurrency %d: API overhead p99 %.2f ms, bare Pebble synced write p99 %.2f ms (%d writes)",
 			f.Levels[0].Concurrency, f.Levels[0].Overhead.P99, f.PebbleSync.Latency.P99, f.PebbleSync.Writes)
+		for _, ph := range f.Levels[0].Phases {
+			if ph.P99Ms > 0 && (ph.Phase == "api_overhead" || ph.Phase == "storage_commit") {
+				t.Note += fmt.Sprintf("; verifyd's own %s p99 ≤ %.2f ms", ph.Phase, ph.P99Ms)
+			}
+		}
 	} else {
 		t.Note = "not measured"
 	}
