@@ -162,7 +162,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fr.Error != "" || len(fr.BAlone) != FairRepeats || len(fr.BWith) == 0 || len(fr.StartedAt) != len(fr.BWith) ||
-		fr.BRatio <= 0 || fr.BWorstRatio < fr.BRatio || fr.ASlowdown <= 0 || fr.AAlone.Processed != 100 {
+		fr.BRatio <= 0 || fr.BWorstRatio < fr.BRatio || fr.ASlowdown <= 0 || len(fr.AAlone) != 2 || fr.AAlone[1].Processed != 100 {
 		t.Errorf("fairness %+v", fr)
 	}
 	if len(run.Targets) == 0 {

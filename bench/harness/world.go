@@ -138,3 +138,23 @@ func StartWorld(ctx context.Context, procs *Procs, bin, dir string, o WorldOptio
 	}
 	return w, nil
 }
+
+// Plain reports whether the world answers a probe of email at its plain
+// pace: not Slow, and every MX host of its domain takes connections
+// normally (no tarpit, refusal, 421 or deferral on a host tried first
+// that makes the probe wait or move on).
+func (w *World) Plain(email string) bool {
+	if w.Slow(email) {
+		return false
+	}
+	d := w.W.Domain(email[strings.LastIndexByte(email, '@')+1:])
+	if d == nil || len(d.MX) == 0 {
+		return false
+	}
+	for _, mx := range d.MX {
+		if h := w.W.HostByName(mx.Host); h == nil || h.Mode != world.HostNormal {
+			return false
+		}
+	}
+	return true
+}
