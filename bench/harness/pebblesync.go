@@ -19,12 +19,25 @@ type PebbleSync struct {
 	Concurrency int         `json:"concurrency"`
 	Writes      int         `json:"writes"`
 	Latency     Percentiles `json:"latency_ms"`
+	// Paced is the same at the load the API puts on its store at that
+	// concurrency: each writer waits the level's mean engine time between
+	// writes, and writes as many bytes as a charge (the signed receipt and
+	// its rows); nil in results of earlier versions.
+	Paced *PacedSync `json:"paced,omitempty"`
 }
 
-// measurePebbleSync opens a new Pebble store in dir and writes n small
-// records, each its own synced batch, from concurrency writers; dir is
-// removed afterwards.
-func measurePebbleSync(dir string, concurrency, n int) (PebbleSync, error) {
+// PacedSync is a bare Pebble synced write at the API's pace.
+type PacedSync struct {
+	Writes  int         `json:"writes"`
+	Bytes   int         `json:"bytes"`
+	ThinkMs float64     `json:"think_ms"`
+	Latency Percentiles `json:"latency_ms"`
+}
+
+// measurePebbleSync opens a new Pebble store in dir and writes n records
+// of size bytes, each its own synced batch, from concurrency writers, each
+// waiting think after each write; dir is removed afterwards.
+func measurePebbleSync(dir string, concurrency, n, size int, think time.Duration) (PebbleSync, error) {
 	res := PebbleSync{Concurrency: concurrency, Writes: n}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return res, err
@@ -39,7 +52,7 @@ func measurePebbleSync(dir string, concurrency, n int) (PebbleSync, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var werr atomic.Value
-	val := make([]byte, 200) // about a ledger entry and a history row
+	val := make([]byte, size)
 	for range concurrency {
 		wg.Add(1)
 		go func() {
@@ -60,6 +73,7 @@ func measurePebbleSync(dir string, concurrency, n int) (PebbleSync, error) {
 				mu.Lock()
 				h.Record(d)
 				mu.Unlock()
+				time.Sleep(think)
 			}
 		}()
 	}

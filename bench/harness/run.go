@@ -49,6 +49,7 @@ type outcome struct {
 	HasEngine bool
 	Client    time.Duration
 	OK        bool
+	Bytes     int // the answer's body
 }
 
 func (r *runner) logf(format string, a ...any) {

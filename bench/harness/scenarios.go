@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -105,7 +106,7 @@ func (r *runner) freshLoad(ctx context.Context, v *Verifyd, c int, emails []stri
 				return "HTTP 200 without a receipt"
 			}
 			outs[i] = outcome{Email: emails[i], Status: rc.Status, Reason: rc.Checks.Reason,
-				LatencyMs: rc.LatencyMs, Client: lat, OK: true}
+				LatencyMs: rc.LatencyMs, Client: lat, OK: true, Bytes: len(body)}
 			return ""
 		},
 		Timing: func(i int, h []byte) {
@@ -199,18 +200,50 @@ func (r *runner) scenarioFresh(ctx context.Context) error {
 			pause(ctx)
 		}
 		if j == 0 && ctx.Err() == nil {
-			ps, err := measurePebbleSync(filepath.Join(r.work, "pebble-sync"), c, 2000)
+			// Back to back, small (the floor of a synced write at this
+			// concurrency), then at the API's pace and size (what the
+			// level's charges met on this disk).
+			ps, err := measurePebbleSync(filepath.Join(r.work, "pebble-sync"), c, 2000, 200, 0)
 			if err != nil {
 				r.logf("bare Pebble synced writes: %v", err)
+				continue
+			}
+			r.logf("bare Pebble synced writes at c=%d: p50 %.2f ms, p99 %.2f ms", c, ps.Latency.P50, ps.Latency.P99)
+			size, think := r.chargeShape(r.runs[0].Label, len(emails))
+			paced, err := measurePebbleSync(filepath.Join(r.work, "pebble-sync"), c, 20*c, size, think)
+			if err != nil {
+				r.logf("bare Pebble synced writes at the API's pace: %v", err)
 			} else {
-				r.logf("bare Pebble synced writes at c=%d: p50 %.2f ms, p99 %.2f ms", c, ps.Latency.P50, ps.Latency.P99)
-				for _, run := range r.runs {
-					run.Scenarios.Fresh.PebbleSync = &ps
-				}
+				ps.Paced = &PacedSync{Writes: paced.Writes, Bytes: size, ThinkMs: round3(think.Seconds() * 1000), Latency: paced.Latency}
+				r.logf("bare Pebble synced writes at c=%d of %d bytes, %.0f ms apart: p50 %.2f ms, p99 %.2f ms", c, size, think.Seconds()*1000, paced.Latency.P50, paced.Latency.P99)
+			}
+			for _, run := range r.runs {
+				run.Scenarios.Fresh.PebbleSync = &ps
 			}
 		}
 	}
 	return nil
+}
+
+// chargeShape is what one charge of the last n receipts of label wrote
+// and how far apart a worker's charges came: the median receipt's size
+// plus its history row and ledger entry (storage.Charge writes the result
+// with its receipt once, and small rows beside it), and the mean engine
+// time.
+func (r *runner) chargeShape(label string, n int) (size int, think time.Duration) {
+	outs := r.outcomes[label]
+	outs = outs[max(0, len(outs)-n):]
+	var sizes []int
+	var engine time.Duration
+	for _, o := range outs {
+		sizes = append(sizes, o.Bytes)
+		engine += o.Engine
+	}
+	if len(sizes) == 0 {
+		return 200, 0
+	}
+	slices.Sort(sizes)
+	return sizes[len(sizes)/2] + 300, engine / time.Duration(len(sizes))
 }
 
 func errSummary(errs map[string]int) string {
