@@ -19,6 +19,8 @@ import (
 // load therefore stops by itself. Requests in flight when it stops are
 // waited for (each is bounded by Timeout) and counted in the latencies.
 type Load struct {
+	// Name says what the load is ("fresh", "cache", …), for file names.
+	Name        string
 	Client      *fasthttp.HostClient
 	Path        string
 	Key         string

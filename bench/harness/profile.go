@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,7 +33,11 @@ func freePort() (int, error) {
 // at most 60 s): a load that ends sooner leaves idle time in it, which a
 // CPU profile does not count.
 func (r *runner) startProfile(v *Verifyd, l Load) func() {
-	name := fmt.Sprintf("%s-%s-c%d", v.Label, strings.Trim(strings.ReplaceAll(l.Path, "/", "_"), "_"), l.Concurrency)
+	what := l.Name
+	if what == "" {
+		what = strings.Trim(strings.ReplaceAll(l.Path, "/", "_"), "_")
+	}
+	name := fmt.Sprintf("%s-%s-c%d", v.Label, what, l.Concurrency)
 	return r.startProfileAs(v, name, l.Duration)
 }
 
@@ -105,6 +111,9 @@ type ProfileRow struct {
 	CumPct  float64 `json:"cum_pct"`
 }
 
+// profileOrder is the scenarios in the order they run.
+var profileOrder = []string{"fresh", "cache-seed", "cache", "batch", "mixed", "realworld"}
+
 // profileRows is how many rows of each kind a summary keeps.
 const profileRows = 12
 
@@ -117,6 +126,27 @@ func (r *runner) summarizeProfiles(ctx context.Context) []ProfileSummary {
 		return nil
 	}
 	files, _ := filepath.Glob(filepath.Join(r.work, "profiles", "*.pprof"))
+	// In the order of the scenarios, then of concurrency.
+	order := func(f string) (string, int, int) {
+		name := strings.TrimSuffix(filepath.Base(f), ".pprof")
+		label, rest, _ := strings.Cut(name, "-")
+		rank := len(profileOrder)
+		for i, sc := range profileOrder {
+			if strings.HasPrefix(rest, sc) {
+				rank = i
+			}
+		}
+		c := 0
+		if i := strings.LastIndex(rest, "-c"); i >= 0 {
+			c, _ = strconv.Atoi(rest[i+2:])
+		}
+		return label, rank, c
+	}
+	slices.SortStableFunc(files, func(a, b string) int {
+		la, ra, ca := order(a)
+		lb, rb, cb := order(b)
+		return cmp.Or(cmp.Compare(la, lb), cmp.Compare(ra, rb), cmp.Compare(ca, cb))
+	})
 	var out []ProfileSummary
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".pprof")

@@ -94,7 +94,7 @@ func (r *runner) scenarioRealWorld(ctx context.Context) error {
 // realWorldRun validates every address of w singly, then in one batch.
 func (r *runner) realWorldRun(ctx context.Context, v *Verifyd, w *World, emails []string, res *RealWorldResult) {
 	start := time.Now()
-	_, outs := r.freshLoad(ctx, v, r.o.MixedConcurrency, emails, 10*time.Minute, true)
+	_, outs := r.freshLoad(ctx, v, "realworld", r.o.MixedConcurrency, emails, 10*time.Minute, true)
 	res.SingleSeconds = round3(time.Since(start).Seconds())
 	res.Single = NewConfusion()
 	for _, o := range outs {

@@ -88,12 +88,13 @@ func validateBodies(emails []string, cache bool) [][]byte {
 
 // freshLoad validates emails once each at concurrency c and records every
 // receipt's outcome.
-func (r *runner) freshLoad(ctx context.Context, v *Verifyd, c int, emails []string, d time.Duration, nested bool) (Level, []outcome) {
+func (r *runner) freshLoad(ctx context.Context, v *Verifyd, scenario string, c int, emails []string, d time.Duration, nested bool) (Level, []outcome) {
 	bodies := validateBodies(emails, false)
 	outs := make([]outcome, len(emails))
 	client := NewClient(v.Addr, c, r.o.RequestTimeout)
 	defer client.CloseIdleConnections()
 	l := Load{
+		Name:   scenario,
 		Client: client, Path: "/v1/validate", Key: v.Key,
 		Concurrency: c, Count: len(emails), Duration: d, Timeout: r.o.RequestTimeout,
 		Body: func(i int) []byte { return bodies[i] },
@@ -191,7 +192,7 @@ func (r *runner) scenarioFresh(ctx context.Context) error {
 				return nil
 			}
 			v, run := r.vds[i], r.runs[i]
-			lv, outs := r.freshLoad(ctx, v, c, emails, r.o.FreshDuration, false)
+			lv, outs := r.freshLoad(ctx, v, "fresh", c, emails, r.o.FreshDuration, false)
 			run.Scenarios.Fresh.Levels = append(run.Scenarios.Fresh.Levels, lv)
 			r.outcomes[run.Label] = append(r.outcomes[run.Label], outs...)
 			r.logf("fresh %s c=%d: %d ok of %d, %.0f/s sustained, p50 %.1f ms, p99 %.1f ms (prompt addresses %.1f ms), API overhead p99 %.1f ms, verifyd %.2f ms CPU/probe (%.2f cores, world %.2f, client %.2f)%s",
@@ -273,7 +274,7 @@ func (r *runner) scenarioCache(ctx context.Context) error {
 		}
 		if len(s) < 100 {
 			r.logf("cache %s: seeding the cache with fresh validations", v.Label)
-			_, outs := r.freshLoad(ctx, v, 64, r.take(500), 30*time.Second, false)
+			_, outs := r.freshLoad(ctx, v, "cache-seed", 64, r.take(500), 30*time.Second, false)
 			s = s[:0]
 			for _, o := range outs {
 				if o.Status != "unknown" {
@@ -298,6 +299,7 @@ func (r *runner) scenarioCache(ctx context.Context) error {
 			client := NewClient(v.Addr, c, r.o.RequestTimeout)
 			cached := []byte(`"cached":true`)
 			l := Load{
+				Name:   "cache",
 				Client: client, Path: "/v1/validate", Key: v.Key,
 				Concurrency: c, Count: r.o.CacheCount, Duration: r.o.CacheDuration, Timeout: r.o.RequestTimeout,
 				Body: func(i int) []byte { return bodies[i%len(bodies)] },
@@ -626,7 +628,7 @@ func (r *runner) scenarioMixed(ctx context.Context) error {
 		var lv Level
 		go func() {
 			defer close(singlesDone)
-			lv, _ = r.freshLoad(sctx, v, r.o.MixedConcurrency, singles, r.o.BatchTimeout, true)
+			lv, _ = r.freshLoad(sctx, v, "mixed", r.o.MixedConcurrency, singles, r.o.BatchTimeout, true)
 		}()
 		waited := make(chan struct{})
 		go func() {
