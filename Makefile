@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test lint vet demo bench lists clean browser screenshots
+.PHONY: all build run test lint vet demo bench lists clean browser screenshots postgres
 
 all: build
 
@@ -58,14 +58,24 @@ lint: vet $(STATICCHECK)
 # test runs every test with -race. The dashboard's browser tests need
 # Chromium: "make browser" installs Debian's when missing, and
 # VERIFYD_BROWSER_TESTS=require makes them fail, not skip, without it.
-test: lint systemd-verify browser
-	VERIFYD_BROWSER_TESTS=require $(GO) test -race -shuffle=on -count=1 ./...
+# The PostgreSQL tests start their own server from Debian's binaries:
+# "make postgres" installs them when missing, VERIFYD_PG_TESTS=require
+# likewise.
+test: lint systemd-verify browser postgres
+	VERIFYD_BROWSER_TESTS=require VERIFYD_PG_TESTS=require $(GO) test -race -shuffle=on -count=1 ./...
 
 # browser installs Debian's chromium with apt-get when no chromium is on
 # PATH (root on Debian/Ubuntu only; elsewhere install it yourself, or
 # point CHROMIUM at a Chrome or Chromium binary).
 browser:
 	@./server/web/browser.sh
+
+# postgres installs Debian's postgresql with apt-get when no PostgreSQL
+# server binaries are found (root on Debian/Ubuntu only; elsewhere install
+# them yourself, or point VERIFYD_PG_BIN at their directory). The tests
+# never use the package's cluster: each starts its own (internal/pgtest).
+postgres:
+	@./internal/pgtest/install.sh
 
 # screenshots runs the dashboard's browser test and keeps a screenshot of
 # every page in docs/dashboard/ (docs/dashboard.md shows them).
