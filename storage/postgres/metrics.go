@@ -1,0 +1,8 @@
+package postgres
+
+import "github.com/VictoriaMetrics/metrics"
+
+// Metrics of the PostgreSQL storage (docs/fleet.md lists them).
+var (
+	txRetries = metrics.NewCounter("verifyd_storage_pg_tx_retries_total")
+)

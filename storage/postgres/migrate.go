@@ -1,0 +1,195 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The schema's versions: migrations/NNNN_name.sql, applied in order by
+// Migrate (verifyctl db migrate), each in its own transaction with its row
+// in schema_migrations. Check, at every start, refuses a database this
+// binary does not know how to use.
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migration is one version of the schema.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// Migrations returns the binary's migrations in order.
+func Migrations() ([]Migration, error) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []Migration
+	for _, n := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(n, "migrations/"), ".sql")
+		num, name, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("postgres: migration file %s is not NNNN_name.sql", n)
+		}
+		b, err := migrationFiles.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, Migration{Version: v, Name: name, SQL: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b Migration) int { return a.Version - b.Version })
+	for i, m := range ms {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("postgres: migrations are not numbered 1, 2, 3, …: %d is number %d", m.Version, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// ErrSchema is a database whose schema this binary cannot use.
+var ErrSchema = errors.New("postgres: schema")
+
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    bigint PRIMARY KEY,
+	name       text NOT NULL,
+	applied_at timestamptz NOT NULL
+)`
+
+// applied returns the versions recorded in schema_migrations, in order
+// (none when the table does not exist).
+func applied(ctx context.Context, q querier) ([]int, error) {
+	var exists bool
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.tables
+		WHERE table_schema = current_schema() AND table_name = 'schema_migrations')`).Scan(&exists); err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, nil
+	}
+	rows, err := q.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (int, error) {
+		var v int64
+		err := r.Scan(&v)
+		return int(v), err
+	})
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Check reports whether the database's schema is exactly the binary's:
+// every migration applied, none it does not know.
+func Check(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := Migrations()
+	if err != nil {
+		return err
+	}
+	have, err := applied(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("postgres: reading schema_migrations: %w", err)
+	}
+	want := len(ms)
+	switch {
+	case len(have) == 0:
+		return fmt.Errorf("%w: the database has no verifyd schema; run verifyctl db migrate (this binary needs version %d)", ErrSchema, want)
+	case have[len(have)-1] > want:
+		return fmt.Errorf("%w: the database is at version %d, newer than this binary's %d (a newer verifyd migrated it); run that verifyd or a newer one", ErrSchema, have[len(have)-1], want)
+	case len(have) < want || !contiguous(have):
+		return fmt.Errorf("%w: the database is at version %d and lacks some of 1..%d; run verifyctl db migrate", ErrSchema, have[len(have)-1], want)
+	}
+	return nil
+}
+
+func contiguous(vs []int) bool {
+	for i, v := range vs {
+		if v != i+1 {
+			return false
+		}
+	}
+	return true
+}
+
+// Migrate applies the migrations the database lacks, in order, each in
+// its own transaction with its row in schema_migrations, and returns the
+// versions it applied. A database at a version the binary does not know
+// is refused. Two Migrates at once are safe: each version's row is
+// inserted before its SQL runs, so the second waits on the first's row
+// and skips the version.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
+	ms, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	// Two CREATE TABLE IF NOT EXISTS at once may both find the table
+	// absent, and the second fail on PostgreSQL's catalog (23505, 42710
+	// for the row type, 42P07): the table is then there, and a second try
+	// sees it.
+	for attempt := 0; ; attempt++ {
+		_, err := pool.Exec(ctx, createMigrationsTable)
+		var pe *pgconn.PgError
+		if err == nil {
+			break
+		}
+		if attempt < 2 && errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710") {
+			continue
+		}
+		return nil, fmt.Errorf("postgres: creating schema_migrations: %w", err)
+	}
+	var done []int
+	for _, m := range ms {
+		ran := false
+		err := inTx(ctx, pool, func(tx pgx.Tx) error {
+			ran = false
+			have, err := applied(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if len(have) > 0 && have[len(have)-1] > len(ms) {
+				return fmt.Errorf("%w: the database is at version %d, newer than this binary's %d", ErrSchema, have[len(have)-1], len(ms))
+			}
+			// The version's row first: a second Migrate at the same
+			// time waits on it, then finds it taken and skips the
+			// version (ON CONFLICT DO NOTHING returns no row).
+			var v int64
+			err = tx.QueryRow(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)
+				ON CONFLICT (version) DO NOTHING RETURNING version`, m.Version, m.Name, time.Now().UTC()).Scan(&v)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
+			}
+			ran = true
+			return nil
+		})
+		if err != nil {
+			return done, err
+		}
+		if ran {
+			done = append(done, m.Version)
+		}
+	}
+	return done, nil
+}

@@ -1,0 +1,102 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/verifyd/verifyd/internal/pgtest"
+)
+
+func newPool(t *testing.T, srv *pgtest.Server, db string) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	if err := srv.CreateDatabase(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, srv.DSN(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// TestMigrate: an empty database is refused by Check, migrated once (by
+// three Migrates at the same time, as three boxes starting together
+// would), then accepted; a second Migrate does nothing; a version this
+// binary does not know, or a missing one, is refused with ErrSchema.
+func TestMigrate(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pool := newPool(t, srv, "migrate")
+	ms, err := Migrations()
+	if err != nil || len(ms) == 0 {
+		t.Fatalf("migrations %v, %v", ms, err)
+	}
+
+	if err := Check(ctx, pool); !errors.Is(err, ErrSchema) {
+		t.Fatalf("Check of an empty database: %v", err)
+	}
+	var wg sync.WaitGroup
+	applied := make([][]int, 3)
+	errs := make([]error, 3)
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			applied[i], errs[i] = Migrate(ctx, pool)
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i := range 3 {
+		if errs[i] != nil {
+			t.Fatalf("Migrate %d: %v", i, errs[i])
+		}
+		total += len(applied[i])
+	}
+	if total != len(ms) {
+		t.Fatalf("three concurrent Migrates applied %v: want each of the %d versions once", applied, len(ms))
+	}
+	if err := Check(ctx, pool); err != nil {
+		t.Fatalf("Check after Migrate: %v", err)
+	}
+	if again, err := Migrate(ctx, pool); err != nil || len(again) != 0 {
+		t.Fatalf("second Migrate applied %v, %v", again, err)
+	}
+	// The schema is there: the tables of 0001 take a row.
+	if _, err := pool.Exec(ctx, `INSERT INTO accounts (id, name, plan, webhook_secret, created_at) VALUES ('acct_x', 'x', 'free', 's', now())`); err != nil {
+		t.Fatal(err)
+	}
+	// An overdraft is refused by the table itself.
+	if _, err := pool.Exec(ctx, `UPDATE accounts SET held = 5 WHERE id = 'acct_x'`); err == nil {
+		t.Fatal("held above the balance was accepted")
+	}
+
+	// A newer verifyd migrated the database further.
+	if _, err := pool.Exec(ctx, `INSERT INTO schema_migrations VALUES ($1, 'future', now())`, len(ms)+1); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(ctx, pool); !errors.Is(err, ErrSchema) {
+		t.Fatalf("Check of a newer schema: %v", err)
+	}
+	if _, err := Migrate(ctx, pool); !errors.Is(err, ErrSchema) {
+		t.Fatalf("Migrate of a newer schema: %v", err)
+	}
+	// A version missing in the middle.
+	if _, err := pool.Exec(ctx, `DELETE FROM schema_migrations WHERE version <> 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO schema_migrations VALUES (3, 'gap', now())`); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(ctx, pool); !errors.Is(err, ErrSchema) {
+		t.Fatalf("Check with a gap or an unknown version: %v", err)
+	}
+}

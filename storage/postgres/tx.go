@@ -1,0 +1,53 @@
+// Package postgres is verifyd's storage on PostgreSQL (or CockroachDB):
+// fleet mode, several verifyd processes on one database as one service
+// (docs/fleet.md). It is being built (issue 17): so far the versioned
+// schema (Migrate, Check) and the transaction discipline every write
+// follows (inTx).
+package postgres
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// maxTxAttempts bounds the tries of one transaction that keeps meeting
+// serialization failures.
+const maxTxAttempts = 10
+
+// retryable reports a failure the transaction may simply be run again
+// after: a serialization failure (40001: CockroachDB's retry errors too)
+// or a deadlock (40P01).
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// inTx runs fn in a SERIALIZABLE transaction (CockroachDB's only level,
+// PostgreSQL's strictest) and commits it, running it again from the start
+// on a serialization failure or a deadlock, with a jittered back-off, up
+// to maxTxAttempts times. fn must have no effect outside the transaction:
+// it may run more than once.
+func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	var err error
+	for attempt := range maxTxAttempts {
+		err = pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		txRetries.Inc()
+		d := time.Duration(1<<min(attempt, 6)) * time.Millisecond
+		d += rand.N(d)
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(d):
+		}
+	}
+	return err
+}
