@@ -65,11 +65,8 @@ func (db *DB) CreateAccount(name string, plan Plan) (Account, error) {
 	if err := db.check(); err != nil {
 		return Account{}, err
 	}
-	if !plan.Valid() {
-		return Account{}, invalidf("unknown plan %q", plan)
-	}
-	if len(name) > 200 {
-		return Account{}, invalidf("account name longer than 200 bytes")
+	if _, err := NewAccount(name, plan, db.now()); err != nil {
+		return Account{}, err
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -84,19 +81,11 @@ func (db *DB) CreateAccount(name string, plan Plan) (Account, error) {
 // newAccountLocked makes, but does not store, an account with an id no
 // other has and a new webhook secret; db.mu is held (read or write).
 func (db *DB) newAccountLocked(name string, plan Plan) Account {
-	var id string
 	for {
-		id = "acct_" + randomString(20, alphaLowerDigits)
-		if _, dup := db.accounts[id]; !dup {
-			break
+		a, _ := NewAccount(name, plan, db.now())
+		if _, dup := db.accounts[a.ID]; !dup {
+			return a
 		}
-	}
-	return Account{
-		ID:            id,
-		Name:          strings.TrimSpace(name),
-		Plan:          plan,
-		WebhookSecret: newWebhookSecret(),
-		CreatedAt:     db.now().Truncate(time.Millisecond),
 	}
 }
 

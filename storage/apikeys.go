@@ -1,8 +1,6 @@
 package storage
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -98,51 +96,33 @@ func (db *DB) MintKey(account string, scopes []string, label string) (string, AP
 	if err := db.check(); err != nil {
 		return "", APIKey{}, err
 	}
-	if len(scopes) == 0 {
-		return "", APIKey{}, invalidf("a key needs at least one scope")
-	}
-	for _, s := range scopes {
-		if s != ScopeValidateRead && s != ScopeValidateWrite {
-			return "", APIKey{}, invalidf("unknown scope %q", s)
-		}
-	}
-	if len(label) > 200 {
-		return "", APIKey{}, invalidf("key label longer than 200 bytes")
-	}
-	scopes = slices.Clone(scopes)
-	slices.Sort(scopes)
-	scopes = slices.Compact(scopes)
-
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if _, ok := db.accounts[account]; !ok {
+		if _, _, err := NewKey(account, scopes, label, db.now()); err != nil {
+			return "", APIKey{}, err
+		}
 		return "", APIKey{}, fmt.Errorf("%w: account %q", ErrNotFound, account)
 	}
-	var prefix string
+	var full string
+	var k APIKey
 	for {
-		prefix = randomString(KeyPrefixLen, alphaLowerDigits)
-		if _, dup := db.keys[prefix]; !dup {
+		var err error
+		if full, k, err = NewKey(account, scopes, label, db.now()); err != nil {
+			return "", APIKey{}, err
+		}
+		if _, dup := db.keys[k.Prefix]; !dup {
 			break
 		}
 	}
-	full := keyLead + prefix + "_" + randomString(KeySecretLen, alphaBase62)
-	sum := sha256.Sum256([]byte(full))
+	prefix := k.Prefix
 	// Creation times are kept to the millisecond; a key minted in the
 	// same millisecond as the account's newest one is dated a millisecond
 	// later, so that ListKeys's oldest-first order is the minting order.
-	created := db.now().Truncate(time.Millisecond)
 	for _, o := range db.keys {
-		if o.Account == account && !created.After(o.CreatedAt) {
-			created = o.CreatedAt.Add(time.Millisecond)
+		if o.Account == account && !k.CreatedAt.After(o.CreatedAt) {
+			k.CreatedAt = o.CreatedAt.Add(time.Millisecond)
 		}
-	}
-	k := APIKey{
-		Prefix:    prefix,
-		Account:   account,
-		Label:     label,
-		Scopes:    scopes,
-		Hash:      sum[:],
-		CreatedAt: created,
 	}
 	if err := db.putKey(k); err != nil {
 		return "", APIKey{}, err
@@ -184,12 +164,8 @@ func (db *DB) VerifyKey(key string) (APIKey, error) {
 	if !found {
 		return APIKey{}, ErrKeyInvalid
 	}
-	sum := sha256.Sum256([]byte(key))
-	if subtle.ConstantTimeCompare(sum[:], k.Hash) != 1 {
-		return APIKey{}, ErrKeyInvalid
-	}
-	if k.Revoked {
-		return APIKey{}, ErrKeyRevoked
+	if err := MatchKey(key, k); err != nil {
+		return APIKey{}, err
 	}
 	db.noteKeyUse(k)
 	return k.clone(), nil

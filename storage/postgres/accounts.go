@@ -1,0 +1,94 @@
+package postgres
+
+import (
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+const accountCols = `id, name, plan, webhook_secret, created_at, secret_rotated_at`
+
+func scanAccount(r scanner) (storage.Account, error) {
+	var a storage.Account
+	var plan string
+	var rotated *time.Time
+	if err := r.Scan(&a.ID, &a.Name, &plan, &a.WebhookSecret, &a.CreatedAt, &rotated); err != nil {
+		return storage.Account{}, err
+	}
+	a.Plan = storage.Plan(plan)
+	a.CreatedAt = a.CreatedAt.UTC()
+	a.SecretRotatedAt = fromOpt(rotated)
+	return a, nil
+}
+
+// CreateAccount creates an account with a new id and webhook secret; its
+// balance starts at 0.
+func (db *DB) CreateAccount(name string, plan storage.Plan) (storage.Account, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	for {
+		a, err := storage.NewAccount(name, plan, db.now())
+		if err != nil {
+			return storage.Account{}, err
+		}
+		_, err = db.pool.Exec(ctx, `INSERT INTO accounts (id, name, plan, webhook_secret, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			a.ID, a.Name, string(a.Plan), a.WebhookSecret, a.CreatedAt)
+		if isUnique(err) {
+			continue // the id is taken: another
+		}
+		if err != nil {
+			return storage.Account{}, err
+		}
+		return a, nil
+	}
+}
+
+// GetAccount returns the account, or ErrNotFound.
+func (db *DB) GetAccount(id string) (storage.Account, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	a, err := scanAccount(db.pool.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.Account{}, notFound("account", id)
+	}
+	return a, err
+}
+
+// ListAccounts returns every account, ordered by id.
+func (db *DB) ListAccounts() ([]storage.Account, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT `+accountCols+` FROM accounts ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (storage.Account, error) { return scanAccount(r) })
+}
+
+// SetPlan changes the account's plan.
+func (db *DB) SetPlan(id string, plan storage.Plan) (storage.Account, error) {
+	if !plan.Valid() {
+		_, err := storage.NewAccount("", plan, db.now()) // the same message
+		return storage.Account{}, err
+	}
+	return db.updateAccount(id, `UPDATE accounts SET plan = $2 WHERE id = $1 RETURNING `+accountCols, string(plan))
+}
+
+// RotateWebhookSecret gives the account a new webhook secret.
+func (db *DB) RotateWebhookSecret(id string) (storage.Account, error) {
+	return db.updateAccount(id, `UPDATE accounts SET webhook_secret = $2, secret_rotated_at = $3 WHERE id = $1 RETURNING `+accountCols,
+		storage.NewWebhookSecret(), db.now().Truncate(time.Millisecond))
+}
+
+func (db *DB) updateAccount(id, sql string, args ...any) (storage.Account, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	a, err := scanAccount(db.pool.QueryRow(ctx, sql, append([]any{id}, args...)...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.Account{}, notFound("account", id)
+	}
+	return a, err
+}

@@ -1,0 +1,140 @@
+package postgres
+
+import (
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+const keyCols = `prefix, account, label, scopes, hash, created_at, revoked_at, last_used`
+
+func scanKey(r scanner) (storage.APIKey, error) {
+	var k storage.APIKey
+	var revoked, used *time.Time
+	if err := r.Scan(&k.Prefix, &k.Account, &k.Label, &k.Scopes, &k.Hash, &k.CreatedAt, &revoked, &used); err != nil {
+		return storage.APIKey{}, err
+	}
+	k.CreatedAt = k.CreatedAt.UTC()
+	k.RevokedAt, k.Revoked = fromOpt(revoked), revoked != nil
+	k.LastUsed = fromOpt(used)
+	return k, nil
+}
+
+// MintKey creates an API key for the account and returns the key string,
+// shown once, and its record. Keys minted in the same millisecond for one
+// account are dated a millisecond apart, so ListKeys's order is the
+// minting order (the account's row lock orders them across boxes).
+func (db *DB) MintKey(account string, scopes []string, label string) (string, storage.APIKey, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	if _, _, err := storage.NewKey(account, scopes, label, db.now()); err != nil {
+		return "", storage.APIKey{}, err
+	}
+	var full string
+	var k storage.APIKey
+	err := inTx(ctx, db.pool, func(tx pgx.Tx) error {
+		var id string
+		err := tx.QueryRow(ctx, `SELECT id FROM accounts WHERE id = $1 FOR UPDATE`, account).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("account", account)
+		}
+		if err != nil {
+			return err
+		}
+		var newest *time.Time
+		if err := tx.QueryRow(ctx, `SELECT max(created_at) FROM api_keys WHERE account = $1`, account).Scan(&newest); err != nil {
+			return err
+		}
+		for {
+			full, k, err = storage.NewKey(account, scopes, label, db.now())
+			if err != nil {
+				return err
+			}
+			if newest != nil && !k.CreatedAt.After(*newest) {
+				k.CreatedAt = newest.UTC().Add(time.Millisecond)
+			}
+			var taken bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys WHERE prefix = $1)`, k.Prefix).Scan(&taken); err != nil {
+				return err
+			}
+			if !taken {
+				break
+			}
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO api_keys (prefix, account, label, scopes, hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			k.Prefix, k.Account, k.Label, k.Scopes, k.Hash, k.CreatedAt)
+		return err
+	})
+	if err != nil {
+		return "", storage.APIKey{}, err
+	}
+	return full, k, nil
+}
+
+// LookupKey returns the record of the key with that prefix, or ErrNotFound.
+func (db *DB) LookupKey(prefix string) (storage.APIKey, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	k, err := scanKey(db.pool.QueryRow(ctx, `SELECT `+keyCols+` FROM api_keys WHERE prefix = $1`, prefix))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.APIKey{}, notFound("key", prefix)
+	}
+	return k, err
+}
+
+// VerifyKey authenticates a key string: ErrKeyInvalid when it is
+// malformed, unknown or its secret does not match, ErrKeyRevoked when it
+// matches a revoked key. Its last use is written at most once a minute.
+func (db *DB) VerifyKey(key string) (storage.APIKey, error) {
+	prefix, _, ok := storage.ParseKey(key)
+	if !ok {
+		return storage.APIKey{}, storage.ErrKeyInvalid
+	}
+	k, err := db.LookupKey(prefix)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.APIKey{}, storage.ErrKeyInvalid
+	}
+	if err != nil {
+		return storage.APIKey{}, err
+	}
+	if err := storage.MatchKey(key, k); err != nil {
+		return storage.APIKey{}, err
+	}
+	now := db.now().Truncate(time.Millisecond)
+	if k.LastUsed.IsZero() || now.Sub(k.LastUsed) >= time.Minute {
+		ctx, cancel := db.ctx()
+		defer cancel()
+		if _, err := db.pool.Exec(ctx, `UPDATE api_keys SET last_used = $2 WHERE prefix = $1 AND (last_used IS NULL OR last_used < $2)`, prefix, now); err == nil {
+			k.LastUsed = now
+		}
+	}
+	return k, nil
+}
+
+// RevokeKey revokes the key (once: a second revocation keeps the first
+// time), or ErrNotFound.
+func (db *DB) RevokeKey(prefix string) (storage.APIKey, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	k, err := scanKey(db.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $2) WHERE prefix = $1 RETURNING `+keyCols,
+		prefix, db.now().Truncate(time.Millisecond)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.APIKey{}, notFound("key", prefix)
+	}
+	return k, err
+}
+
+// ListKeys returns the account's keys, revoked ones included, oldest
+// first.
+func (db *DB) ListKeys(account string) ([]storage.APIKey, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT `+keyCols+` FROM api_keys WHERE account = $1 ORDER BY created_at, prefix`, account)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (storage.APIKey, error) { return scanKey(r) })
+}
