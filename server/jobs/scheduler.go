@@ -135,7 +135,7 @@ type acctQ struct {
 type scheduler struct {
 	s    *Service
 	opts *Options
-	db   *storage.DB
+	db   storage.Jobs // the Service's DB; a test wraps it to inject failures
 
 	mu       sync.Mutex
 	jobs     map[string]*jobRun
@@ -396,8 +396,8 @@ func (sc *scheduler) pass() time.Duration {
 		}
 		if !r.started {
 			if r.failErr == "" {
-				if r.inflight > 0 || len(r.buf) > 0 {
-					sc.startJob(r) // again, after a failed StartJob
+				if !r.retryAt.IsZero() {
+					sc.startJob(r) // again: the back-off of a failed StartJob is over
 				}
 				continue
 			}
@@ -487,6 +487,11 @@ func (sc *scheduler) pickFrom(r *jobRun) *group {
 	if r.done || r.failErr != "" || r.queued == 0 {
 		return nil
 	}
+	if !r.started && !r.retryAt.IsZero() {
+		// Its StartJob failed: no more groups until it is running (pass
+		// tries again after the back-off).
+		return nil
+	}
 	limit := sc.opts.DomainConcurrency
 	for i, g := range r.retries {
 		if i >= pickScan {
@@ -533,7 +538,7 @@ func (sc *scheduler) launch(g *group) {
 	r.acct.inflight++
 	r.queued -= len(g.idx)
 	sc.perDom[g.domain]++
-	if !r.started && !r.starting {
+	if !r.started && !r.starting && r.retryAt.IsZero() {
 		sc.startJob(r)
 	}
 	sc.wg.Add(1)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -385,5 +386,75 @@ func TestPickFewestInFlight(t *testing.T) {
 	}
 	if got := next(); got != "A" {
 		t.Fatalf("with C held back by its domains, the slot went to %q", got)
+	}
+}
+
+// flakyStarts is the jobs store with StartJob failing its first fail
+// calls (all of them when fail < 0), as a disk that refuses writes for a
+// moment would.
+type flakyStarts struct {
+	storage.Jobs
+	mu    sync.Mutex
+	fail  int
+	calls int
+}
+
+func (f *flakyStarts) StartJob(id string) (storage.Job, error) {
+	f.mu.Lock()
+	f.calls++
+	failing := f.fail < 0 || f.calls <= f.fail
+	f.mu.Unlock()
+	if failing {
+		return storage.Job{}, errors.New("disk refused the write")
+	}
+	return f.Jobs.StartJob(id)
+}
+
+func (f *flakyStarts) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// TestStartJobFails: a job's groups go without waiting for its StartJob,
+// but a failed StartJob holds the job's next groups and is tried again
+// after the back-off, not at every launch; the job then completes. When
+// it keeps failing, the job fails after MaxFailures tries with nothing
+// stored and nothing charged.
+func TestStartJobFails(t *testing.T) {
+	db := openDB(t, t.TempDir(), nil)
+	acct := newAccount(t, db, 100)
+	s := startService(t, db, newFake(), func(o *Options) { o.Concurrency = 2; o.GroupSize = 1 })
+	flaky := &flakyStarts{Jobs: db, fail: 1}
+	s.sched.mu.Lock()
+	s.sched.db = flaky
+	s.sched.mu.Unlock()
+	j := submit(t, s, acct, addresses("u", 20, 20), "")
+	j = waitJob(t, db, j.ID, 20*time.Second)
+	if j.Status != storage.JobCompleted || j.Processed != 20 || j.StartedAt.IsZero() {
+		t.Fatalf("after one failed StartJob: %+v", j)
+	}
+	if n := flaky.count(); n != 2 {
+		t.Fatalf("StartJob called %d times, want 2 (one failure, one retry after the back-off)", n)
+	}
+	if bal, _ := db.Balance(acct); bal != 80 {
+		t.Errorf("balance %d, want 80", bal)
+	}
+
+	s2 := startService(t, db, newFake(), func(o *Options) { o.MaxFailures = 2 })
+	always := &flakyStarts{Jobs: db, fail: -1}
+	s2.sched.mu.Lock()
+	s2.sched.db = always
+	s2.sched.mu.Unlock()
+	j = submit(t, s2, acct, addresses("v", 5, 5), "")
+	j = waitJob(t, db, j.ID, 20*time.Second)
+	if j.Status != storage.JobFailed || j.Processed != 0 || j.Used != 0 || j.Refunded != 5 || !strings.Contains(j.Error, "could not be started") {
+		t.Fatalf("StartJob failing for ever: %+v", j)
+	}
+	if n := always.count(); n != 2 {
+		t.Fatalf("StartJob called %d times, want MaxFailures = 2", n)
+	}
+	if bal, _ := db.Balance(acct); bal != 80 {
+		t.Errorf("balance %d after the failed job, want 80", bal)
 	}
 }
