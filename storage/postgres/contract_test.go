@@ -16,7 +16,7 @@ import (
 func TestContract(t *testing.T) {
 	srv := pgtest.Start(t)
 	var n atomic.Int32
-	storagetest.RunAccountsKeys(t, func(t *testing.T) storagetest.AccountsKeys {
+	open := func(t *testing.T) *DB {
 		ctx := context.Background()
 		name := fmt.Sprintf("contract_%d", n.Add(1))
 		pool := newPool(t, srv, name)
@@ -29,5 +29,7 @@ func TestContract(t *testing.T) {
 		}
 		t.Cleanup(func() { db.Close() })
 		return db
-	})
+	}
+	storagetest.RunAccountsKeys(t, func(t *testing.T) storagetest.AccountsKeys { return open(t) })
+	storagetest.RunCredits(t, func(t *testing.T) storagetest.Credits { return open(t) })
 }

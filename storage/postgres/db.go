@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +19,10 @@ type Options struct {
 	// Now is the clock of the records' times; default time.Now. Tests
 	// set it.
 	Now func() time.Time
+	// Box names this verifyd among the fleet's (its holds are its own: it
+	// releases them when it starts again after a crash). Default the
+	// host name.
+	Box string
 }
 
 // DB is the storage contract on PostgreSQL. So far it implements
@@ -25,6 +30,7 @@ type Options struct {
 type DB struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
+	box  string
 }
 
 var (
@@ -47,7 +53,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &DB{pool: pool, now: func() time.Time { return now().UTC() }}, nil
+	box := opts.Box
+	if box == "" {
+		box, _ = os.Hostname()
+	}
+	return &DB{pool: pool, now: func() time.Time { return now().UTC() }, box: box}, nil
 }
 
 // Close closes the connections.
@@ -73,6 +83,14 @@ func isUnique(err error) bool {
 }
 
 func notFound(what, id string) error { return fmt.Errorf("%w: %s %q", storage.ErrNotFound, what, id) }
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{storage.ErrInvalid}, args...)...)
+}
+
+func holdNotActive(h storage.Hold) error {
+	return fmt.Errorf("%w: %s/%d", storage.ErrHoldNotActive, h.Account, h.Seq)
+}
 
 // fromOpt reads a nullable timestamptz: NULL is the zero time.
 func fromOpt(t *time.Time) time.Time {

@@ -34,9 +34,24 @@ func retryable(err error) bool {
 // to maxTxAttempts times. fn must have no effect outside the transaction:
 // it may run more than once.
 func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	return runTx(ctx, pool, pgx.Serializable, fn)
+}
+
+// inRowTx is inTx at READ COMMITTED, for a transaction whose first
+// statement locks the one row that orders it (SELECT … FOR UPDATE of the
+// account): everything it reads after that is under the lock, and a
+// transaction that waited for the lock reads the row as the one before it
+// left it. At SERIALIZABLE every such wait would end in a serialization
+// failure and a retry: fifty validations of one account at once would
+// retry fifty times over. CockroachDB runs READ COMMITTED too (23.2+).
+func inRowTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	return runTx(ctx, pool, pgx.ReadCommitted, fn)
+}
+
+func runTx(ctx context.Context, pool *pgxpool.Pool, level pgx.TxIsoLevel, fn func(pgx.Tx) error) error {
 	var err error
 	for attempt := range maxTxAttempts {
-		err = pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.Serializable}, fn)
+		err = pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: level}, fn)
 		if err == nil || !retryable(err) {
 			return err
 		}

@@ -1,0 +1,242 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+// The credits: the account's row carries balance, held and next_seq;
+// every change is one transaction that locks that row first (so an
+// account's changes are ordered, whatever box makes them), writes its
+// ledger entry and updates the row. No overdraft: the availability check
+// reads the locked row, and the table's CHECK refuses balance − held < 0
+// whatever a bug would write. Charge and ChargeDirect come with the
+// results tables.
+
+// acctRow is the locked row of an account.
+type acctRow struct {
+	balance, held int64
+	seq           uint64 // the next ledger entry's
+}
+
+// lockAccount locks the account's row in tx and reads it, or ErrNotFound.
+func lockAccount(ctx context.Context, tx pgx.Tx, account string) (acctRow, error) {
+	var r acctRow
+	var seq int64
+	err := tx.QueryRow(ctx, `SELECT balance, held, next_seq FROM accounts WHERE id = $1 FOR UPDATE`, account).Scan(&r.balance, &r.held, &seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return acctRow{}, notFound("account", account)
+	}
+	r.seq = uint64(seq)
+	return r, err
+}
+
+// entry writes a ledger entry after r and moves r past it; the caller
+// then saves r with saveAccount.
+func (r *acctRow) entry(ctx context.Context, tx pgx.Tx, account string, now time.Time, kind storage.EntryKind,
+	amount, delta, heldDelta int64, holdSeq uint64, ref, note string) (storage.Entry, error) {
+	e := storage.Entry{
+		Account: account, Seq: r.seq, Time: now.Truncate(time.Millisecond), Kind: kind,
+		Amount: amount, Delta: delta, Balance: r.balance + delta, Held: r.held + heldDelta,
+		HoldSeq: holdSeq, Ref: ref, Note: note,
+	}
+	var hs *int64
+	if holdSeq != 0 {
+		v := int64(holdSeq)
+		hs = &v
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO ledger (account, seq, at, kind, amount, delta, balance, held, hold_seq, ref, note)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		account, int64(e.Seq), e.Time, kind.String(), amount, delta, e.Balance, e.Held, hs, ref, note)
+	if err != nil {
+		return storage.Entry{}, err
+	}
+	r.balance, r.held, r.seq = e.Balance, e.Held, r.seq+1
+	return e, nil
+}
+
+func saveAccount(ctx context.Context, tx pgx.Tx, account string, r acctRow) error {
+	_, err := tx.Exec(ctx, `UPDATE accounts SET balance = $2, held = $3, next_seq = $4 WHERE id = $1`,
+		account, r.balance, r.held, int64(r.seq))
+	return err
+}
+
+// Balance returns the account's balance (credits neither charged nor
+// reserved by a job).
+func (db *DB) Balance(account string) (int64, error) {
+	c, err := db.Credits(account)
+	return c.Balance, err
+}
+
+// Credits returns the account's balance and held credits.
+func (db *DB) Credits(account string) (storage.Credits, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	var c storage.Credits
+	err := db.pool.QueryRow(ctx, `SELECT balance, held FROM accounts WHERE id = $1`, account).Scan(&c.Balance, &c.Held)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.Credits{}, notFound("account", account)
+	}
+	return c, err
+}
+
+// AddCredits adds n > 0 credits to the account.
+func (db *DB) AddCredits(account string, n int64, note string) (storage.Entry, error) {
+	if n <= 0 {
+		return storage.Entry{}, invalid("credits to add must be positive, not %d", n)
+	}
+	return db.adjust(account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
+		return r.entry(ctx, tx, account, db.now(), storage.EntryAdd, n, n, 0, 0, "", note)
+	})
+}
+
+// SetCredits sets the account's balance to n, never below the credits
+// held by validations in flight.
+func (db *DB) SetCredits(account string, n int64, note string) (storage.Entry, error) {
+	if n < 0 {
+		return storage.Entry{}, invalid("balance must not be negative, not %d", n)
+	}
+	return db.adjust(account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
+		if n < r.held {
+			return storage.Entry{}, invalid("balance cannot be set to %d, below the %d credits held by validations in flight", n, r.held)
+		}
+		return r.entry(ctx, tx, account, db.now(), storage.EntrySet, n, n-r.balance, 0, 0, "", note)
+	})
+}
+
+// adjust runs one change of the account's credits in a transaction that
+// locks its row.
+func (db *DB) adjust(account string, change func(context.Context, pgx.Tx, *acctRow) (storage.Entry, error)) (storage.Entry, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	var e storage.Entry
+	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
+		r, err := lockAccount(ctx, tx, account)
+		if err != nil {
+			return err
+		}
+		if e, err = change(ctx, tx, &r); err != nil {
+			return err
+		}
+		return saveAccount(ctx, tx, account, r)
+	})
+	return e, err
+}
+
+// Hold takes n credits of the account for a validation about to run, or
+// fails with an *InsufficientCreditsError when fewer are available
+// (balance − held). The hold is recorded with the box that made it: when
+// a box starts again, it releases its own holds left by a crash.
+func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
+	if n <= 0 {
+		return storage.Hold{}, invalid("credits to hold must be positive, not %d", n)
+	}
+	var h storage.Hold
+	_, err := db.adjust(account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
+		if avail := r.balance - r.held; avail < n {
+			return storage.Entry{}, &storage.InsufficientCreditsError{Current: r.balance, Held: r.held, Needed: n}
+		}
+		e, err := r.entry(ctx, tx, account, db.now(), storage.EntryHold, n, 0, n, 0, ref, "")
+		if err != nil {
+			return e, err
+		}
+		h = storage.Hold{Account: account, Seq: e.Seq, N: n, Ref: ref, At: e.Time}
+		_, err = tx.Exec(ctx, `INSERT INTO holds (account, seq, amount, ref, box, at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			account, int64(e.Seq), n, ref, db.box, e.Time)
+		return e, err
+	})
+	if err != nil {
+		return storage.Hold{}, err
+	}
+	return h, nil
+}
+
+// Release ends the hold without a charge; ErrHoldNotActive when it was
+// already charged or released.
+func (db *DB) Release(h storage.Hold, note string) (storage.Entry, error) {
+	return db.adjust(h.Account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
+		var n int64
+		err := tx.QueryRow(ctx, `DELETE FROM holds WHERE account = $1 AND seq = $2 RETURNING amount`, h.Account, int64(h.Seq)).Scan(&n)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return storage.Entry{}, holdNotActive(h)
+		}
+		if err != nil {
+			return storage.Entry{}, err
+		}
+		return r.entry(ctx, tx, h.Account, db.now(), storage.EntryRelease, n, 0, -n, h.Seq, h.Ref, note)
+	})
+}
+
+// Holds returns the account's active holds, oldest first.
+func (db *DB) Holds(account string) ([]storage.Hold, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT seq, amount, ref, at FROM holds WHERE account = $1 ORDER BY seq`, account)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.Hold, error) {
+		h := storage.Hold{Account: account}
+		var seq int64
+		err := row.Scan(&seq, &h.N, &h.Ref, &h.At)
+		h.Seq, h.At = uint64(seq), h.At.UTC()
+		return h, err
+	})
+}
+
+// Ledger returns up to limit entries of the account with Seq > after, in
+// order (limit ≤ 0: all of them).
+func (db *DB) Ledger(account string, after uint64, limit int) ([]storage.Entry, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	var exists bool
+	if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts WHERE id = $1)`, account).Scan(&exists); err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, notFound("account", account)
+	}
+	lim := int64(limit)
+	if limit <= 0 {
+		lim = math.MaxInt64
+	}
+	rows, err := db.pool.Query(ctx, `SELECT seq, at, kind, amount, delta, balance, held, hold_seq, ref, note FROM ledger
+		WHERE account = $1 AND seq > $2 ORDER BY seq LIMIT $3`, account, int64(after), lim)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.Entry, error) {
+		e := storage.Entry{Account: account}
+		var seq int64
+		var kind string
+		var hs *int64
+		if err := row.Scan(&seq, &e.Time, &kind, &e.Amount, &e.Delta, &e.Balance, &e.Held, &hs, &e.Ref, &e.Note); err != nil {
+			return e, err
+		}
+		e.Seq, e.Time = uint64(seq), e.Time.UTC()
+		if hs != nil {
+			e.HoldSeq = uint64(*hs)
+		}
+		k, ok := entryKinds[kind]
+		if !ok {
+			return e, errors.New("postgres: ledger entry of unknown kind " + kind)
+		}
+		e.Kind = k
+		return e, nil
+	})
+}
+
+// entryKinds reads the ledger's kind column.
+var entryKinds = func() map[string]storage.EntryKind {
+	m := map[string]storage.EntryKind{}
+	for k := storage.EntryAdd; k <= storage.EntryRefund; k++ {
+		m[k.String()] = k
+	}
+	return m
+}()
