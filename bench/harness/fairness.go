@@ -89,7 +89,9 @@ func (r *runner) scenarioFairness(ctx context.Context) error {
 		}
 		fr := &FairnessResult{}
 		run.Scenarios.Fairness = fr
-		bKey, err := v.NewAccount(ctx, "verifybench B", int64(10*len(bEmails)+1000))
+		// B runs its batch FairRepeats+1 times alone and up to
+		// FairRepeats times beside A.
+		bKey, err := v.NewAccount(ctx, "verifybench B", int64((2*FairRepeats+2)*len(bEmails)))
 		if err != nil {
 			fr.Skipped = "no second account: " + err.Error()
 			r.logf("fairness %s: skipped: %s", v.Label, fr.Skipped)
@@ -185,10 +187,13 @@ func (r *runner) fairness(ctx context.Context, v *Verifyd, fr *FairnessResult, a
 		ra.wait(ctx, r.o.BatchTimeout)
 	}()
 	for k := range FairRepeats {
-		processed, err := waitProgress(ctx, ra, fairMark(k, len(aEmails)), r.o.BatchTimeout)
+		processed, running, err := waitProgress(ctx, ra, fairMark(k, len(aEmails)), r.o.BatchTimeout)
 		if err != nil {
 			fr.Error = "A with B: " + err.Error()
 			break
+		}
+		if !running {
+			break // A has ended: B would not be beside it
 		}
 		if k > 0 && processed >= fairBulkEnd*len(aEmails)/100 {
 			break // A's bulk is over: B would meet only its tail
@@ -257,31 +262,32 @@ func medianCompletion(bs []*BatchResult) float64 {
 
 // waitProgress polls a job (on its own connection, beside rb.wait) until
 // at least n addresses are processed or it ends; it returns the count it
-// read last.
-func waitProgress(ctx context.Context, rb *runningBatch, n int, timeout time.Duration) (int, error) {
+// read last and whether the job was still queued or running.
+func waitProgress(ctx context.Context, rb *runningBatch, n int, timeout time.Duration) (int, bool, error) {
 	api := newBatchAPI(rb.api.v, rb.api.key)
 	deadline := time.Now().Add(timeout)
 	for {
 		status, data, err := api.do(ctx, "GET", "/v1/jobs/"+rb.res.JobID, nil)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if status != http.StatusOK {
-			return 0, fmt.Errorf("GET /v1/jobs/{id}: %s", httpFailure(status, data))
+			return 0, false, fmt.Errorf("GET /v1/jobs/{id}: %s", httpFailure(status, data))
 		}
 		var j jobView
 		if err := json.Unmarshal(data, &j); err != nil {
-			return 0, fmt.Errorf("GET /v1/jobs/{id}: unreadable: %.200s", data)
+			return 0, false, fmt.Errorf("GET /v1/jobs/{id}: unreadable: %.200s", data)
 		}
-		if j.Progress.Processed >= n || (j.Status != "queued" && j.Status != "running") {
-			return j.Progress.Processed, nil
+		running := j.Status == "queued" || j.Status == "running"
+		if j.Progress.Processed >= n || !running {
+			return j.Progress.Processed, running, nil
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("%d addresses processed within %s", n, timeout)
+			return 0, false, fmt.Errorf("%d addresses processed within %s", n, timeout)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, false, ctx.Err()
 		case <-time.After(5 * time.Millisecond):
 		}
 	}

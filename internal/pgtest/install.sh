@@ -8,14 +8,15 @@
 # Debian/Ubuntu only). The package's own cluster is not used: the tests
 # start their own server in a temporary directory.
 set -eu
-if [ -n "${VERIFYD_PG_BIN:-}" ] && [ -x "$VERIFYD_PG_BIN/initdb" ] && [ -x "$VERIFYD_PG_BIN/postgres" ]; then
+has() { [ -x "$1/initdb" ] && [ -x "$1/postgres" ] && [ -x "$1/pg_ctl" ]; }
+if [ -n "${VERIFYD_PG_BIN:-}" ] && has "$VERIFYD_PG_BIN"; then
 	exit 0
 fi
-if command -v initdb >/dev/null 2>&1 && command -v postgres >/dev/null 2>&1; then
+if command -v postgres >/dev/null 2>&1 && has "$(dirname "$(command -v postgres)")"; then
 	exit 0
 fi
 for d in /usr/lib/postgresql/*/bin; do
-	if [ -x "$d/initdb" ] && [ -x "$d/postgres" ]; then
+	if has "$d"; then
 		exit 0
 	fi
 done
@@ -34,4 +35,8 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 fi
 apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+# The package's own cluster is not wanted at the next boot either.
+if command -v systemctl >/dev/null 2>&1; then
+	systemctl disable postgresql >/dev/null 2>&1 || true
+fi
 ls -d /usr/lib/postgresql/*/bin

@@ -198,13 +198,18 @@ func (s *Server) run(data string) error {
 		"-c", "log_min_messages=warning")
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
+		close(s.done)
 		return fmt.Errorf("postgres: %w", err)
 	}
 	go func() { _ = s.cmd.Wait(); close(s.done) }()
 	deadline := time.Now().Add(60 * time.Second)
+	// Readiness through the unix socket in s.Dir: only this server has it
+	// (another test's server on the same port would answer over TCP).
+	// A server that could not bind its TCP port exits, and is retried.
+	socket := fmt.Sprintf("host=%s port=%d user=%s dbname=postgres sslmode=disable", s.Dir, s.Port, Superuser)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		conn, err := pgx.Connect(ctx, s.DSN("postgres"))
+		conn, err := pgx.Connect(ctx, socket)
 		if err == nil {
 			err = conn.Ping(ctx)
 			conn.Close(ctx)
@@ -219,7 +224,7 @@ func (s *Server) run(data string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			_ = s.cmd.Process.Kill()
+			killGroup(s.cmd)
 			<-s.done
 			return fmt.Errorf("postgres took no connection within a minute: %v\n%s", err, s.log.String())
 		}
@@ -230,9 +235,7 @@ func (s *Server) command(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(s.bin, name), args...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C", "TZ=UTC")
 	cmd.Dir = s.Dir
-	if s.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
-	}
+	cmd.SysProcAttr = procAttr(s.cred)
 	return cmd
 }
 
@@ -250,15 +253,23 @@ func (s *Server) CreateDatabase(ctx context.Context, name string) error {
 // Kill stops the server at once (SIGKILL), as a crash would; its data
 // stays for Restart.
 func (s *Server) Kill() {
-	_ = s.cmd.Process.Kill()
+	killGroup(s.cmd)
 	<-s.done
 }
 
 // Restart starts the server again on its data directory and port, after
-// Kill.
+// Kill. The killed server's processes may hold its shared memory for a
+// moment: a start that fails is tried again, up to ten times.
 func (s *Server) Restart() error {
-	s.done = make(chan struct{})
-	return s.run(filepath.Join(s.Dir, "data"))
+	var err error
+	for range 10 {
+		s.done = make(chan struct{})
+		if err = s.run(filepath.Join(s.Dir, "data")); err == nil {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return err
 }
 
 // Stop shuts the server down (a fast shutdown: SIGINT) and removes its
@@ -278,7 +289,7 @@ func (s *Server) Stop() error {
 		select {
 		case <-s.done:
 		case <-time.After(30 * time.Second):
-			_ = s.cmd.Process.Kill()
+			killGroup(s.cmd)
 			<-s.done
 			err = errors.New("postgres did not shut down within 30 s; killed")
 		}

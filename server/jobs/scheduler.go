@@ -487,9 +487,10 @@ func (sc *scheduler) pickFrom(r *jobRun) *group {
 	if r.done || r.failErr != "" || r.queued == 0 {
 		return nil
 	}
-	if !r.started && !r.retryAt.IsZero() {
+	if !r.started && (!r.retryAt.IsZero() || len(r.buf) >= sc.opts.FlushSize) {
 		// Its StartJob failed: no more groups until it is running (pass
-		// tries again after the back-off).
+		// tries again after the back-off); or its StartJob is slow and
+		// a write's worth of results waits for it already.
 		return nil
 	}
 	limit := sc.opts.DomainConcurrency
@@ -833,7 +834,9 @@ func (sc *scheduler) stop(ctx context.Context) error {
 	sc.mu.Lock()
 	var pending []*jobRun
 	for _, r := range sc.jobs {
-		if len(r.buf) > 0 && !r.writing && !r.dropBuf {
+		// A job never started has nowhere to store results: they are
+		// probed again after the restart.
+		if len(r.buf) > 0 && !r.writing && !r.dropBuf && r.started {
 			pending = append(pending, r)
 		}
 	}

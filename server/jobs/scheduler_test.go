@@ -333,7 +333,7 @@ func TestBuilderGroups(t *testing.T) {
 // others.
 func TestPickFewestInFlight(t *testing.T) {
 	sc := &scheduler{
-		opts:    &Options{Concurrency: 8, DomainConcurrency: 1},
+		opts:    &Options{Concurrency: 8, DomainConcurrency: 1, FlushSize: 500},
 		jobs:    map[string]*jobRun{},
 		acctIdx: map[string]*acctQ{},
 		perDom:  map[string]int{},

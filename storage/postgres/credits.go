@@ -126,7 +126,10 @@ func (db *DB) adjust(account string, change func(context.Context, pgx.Tx, *acctR
 		}
 		return saveAccount(ctx, tx, account, r)
 	})
-	return e, err
+	if err != nil {
+		return storage.Entry{}, err
+	}
+	return e, nil
 }
 
 // Hold takes n credits of the account for a validation about to run, or

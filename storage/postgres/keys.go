@@ -35,7 +35,9 @@ func (db *DB) MintKey(account string, scopes []string, label string) (string, st
 	}
 	var full string
 	var k storage.APIKey
-	err := inTx(ctx, db.pool, func(tx pgx.Tx) error {
+	// READ COMMITTED: the account's row lock orders the mints (a second
+	// one reads the first's key after the wait; see inRowTx).
+	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
 		var id string
 		err := tx.QueryRow(ctx, `SELECT id FROM accounts WHERE id = $1 FOR UPDATE`, account).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -107,7 +109,10 @@ func (db *DB) VerifyKey(key string) (storage.APIKey, error) {
 	if k.LastUsed.IsZero() || now.Sub(k.LastUsed) >= time.Minute {
 		ctx, cancel := db.ctx()
 		defer cancel()
-		if _, err := db.pool.Exec(ctx, `UPDATE api_keys SET last_used = $2 WHERE prefix = $1 AND (last_used IS NULL OR last_used < $2)`, prefix, now); err == nil {
+		// Only the first of the requests of that minute writes it.
+		tag, err := db.pool.Exec(ctx, `UPDATE api_keys SET last_used = $2 WHERE prefix = $1 AND (last_used IS NULL OR last_used <= $3)`,
+			prefix, now, now.Add(-time.Minute))
+		if err == nil && tag.RowsAffected() == 1 {
 			k.LastUsed = now
 		}
 	}

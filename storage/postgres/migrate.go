@@ -80,7 +80,7 @@ func applied(ctx context.Context, q querier) ([]int, error) {
 	if !exists {
 		return nil, nil
 	}
-	rows, err := q.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	rows, err := q.Query(ctx, `SELECT version FROM schema_migrations WHERE version > 0 ORDER BY version`)
 	if err != nil {
 		return nil, err
 	}
@@ -131,9 +131,9 @@ func contiguous(vs []int) bool {
 // Migrate applies the migrations the database lacks, in order, each in
 // its own transaction with its row in schema_migrations, and returns the
 // versions it applied. A database at a version the binary does not know
-// is refused. Two Migrates at once are safe: each version's row is
-// inserted before its SQL runs, so the second waits on the first's row
-// and skips the version.
+// is refused. Two Migrates at once are safe: each version's transaction
+// first locks schema_migrations' lock row (version 0), so the second waits
+// and then finds the version applied.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 	ms, err := Migrations()
 	if err != nil {
@@ -154,11 +154,26 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 		}
 		return nil, fmt.Errorf("postgres: creating schema_migrations: %w", err)
 	}
+	if _, err := pool.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (0, 'lock', $1)
+		ON CONFLICT (version) DO NOTHING`, time.Now().UTC()); err != nil {
+		return nil, fmt.Errorf("postgres: the lock row of schema_migrations: %w", err)
+	}
 	var done []int
 	for _, m := range ms {
 		ran := false
-		err := inTx(ctx, pool, func(tx pgx.Tx) error {
+		// READ COMMITTED (inRowTx): after waiting for the lock row, the
+		// statements that follow see what the transaction before
+		// committed.
+		err := inRowTx(ctx, pool, func(tx pgx.Tx) error {
 			ran = false
+			// The lock row (version 0) orders concurrent migrations:
+			// the second waits here, then finds the version applied. It
+			// is a lock, not a write, so the DDL that follows is allowed
+			// on CockroachDB, which refuses DDL after a write in one
+			// transaction; the version's row is written last.
+			if _, err := tx.Exec(ctx, `SELECT version FROM schema_migrations WHERE version = 0 FOR UPDATE`); err != nil {
+				return err
+			}
 			have, err := applied(ctx, tx)
 			if err != nil {
 				return err
@@ -166,20 +181,15 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 			if len(have) > 0 && have[len(have)-1] > len(ms) {
 				return fmt.Errorf("%w: the database is at version %d, newer than this binary's %d", ErrSchema, have[len(have)-1], len(ms))
 			}
-			// The version's row first: a second Migrate at the same
-			// time waits on it, then finds it taken and skips the
-			// version (ON CONFLICT DO NOTHING returns no row).
-			var v int64
-			err = tx.QueryRow(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)
-				ON CONFLICT (version) DO NOTHING RETURNING version`, m.Version, m.Name, time.Now().UTC()).Scan(&v)
-			if errors.Is(err, pgx.ErrNoRows) {
+			if slices.Contains(have, m.Version) {
 				return nil
-			}
-			if err != nil {
-				return err
 			}
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+				m.Version, m.Name, time.Now().UTC()); err != nil {
+				return err
 			}
 			ran = true
 			return nil

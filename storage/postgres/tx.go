@@ -1,8 +1,9 @@
 // Package postgres is verifyd's storage on PostgreSQL (or CockroachDB):
 // fleet mode, several verifyd processes on one database as one service
 // (docs/fleet.md). It is being built (issue 17): so far the versioned
-// schema (Migrate, Check) and the transaction discipline every write
-// follows (inTx).
+// schema (Migrate, Check), the transaction discipline every write follows
+// (inRowTx; SERIALIZABLE transactions come with the job leases), accounts,
+// API keys and credits without charges.
 package postgres
 
 import (
@@ -28,17 +29,12 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }
 
-// inTx runs fn in a SERIALIZABLE transaction (CockroachDB's only level,
-// PostgreSQL's strictest) and commits it, running it again from the start
-// on a serialization failure or a deadlock, with a jittered back-off, up
-// to maxTxAttempts times. fn must have no effect outside the transaction:
-// it may run more than once.
-func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
-	return runTx(ctx, pool, pgx.Serializable, fn)
-}
-
-// inRowTx is inTx at READ COMMITTED, for a transaction whose first
-// statement locks the one row that orders it (SELECT … FOR UPDATE of the
+// inRowTx runs fn in a READ COMMITTED transaction and commits it,
+// running it again from the start on a serialization failure or a
+// deadlock, with a jittered back-off, up to maxTxAttempts times (fn must
+// have no effect outside the transaction: it may run more than once). It
+// is for a transaction whose first statement locks the row that orders
+// it (SELECT … FOR UPDATE of the
 // account): everything it reads after that is under the lock, and a
 // transaction that waited for the lock reads the row as the one before it
 // left it. At SERIALIZABLE every such wait would end in a serialization
