@@ -214,7 +214,7 @@ func (r *runner) fairness(ctx context.Context, v *Verifyd, fr *FairnessResult, a
 		fr.Error = "A with B: " + ra.res.Error
 		return
 	case len(fr.BWith) == 0:
-		fr.Error = "A's batch was over before B's first upload"
+		fr.Skipped = "A's batch ended before B's first upload: too small to measure B beside it"
 		return
 	}
 	pause(ctx)

@@ -161,8 +161,13 @@ func TestSmoke(t *testing.T) {
 	if err := json.Unmarshal(run.Scenarios["fairness"], &fr); err != nil {
 		t.Fatal(err)
 	}
-	if fr.Error != "" || len(fr.BAlone) != FairRepeats || len(fr.BWith) == 0 || len(fr.StartedAt) != len(fr.BWith) ||
-		fr.BRatio <= 0 || fr.BWorstRatio < fr.BRatio || fr.ASlowdown <= 0 || len(fr.AAlone) != 2 || fr.AAlone[1].Processed != 100 {
+	// The smoke world's batch of 100 may end before B's first upload
+	// (when it has no tarpit): then the scenario says so, with B's and
+	// A's runs alone measured.
+	tooSmall := strings.Contains(fr.Skipped, "too small")
+	if fr.Error != "" || len(fr.BAlone) != FairRepeats || len(fr.AAlone) < 1 || fr.AAlone[0].Processed != 100 ||
+		(!tooSmall && (fr.Skipped != "" || len(fr.BWith) == 0 || len(fr.StartedAt) != len(fr.BWith) ||
+			fr.BRatio <= 0 || fr.BWorstRatio < fr.BRatio || fr.ASlowdown <= 0 || len(fr.AAlone) != 2)) {
 		t.Errorf("fairness %+v", fr)
 	}
 	if len(run.Targets) == 0 {
