@@ -303,18 +303,26 @@ func (sc *scheduler) remove(r *jobRun) {
 			a.cursor = 0
 		}
 	}
-	if len(a.jobs) == 0 {
-		delete(sc.acctIdx, a.name)
-		if i := slices.Index(sc.accts, a); i >= 0 {
-			sc.accts = slices.Delete(sc.accts, i, i+1)
-			if sc.cursor > i {
-				sc.cursor--
-			}
-			if len(sc.accts) > 0 {
-				sc.cursor %= len(sc.accts)
-			} else {
-				sc.cursor = 0
-			}
+	sc.dropIdle(a)
+}
+
+// dropIdle takes an account out of the rotation once it has neither jobs
+// nor groups in flight: while its groups still run, a new job of the
+// account counts them (the fewest-in-flight rule). The caller holds mu.
+func (sc *scheduler) dropIdle(a *acctQ) {
+	if len(a.jobs) > 0 || a.inflight > 0 || sc.acctIdx[a.name] != a {
+		return
+	}
+	delete(sc.acctIdx, a.name)
+	if i := slices.Index(sc.accts, a); i >= 0 {
+		sc.accts = slices.Delete(sc.accts, i, i+1)
+		if sc.cursor > i {
+			sc.cursor--
+		}
+		if len(sc.accts) > 0 {
+			sc.cursor %= len(sc.accts)
+		} else {
+			sc.cursor = 0
 		}
 	}
 }
@@ -598,6 +606,7 @@ func (sc *scheduler) run(g *group) {
 	sc.inflight--
 	r.inflight--
 	r.acct.inflight--
+	sc.dropIdle(r.acct)
 	sc.doneDomain(g.domain)
 	if cancelled || sc.closing || r.done {
 		// Shutting down: results of a cancelled call are not answers.

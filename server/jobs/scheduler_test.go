@@ -379,8 +379,23 @@ func TestPickFewestInFlight(t *testing.T) {
 	if got[0] == got[1] || got[1] == got[2] || got[2] == got[3] {
 		t.Fatalf("A and C with as few in flight did not take turns: %v", got)
 	}
+	// A job that ends while its groups still run leaves their count with
+	// the account: the account's next job does not start at zero.
+	a := sc.acctIdx["A"]
+	sc.remove(sc.jobs["a1"])
+	add("a2", "A", "a2-", 5)
+	if sc.acctIdx["A"] != a || a.inflight == 0 {
+		t.Fatalf("after A's job ended with groups in flight, its account starts again at %d in flight", sc.acctIdx["A"].inflight)
+	}
+	a.inflight = 0
+	sc.remove(sc.jobs["a2"])
+	if _, ok := sc.acctIdx["A"]; ok {
+		t.Fatal("an account without jobs or groups in flight stays in the rotation")
+	}
+	add("a1", "A", "a", 20)
 	// C's every domain at its limit: A gets the slot though C has fewer.
-	sc.accts[2].inflight = 0
+	sc.acctIdx["C"].inflight = 0
+	sc.acctIdx["A"].inflight = 3
 	for _, q := range sc.jobs["c1"].domains[sc.jobs["c1"].dhead:] {
 		sc.perDom[q.name] = 1
 	}
