@@ -203,3 +203,14 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 	}
 	return done, nil
 }
+
+// Versions reports the schema versions applied to the database (none when
+// it has no verifyd schema) and the newest this binary knows.
+func Versions(ctx context.Context, pool *pgxpool.Pool) (have []int, known int, err error) {
+	ms, err := Migrations()
+	if err != nil {
+		return nil, 0, err
+	}
+	have, err = applied(ctx, pool)
+	return have, len(ms), err
+}
