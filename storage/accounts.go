@@ -65,12 +65,12 @@ func (db *DB) CreateAccount(name string, plan Plan) (Account, error) {
 	if err := db.check(); err != nil {
 		return Account{}, err
 	}
-	if _, err := NewAccount(name, plan, db.now()); err != nil {
-		return Account{}, err
-	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	a := db.newAccountLocked(name, plan)
+	a, err := db.newAccountLocked(name, plan)
+	if err != nil {
+		return Account{}, err
+	}
 	if err := db.putAccount(a); err != nil {
 		return Account{}, err
 	}
@@ -78,15 +78,17 @@ func (db *DB) CreateAccount(name string, plan Plan) (Account, error) {
 	return a, nil
 }
 
-// newAccountLocked makes, but does not store, an account with an id no
-// other has and a new webhook secret; db.mu is held (read or write).
-func (db *DB) newAccountLocked(name string, plan Plan) Account {
-	for {
-		a, _ := NewAccount(name, plan, db.now())
+// newAccountLocked makes (NewAccount), but does not store, an account
+// with an id no other has; db.mu is held (read or write).
+func (db *DB) newAccountLocked(name string, plan Plan) (Account, error) {
+	a, err := NewAccount(name, plan, db.now())
+	for err == nil {
 		if _, dup := db.accounts[a.ID]; !dup {
-			return a
+			break
 		}
+		a.ID = newAccountID()
 	}
+	return a, err
 }
 
 // GetAccount returns the account, or ErrNotFound.

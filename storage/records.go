@@ -24,13 +24,16 @@ func NewAccount(name string, plan Plan, now time.Time) (Account, error) {
 		return Account{}, invalidf("account name longer than 200 bytes")
 	}
 	return Account{
-		ID:            "acct_" + randomString(20, alphaLowerDigits),
+		ID:            newAccountID(),
 		Name:          strings.TrimSpace(name),
 		Plan:          plan,
 		WebhookSecret: newWebhookSecret(),
 		CreatedAt:     now.Truncate(time.Millisecond),
 	}, nil
 }
+
+// newAccountID is "acct_" and 20 of [a-z0-9].
+func newAccountID() string { return "acct_" + randomString(20, alphaLowerDigits) }
 
 // NewKey checks a key's scopes and label and makes the key string (shown
 // once) and its record: a new prefix, the SHA-256 of the whole string,

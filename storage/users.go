@@ -200,8 +200,12 @@ func (db *DB) RegisterWithAccount(email, passwordHash, accountName string, plan 
 	var acct Account
 	u, err := db.register(strings.TrimSpace(email), passwordHash, false, func(b *pebble.Batch, u *User) (func(), error) {
 		db.mu.RLock()
-		acct = db.newAccountLocked(clip(strings.TrimSpace(accountName), 200), plan)
+		var err error
+		acct, err = db.newAccountLocked(clip(strings.TrimSpace(accountName), 200), plan)
 		db.mu.RUnlock()
+		if err != nil {
+			return nil, err
+		}
 		acct.Grant = credits
 		if err := putJSON(b, accountKey(acct.ID), acct); err != nil {
 			return nil, err

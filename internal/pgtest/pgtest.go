@@ -297,9 +297,6 @@ func (s *Server) Stop() error {
 	return errors.Join(err, os.RemoveAll(s.Dir))
 }
 
-// Log is what the server printed (warnings and errors).
-func (s *Server) Log() string { return s.log.String() }
-
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

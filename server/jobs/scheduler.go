@@ -292,18 +292,27 @@ func (sc *scheduler) remove(r *jobRun) {
 	r.buf = nil
 	delete(sc.jobs, r.id)
 	a := r.acct
-	if i := slices.Index(a.jobs, r); i >= 0 {
-		a.jobs = slices.Delete(a.jobs, i, i+1)
-		if a.cursor > i {
-			a.cursor--
-		}
-		if len(a.jobs) > 0 {
-			a.cursor %= len(a.jobs)
-		} else {
-			a.cursor = 0
-		}
-	}
+	a.jobs = removeTurn(a.jobs, r, &a.cursor)
 	sc.dropIdle(a)
+}
+
+// removeTurn deletes x from a round-robin list and keeps cursor on the
+// element that was to have the next turn.
+func removeTurn[T comparable](list []T, x T, cursor *int) []T {
+	i := slices.Index(list, x)
+	if i < 0 {
+		return list
+	}
+	list = slices.Delete(list, i, i+1)
+	if *cursor > i {
+		*cursor--
+	}
+	if len(list) > 0 {
+		*cursor %= len(list)
+	} else {
+		*cursor = 0
+	}
+	return list
 }
 
 // dropIdle takes an account out of the rotation once it has neither jobs
@@ -314,17 +323,7 @@ func (sc *scheduler) dropIdle(a *acctQ) {
 		return
 	}
 	delete(sc.acctIdx, a.name)
-	if i := slices.Index(sc.accts, a); i >= 0 {
-		sc.accts = slices.Delete(sc.accts, i, i+1)
-		if sc.cursor > i {
-			sc.cursor--
-		}
-		if len(sc.accts) > 0 {
-			sc.cursor %= len(sc.accts)
-		} else {
-			sc.cursor = 0
-		}
-	}
+	sc.accts = removeTurn(sc.accts, a, &sc.cursor)
 }
 
 func (sc *scheduler) start() { go sc.loop() }

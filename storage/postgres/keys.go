@@ -30,14 +30,16 @@ func scanKey(r scanner) (storage.APIKey, error) {
 func (db *DB) MintKey(account string, scopes []string, label string) (string, storage.APIKey, error) {
 	ctx, cancel := db.ctx()
 	defer cancel()
-	if _, _, err := storage.NewKey(account, scopes, label, db.now()); err != nil {
+	full0, k0, err := storage.NewKey(account, scopes, label, db.now())
+	if err != nil {
 		return "", storage.APIKey{}, err
 	}
 	var full string
 	var k storage.APIKey
 	// READ COMMITTED: the account's row lock orders the mints (a second
 	// one reads the first's key after the wait; see inRowTx).
-	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
+	err = inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
+		full, k = full0, k0 // a retried transaction starts again from them
 		var id string
 		err := tx.QueryRow(ctx, `SELECT id FROM accounts WHERE id = $1 FOR UPDATE`, account).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -46,18 +48,7 @@ func (db *DB) MintKey(account string, scopes []string, label string) (string, st
 		if err != nil {
 			return err
 		}
-		var newest *time.Time
-		if err := tx.QueryRow(ctx, `SELECT max(created_at) FROM api_keys WHERE account = $1`, account).Scan(&newest); err != nil {
-			return err
-		}
 		for {
-			full, k, err = storage.NewKey(account, scopes, label, db.now())
-			if err != nil {
-				return err
-			}
-			if newest != nil && !k.CreatedAt.After(*newest) {
-				k.CreatedAt = newest.UTC().Add(time.Millisecond)
-			}
 			var taken bool
 			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys WHERE prefix = $1)`, k.Prefix).Scan(&taken); err != nil {
 				return err
@@ -65,6 +56,16 @@ func (db *DB) MintKey(account string, scopes []string, label string) (string, st
 			if !taken {
 				break
 			}
+			if full, k, err = storage.NewKey(account, scopes, label, db.now()); err != nil {
+				return err
+			}
+		}
+		var newest *time.Time
+		if err := tx.QueryRow(ctx, `SELECT max(created_at) FROM api_keys WHERE account = $1`, account).Scan(&newest); err != nil {
+			return err
+		}
+		if newest != nil && !k.CreatedAt.After(*newest) {
+			k.CreatedAt = newest.UTC().Add(time.Millisecond)
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO api_keys (prefix, account, label, scopes, hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 			k.Prefix, k.Account, k.Label, k.Scopes, k.Hash, k.CreatedAt)
