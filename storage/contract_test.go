@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/verifyd/verifyd/storage"
@@ -10,14 +11,32 @@ import (
 // TestContract runs the shared compliance suite on the Pebble backend;
 // storage/postgres runs the same on PostgreSQL.
 func TestContract(t *testing.T) {
-	open := func(t *testing.T) *storage.DB {
-		db, err := storage.Open(t.TempDir(), storage.Options{})
+	dirs := map[*storage.DB]string{}
+	clocks := map[*storage.DB]*storagetest.Clock{}
+	openAt := func(t *testing.T, dir string, c *storagetest.Clock) *storage.DB {
+		opts := storage.Options{Logger: slog.New(slog.DiscardHandler), PurgeInterval: -1}
+		if c != nil {
+			opts.Now = c.Now
+		}
+		db, err := storage.Open(dir, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
+		dirs[db], clocks[db] = dir, c
 		return db
 	}
+	open := func(t *testing.T) *storage.DB { return openAt(t, t.TempDir(), nil) }
 	storagetest.RunAccountsKeys(t, func(t *testing.T) storagetest.AccountsKeys { return open(t) })
 	storagetest.RunCredits(t, func(t *testing.T) storagetest.Credits { return open(t) })
+	storagetest.RunCharges(t, storagetest.Backend[storagetest.Charges]{
+		Open: func(t *testing.T, c *storagetest.Clock) storagetest.Charges { return openAt(t, t.TempDir(), c) },
+		Reopen: func(t *testing.T, s storagetest.Charges) storagetest.Charges {
+			db := s.(*storage.DB)
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return openAt(t, dirs[db], clocks[db])
+		},
+	})
 }

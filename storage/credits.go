@@ -486,22 +486,10 @@ func (db *DB) ChargeDirect(account string, n int64, req ChargeRequest) (Charged,
 // ledger entry never reaches disk without the one before it, and history
 // rows become visible in the order of their positions.
 func (db *DB) charge(account string, h *Hold, n int64, req ChargeRequest) (Charged, error) {
+	if err := CheckCharge(account, &req); err != nil {
+		return Charged{}, err
+	}
 	r := req.Result
-	if r.Account == "" {
-		r.Account = account
-	}
-	if r.Kind == "" {
-		r.Kind = KindSingle
-	}
-	if r.Account != account || r.Kind != KindSingle || r.JobID != "" {
-		return Charged{}, invalidf("a charge stores a single result of the charged account")
-	}
-	if req.Idem != nil && req.Seal == nil {
-		return Charged{}, invalidf("ChargeRequest.Idem needs Seal for the response")
-	}
-	if req.Idem != nil && req.Idem.Account != account {
-		return Charged{}, invalidf("idempotency key of another account")
-	}
 	st, err := db.lockAccountStaged(account)
 	if err != nil {
 		return Charged{}, err
@@ -593,7 +581,7 @@ func (db *DB) charge(account string, h *Hold, n int64, req ChargeRequest) (Charg
 	if sealErr != nil {
 		// The charge entry is written (the entries after it count it); a
 		// second entry gives the credit back.
-		if _, verr := db.AddCredits(account, n, fmt.Sprintf("void charge %d: receipt not sealed", e.Seq)); verr != nil {
+		if _, verr := db.AddCredits(account, n, VoidNote(e.Seq)); verr != nil {
 			db.log.Error("void charge", "account", account, "seq", e.Seq, "err", verr)
 		}
 		if werr := wait(); werr != nil {

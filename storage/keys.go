@@ -194,7 +194,7 @@ func histPos(key []byte) int64 { return int64(^binary.BigEndian.Uint64(key[len(k
 func cacheKey(account, email string) []byte {
 	k := keyBuf(prefixCache, len(account)+1+len(email))
 	k = append(append(k, account...), '/')
-	return append(k, strings.ToLower(email)...)
+	return append(k, CacheEmail(email)...)
 }
 
 // --- idempotency

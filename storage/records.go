@@ -3,6 +3,8 @@ package storage
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -84,3 +86,94 @@ func MatchKey(key string, k APIKey) error {
 // NewWebhookSecret is a new webhook secret: "whsec_" and 32 random bytes,
 // base64url.
 func NewWebhookSecret() string { return newWebhookSecret() }
+
+// PrepareResult checks a result about to be stored and fills in its ID
+// (a UUIDv7 of now) and ProbedAt (now) when they are zero; ProbedAt is
+// kept to the millisecond, in UTC.
+func PrepareResult(r *Result, now time.Time) error {
+	if r.Email == "" || r.Status == "" {
+		return invalidf("a result needs an email and a status")
+	}
+	if r.Score < 0 || r.Score > 100 {
+		return invalidf("score %d is not 0 to 100", r.Score)
+	}
+	if r.Kind != KindSingle && r.Kind != KindBatch {
+		return invalidf("result kind %q", r.Kind)
+	}
+	if r.ID == "" {
+		r.ID = NewUUIDv7(now)
+	} else if !validID(r.ID) {
+		return invalidf("result id %q", r.ID)
+	}
+	if r.ProbedAt.IsZero() {
+		r.ProbedAt = now
+	}
+	r.ProbedAt = r.ProbedAt.UTC().Truncate(time.Millisecond)
+	if ms := r.ProbedAt.UnixMilli(); ms < 0 || ms > maxPosMs {
+		return invalidf("probed_at %v out of range", r.ProbedAt)
+	}
+	return nil
+}
+
+// CheckCharge checks what a charge of account stores: a single result of
+// that account (Account and Kind filled in when empty), and an
+// idempotency record only with the Seal that makes its response.
+func CheckCharge(account string, req *ChargeRequest) error {
+	r := &req.Result
+	if r.Account == "" {
+		r.Account = account
+	}
+	if r.Kind == "" {
+		r.Kind = KindSingle
+	}
+	if r.Account != account || r.Kind != KindSingle || r.JobID != "" {
+		return invalidf("a charge stores a single result of the charged account")
+	}
+	if req.Idem != nil && req.Seal == nil {
+		return invalidf("ChargeRequest.Idem needs Seal for the response")
+	}
+	if req.Idem != nil && req.Idem.Account != account {
+		return invalidf("idempotency key of another account")
+	}
+	return nil
+}
+
+// CheckIdemRef checks an idempotency record's name.
+func CheckIdemRef(ref IdemRef) error { return ref.check() }
+
+// VoidNote is the note of the ledger entry that gives back a charge whose
+// receipt could not be sealed.
+func VoidNote(seq uint64) string { return fmt.Sprintf("void charge %d: receipt not sealed", seq) }
+
+// CacheEmail is the form of an address the cache:true index keys it by:
+// lower-cased.
+func CacheEmail(email string) string { return strings.ToLower(email) }
+
+// HistoryArgs checks ListHistory's arguments and returns the kind
+// (HistoryAll for ""), the position the rows must be below (the cursor's
+// instant in nanoseconds; math.MaxInt64 without one; 0 or less: no row
+// can be) and the page size (DefaultHistoryLimit for 0).
+func HistoryArgs(kind, cursor string, limit int) (string, int64, int, error) {
+	switch kind {
+	case "":
+		kind = HistoryAll
+	case HistoryAll, HistorySingle, HistoryBatch:
+	default:
+		return "", 0, 0, invalidf("history kind %q", kind)
+	}
+	if limit == 0 {
+		limit = DefaultHistoryLimit
+	}
+	if limit < 0 || limit > 10_000 {
+		return "", 0, 0, invalidf("history limit %d", limit)
+	}
+	before := int64(math.MaxInt64)
+	if cursor != "" {
+		c, err := ParseCursor(cursor)
+		if err != nil {
+			return "", 0, 0, err
+		}
+		before = c
+	}
+	return kind, before, limit, nil
+}

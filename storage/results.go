@@ -155,30 +155,7 @@ func decodeCacheEntry(v []byte) (id string, probedMs int64, err error) {
 }
 
 // prepareResult checks r and fills in its ID and ProbedAt.
-func (db *DB) prepareResult(r *Result, now time.Time) error {
-	if r.Email == "" || r.Status == "" {
-		return invalidf("a result needs an email and a status")
-	}
-	if r.Score < 0 || r.Score > 100 {
-		return invalidf("score %d is not 0 to 100", r.Score)
-	}
-	if r.Kind != KindSingle && r.Kind != KindBatch {
-		return invalidf("result kind %q", r.Kind)
-	}
-	if r.ID == "" {
-		r.ID = NewUUIDv7(now)
-	} else if !validID(r.ID) {
-		return invalidf("result id %q", r.ID)
-	}
-	if r.ProbedAt.IsZero() {
-		r.ProbedAt = now
-	}
-	r.ProbedAt = r.ProbedAt.UTC().Truncate(time.Millisecond)
-	if ms := r.ProbedAt.UnixMilli(); ms < 0 || ms > maxPosMs {
-		return invalidf("probed_at %v out of range", r.ProbedAt)
-	}
-	return nil
-}
+func (db *DB) prepareResult(r *Result, now time.Time) error { return PrepareResult(r, now) }
 
 // stageResult adds a prepared result's keys to b: the result (under res/,
 // or under jobres/ with a pointer under res/ for a batch result), its
@@ -536,33 +513,16 @@ func (db *DB) ListHistory(account, kind, cursor string, limit int) (HistoryPage,
 	if err := db.check(); err != nil {
 		return HistoryPage{}, err
 	}
-	var kinds []byte
+	kind, before, limit, err := HistoryArgs(kind, cursor, limit)
+	if err != nil || before <= 0 {
+		return HistoryPage{}, err
+	}
+	kinds := []byte{histKindSingle, histKindBatch}
 	switch kind {
-	case HistoryAll, "":
-		kinds = []byte{histKindSingle, histKindBatch}
 	case HistorySingle:
 		kinds = []byte{histKindSingle}
 	case HistoryBatch:
 		kinds = []byte{histKindBatch}
-	default:
-		return HistoryPage{}, invalidf("history kind %q", kind)
-	}
-	if limit == 0 {
-		limit = DefaultHistoryLimit
-	}
-	if limit < 0 || limit > 10_000 {
-		return HistoryPage{}, invalidf("history limit %d", limit)
-	}
-	before := int64(math.MaxInt64) // rows with pos < before
-	if cursor != "" {
-		c, err := ParseCursor(cursor)
-		if err != nil {
-			return HistoryPage{}, err
-		}
-		before = c
-	}
-	if before <= 0 {
-		return HistoryPage{}, nil
 	}
 	if !db.accountExists(account) {
 		return HistoryPage{}, fmt.Errorf("%w: account %q", ErrNotFound, account)

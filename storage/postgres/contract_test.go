@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 
@@ -12,24 +13,44 @@ import (
 
 // TestContract runs the shared compliance suite (the one storage's tests
 // run on Pebble) on a real PostgreSQL: one server, a new migrated
-// database per subtest.
+// database per subtest. Reopen closes the DB and opens another on the
+// same database: a second box, the first one's process stopped.
 func TestContract(t *testing.T) {
 	srv := pgtest.Start(t)
 	var n atomic.Int32
-	open := func(t *testing.T) *DB {
-		ctx := context.Background()
-		name := fmt.Sprintf("contract_%d", n.Add(1))
-		pool := newPool(t, srv, name)
-		if _, err := Migrate(ctx, pool); err != nil {
-			t.Fatal(err)
+	dsns := map[*DB]string{}
+	clocks := map[*DB]*storagetest.Clock{}
+	openAt := func(t *testing.T, dsn string, c *storagetest.Clock) *DB {
+		opts := Options{Logger: slog.New(slog.DiscardHandler)}
+		if c != nil {
+			opts.Now = c.Now
 		}
-		db, err := Open(ctx, srv.DSN(name), Options{})
+		db, err := Open(context.Background(), dsn, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
+		dsns[db], clocks[db] = dsn, c
 		return db
 	}
-	storagetest.RunAccountsKeys(t, func(t *testing.T) storagetest.AccountsKeys { return open(t) })
-	storagetest.RunCredits(t, func(t *testing.T) storagetest.Credits { return open(t) })
+	open := func(t *testing.T, c *storagetest.Clock) *DB {
+		name := fmt.Sprintf("contract_%d", n.Add(1))
+		pool := newPool(t, srv, name)
+		if _, err := Migrate(context.Background(), pool); err != nil {
+			t.Fatal(err)
+		}
+		return openAt(t, srv.DSN(name), c)
+	}
+	storagetest.RunAccountsKeys(t, func(t *testing.T) storagetest.AccountsKeys { return open(t, nil) })
+	storagetest.RunCredits(t, func(t *testing.T) storagetest.Credits { return open(t, nil) })
+	storagetest.RunCharges(t, storagetest.Backend[storagetest.Charges]{
+		Open: func(t *testing.T, c *storagetest.Clock) storagetest.Charges { return open(t, c) },
+		Reopen: func(t *testing.T, s storagetest.Charges) storagetest.Charges {
+			db := s.(*DB)
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return openAt(t, dsns[db], clocks[db])
+		},
+	})
 }

@@ -134,8 +134,8 @@ func (db *DB) adjust(account string, change func(context.Context, pgx.Tx, *acctR
 
 // Hold takes n credits of the account for a validation about to run, or
 // fails with an *InsufficientCreditsError when fewer are available
-// (balance − held). The hold is recorded with the box that made it: when
-// a box starts again, it releases its own holds left by a crash.
+// (balance − held). The hold is recorded with this process's boot: when
+// the boot stops, a running box releases it (Reap).
 func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
 	if n <= 0 {
 		return storage.Hold{}, invalid("credits to hold must be positive, not %d", n)
@@ -150,8 +150,8 @@ func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
 			return e, err
 		}
 		h = storage.Hold{Account: account, Seq: e.Seq, N: n, Ref: ref, At: e.Time}
-		_, err = tx.Exec(ctx, `INSERT INTO holds (account, seq, amount, ref, box, at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			account, int64(e.Seq), n, ref, db.box, e.Time)
+		_, err = tx.Exec(ctx, `INSERT INTO holds (account, seq, amount, ref, boot, at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			account, int64(e.Seq), n, ref, db.boot, e.Time)
 		return e, err
 	})
 	if err != nil {

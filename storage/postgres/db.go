@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -18,27 +21,54 @@ type Options struct {
 	// Now is the clock of the records' times; default time.Now. Tests
 	// set it.
 	Now func() time.Time
-	// Box names this verifyd among the fleet's (its holds are its own: it
-	// releases them when it starts again after a crash). Default the
-	// host name.
+	// Box names this verifyd among the fleet's, in its boot row (see
+	// boots.go) and the notes of the ledger entries that release its
+	// holds. Default the host name. Two boxes may share a name: what
+	// belongs to a process is named by its boot, a random id.
 	Box string
+	// Lease is how long a box not heard from (its heartbeat, every
+	// Lease/3) is taken as stopped: its holds are released and its
+	// pending idempotency keys taken over. Default 30 s.
+	Lease time.Duration
+	// IdemTTL is how long an idempotency record is kept (spec §7: 24 h).
+	// Default 24 h.
+	IdemTTL time.Duration
+	// Logger receives the package's log lines; default slog.Default().
+	Logger *slog.Logger
 }
 
+// DefaultLease is Options.Lease's default.
+const DefaultLease = 30 * time.Second
+
 // DB is the storage contract on PostgreSQL. So far it implements
-// storage.Accounts and storage.Keys.
+// storage.Accounts, Keys, Balances, Idempotency and Results.
 type DB struct {
-	pool *pgxpool.Pool
-	now  func() time.Time
-	box  string
+	pool    *pgxpool.Pool
+	now     func() time.Time
+	box     string
+	boot    string
+	lease   time.Duration
+	idemTTL time.Duration
+	log     *slog.Logger
+
+	seen   atomic.Int64 // lastSeen, Unix ns
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	closed sync.Once
 }
 
 var (
-	_ storage.Accounts = (*DB)(nil)
-	_ storage.Keys     = (*DB)(nil)
+	_ storage.Accounts    = (*DB)(nil)
+	_ storage.Keys        = (*DB)(nil)
+	_ storage.Balances    = (*DB)(nil)
+	_ storage.Idempotency = (*DB)(nil)
+	_ storage.Results     = (*DB)(nil)
 )
 
 // Open connects to the database at dsn and checks that its schema is
-// this binary's (Check): a database to migrate first is refused.
+// this binary's (Check): a database to migrate first is refused. It
+// registers this process's boot, releases the holds of stopped boxes
+// (Reap) and keeps its boot alive until Close.
 func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
@@ -52,18 +82,66 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if now == nil {
 		now = time.Now
 	}
-	box := opts.Box
-	if box == "" {
-		box, _ = os.Hostname()
+	db := &DB{
+		pool: pool, now: func() time.Time { return now().UTC() },
+		box: opts.Box, boot: newBootID(), lease: opts.Lease, idemTTL: opts.IdemTTL, log: opts.Logger,
+		stop: make(chan struct{}),
 	}
-	return &DB{pool: pool, now: func() time.Time { return now().UTC() }, box: box}, nil
+	if db.box == "" {
+		db.box, _ = os.Hostname()
+	}
+	if db.lease <= 0 {
+		db.lease = DefaultLease
+	}
+	if db.idemTTL <= 0 {
+		db.idemTTL = storage.DefaultIdemTTL
+	}
+	if db.log == nil {
+		db.log = slog.Default()
+	}
+	if err := db.register(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: register this box: %w", err)
+	}
+	if _, err := db.Reap(); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: release the holds of stopped boxes: %w", err)
+	}
+	db.wg.Add(1)
+	go db.heartbeat()
+	return db, nil
 }
 
-// Close closes the connections.
+// Close ends this boot: its row is deleted, the holds it still has are
+// released (a validation in flight now answers 500 uncharged), and the
+// connections are closed.
 func (db *DB) Close() error {
-	db.pool.Close()
-	return nil
+	var err error
+	db.closed.Do(func() {
+		close(db.stop)
+		db.wg.Wait()
+		ctx, cancel := db.ctx()
+		defer cancel()
+		if _, err = db.pool.Exec(ctx, `DELETE FROM boots WHERE id = $1`, db.boot); err == nil {
+			_, err = db.Reap()
+		}
+		db.pool.Close()
+	})
+	return err
 }
+
+// abandon closes the connections as a killed process would: its boot row
+// stays until it is reaped. For tests.
+func (db *DB) abandon() {
+	db.closed.Do(func() {
+		close(db.stop)
+		db.wg.Wait()
+		db.pool.Close()
+	})
+}
+
+// Boot returns this process's boot id.
+func (db *DB) Boot() string { return db.boot }
 
 // ctx is the context of the contract's calls, which take none (as the
 // Pebble backend's): a bound on one call's database time.
@@ -79,6 +157,13 @@ const callTimeout = 30 * time.Second
 func isUnique(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// isForeignKey reports a foreign-key violation (23503): a row of an
+// account that does not exist.
+func isForeignKey(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23503"
 }
 
 func notFound(what, id string) error { return fmt.Errorf("%w: %s %q", storage.ErrNotFound, what, id) }

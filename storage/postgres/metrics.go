@@ -4,5 +4,7 @@ import "github.com/VictoriaMetrics/metrics"
 
 // Metrics of the PostgreSQL storage (docs/fleet.md lists them).
 var (
-	txRetries = metrics.NewCounter("verifyd_storage_pg_tx_retries_total")
+	txRetries          = metrics.NewCounter("verifyd_storage_pg_tx_retries_total")
+	heartbeatFailures  = metrics.NewCounter("verifyd_storage_pg_heartbeat_failures_total")
+	staleHoldsReleased = metrics.NewCounter("verifyd_storage_pg_stale_holds_released_total")
 )

@@ -12,11 +12,10 @@ CREATE TABLE accounts (
 	-- held by validations in flight: balance - held is what may be spent.
 	balance           bigint NOT NULL DEFAULT 0,
 	held              bigint NOT NULL DEFAULT 0,
-	-- The account's next ledger sequence and history position: taken in
-	-- the transaction that writes the entry or the row, so an account's
-	-- writes are ordered by its row lock, whatever box makes them.
+	-- The account's next ledger sequence: taken in the transaction that
+	-- writes the entry, so an account's writes are ordered by its row
+	-- lock, whatever box makes them.
 	next_seq          bigint NOT NULL DEFAULT 1,
-	next_pos          bigint NOT NULL DEFAULT 1,
 	CHECK (held >= 0 AND balance - held >= 0)
 );
 
@@ -47,13 +46,16 @@ CREATE TABLE ledger (
 	PRIMARY KEY (account, seq)
 );
 
--- Holds of validations in flight, by the ledger seq of their hold entry.
+-- Holds of validations in flight, by the ledger seq of their hold entry,
+-- with the boot (one run of one verifyd, see 0002) that holds them: the
+-- holds of a boot that stopped are released by the boxes still running.
 CREATE TABLE holds (
 	account text NOT NULL REFERENCES accounts (id),
 	seq     bigint NOT NULL,
 	amount  bigint NOT NULL,
 	ref     text NOT NULL DEFAULT '',
-	box     text NOT NULL,
+	boot    text NOT NULL,
 	at      timestamptz NOT NULL,
 	PRIMARY KEY (account, seq)
 );
+CREATE INDEX holds_boot ON holds (boot);

@@ -1,0 +1,165 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/verifyd/verifyd/internal/pgtest"
+	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/storagetest"
+)
+
+// TestTwoBoxes: two DBs on one database are two boxes of a fleet. No
+// overdraft under charges on both at once; history written by both pages
+// without loss; an idempotency key begun on one is in flight on the
+// other, and replays there once answered; when a box dies without
+// closing (kill -9: its boot row stays), the other releases its holds and
+// takes over its pending keys once its lease has run out, not before.
+func TestTwoBoxes(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	pool := newPool(t, srv, "fleet")
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	const lease = 2 * time.Second
+	open := func(box string) *DB {
+		db, err := Open(ctx, srv.DSN("fleet"), Options{Box: box, Lease: lease, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a, b := open("a"), open("b")
+	boxes := []*DB{a, b}
+
+	acct, err := a.CreateAccount("fleet", storage.PlanGrowth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddCredits(acct.ID, 20, ""); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	charged, refused := 0, 0
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db := boxes[i%2]
+			var err error
+			if i%4 < 2 {
+				_, err = db.ChargeDirect(acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("d%d@x.test", i), Status: "valid"}})
+			} else {
+				var h storage.Hold
+				if h, err = db.Hold(acct.ID, 1, ""); err == nil {
+					_, err = boxes[(i+1)%2].Charge(h, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("h%d@x.test", i), Status: "valid"}})
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				charged++
+			case errors.Is(err, storage.ErrInsufficientCredits):
+				refused++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if charged != 20 || refused != 30 {
+		t.Fatalf("%d charged, %d refused across two boxes: want 20 and 30", charged, refused)
+	}
+	if c, _ := a.Credits(acct.ID); c.Balance != 0 || c.Held != 0 {
+		t.Fatalf("credits %+v", c)
+	}
+	for _, db := range boxes {
+		rows := storagetest.WalkHistory(t, db, acct.ID, storage.HistoryAll, 3)
+		if len(rows) != 20 {
+			t.Fatalf("%d history rows, want 20", len(rows))
+		}
+		storagetest.CheckNewestFirst(t, rows)
+	}
+
+	// An idempotency key across boxes.
+	if _, err := a.AddCredits(acct.ID, 10, ""); err != nil {
+		t.Fatal(err)
+	}
+	ref := storage.IdemRef{Account: acct.ID, Endpoint: "POST /v1/validate", Key: "k-1"}
+	if out, _, err := a.BeginIdem(ref, []byte("h")); err != nil || out != storage.IdemNew {
+		t.Fatalf("BeginIdem on a: %v, %v", out, err)
+	}
+	if out, _, err := b.BeginIdem(ref, []byte("h")); err != nil || out != storage.IdemInFlight {
+		t.Fatalf("BeginIdem on b while a processes it: %v, %v", out, err)
+	}
+	h, _ := a.Hold(acct.ID, 1, "")
+	seal := func(r storage.Result, bal int64) (storage.Sealed, error) {
+		return storage.Sealed{Receipt: []byte("r"), Response: storage.IdemResponse{Status: 200, Body: fmt.Appendf(nil, "%d", bal)}}, nil
+	}
+	if _, err := a.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "i@x.test", Status: "valid"}, Idem: &ref, Seal: seal}); err != nil {
+		t.Fatal(err)
+	}
+	if out, rec, err := b.BeginIdem(ref, []byte("h")); err != nil || out != storage.IdemReplay || string(rec.Response.Body) != "9" {
+		t.Fatalf("replay on b: %v %+v %v", out, rec, err)
+	}
+
+	// Box a dies with two holds and a pending key.
+	ref2 := storage.IdemRef{Account: acct.ID, Endpoint: "POST /v1/validate", Key: "k-2"}
+	a.BeginIdem(ref2, []byte("h"))
+	a.Hold(acct.ID, 2, "x")
+	a.Hold(acct.ID, 3, "y")
+	a.abandon()
+	seen := a.lastSeen()
+	n, err := b.Reap()
+	if err != nil || n != 0 && time.Since(seen) < lease {
+		t.Fatalf("Reap within the dead box's lease released %d holds (%v)", n, err)
+	}
+	if out, _, _ := b.BeginIdem(ref2, []byte("h")); out != storage.IdemInFlight && time.Since(seen) < lease {
+		t.Fatalf("a pending key of a box within its lease: %v", out)
+	}
+	// b releases them, by its own reaping loop or this test's Reap, once
+	// a's lease has run out.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := b.Reap(); err != nil {
+			t.Fatal(err)
+		}
+		hs, err := b.Holds(acct.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("holds of a dead box not released: %+v", hs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if gone := time.Since(seen); gone < lease {
+		t.Fatalf("holds released %v after the dead box's last heartbeat, within its lease of %v", gone, lease)
+	}
+	es, _ := b.Ledger(acct.ID, 0, 0)
+	if last := es[len(es)-1]; last.Kind != storage.EntryRelease || last.Amount != 3 || last.Note != "released: its verifyd stopped (boot "+a.boot+")" {
+		t.Fatalf("last entry %+v", last)
+	}
+	if c, _ := b.Credits(acct.ID); c.Held != 0 || c.Balance != 9 {
+		t.Fatalf("credits after the reap %+v", c)
+	}
+	if out, _, _ := b.BeginIdem(ref2, []byte("h")); out != storage.IdemNew {
+		t.Fatalf("pending key of a dead box: %v", out)
+	}
+	var boots int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM boots`).Scan(&boots); err != nil || boots != 1 {
+		t.Fatalf("%d boot rows (%v), want b's only", boots, err)
+	}
+}

@@ -1,0 +1,177 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+// Idempotency records (spec §7.3), as on Pebble (storage/idem.go), shared
+// by the fleet: a key begun on one box replays on any other. A pending
+// record names the boot processing its request; while that boot is alive
+// (on any box) a duplicate is IdemInFlight, and once it has stopped (see
+// boots.go) the next BeginIdem takes the key over, since that request
+// never answered. Unlike Pebble's, every write here is durable: the
+// database syncs each commit.
+
+const idemCols = `request_hash, done, status, header_names, header_vals, body, created_at, expires_at`
+
+func scanIdem(ref storage.IdemRef, row scanner, extra ...any) (storage.IdemRecord, error) {
+	rec := storage.IdemRecord{IdemRef: ref}
+	var names, vals []string
+	dest := append([]any{&rec.RequestHash, &rec.Done, &rec.Response.Status, &names, &vals, &rec.Response.Body,
+		&rec.CreatedAt, &rec.ExpiresAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return storage.IdemRecord{}, err
+	}
+	if len(names) != len(vals) {
+		return storage.IdemRecord{}, errors.New("postgres: idempotency record with unpaired headers")
+	}
+	for i := range names {
+		rec.Response.Header = append(rec.Response.Header, storage.HeaderField{Name: names[i], Value: vals[i]})
+	}
+	rec.CreatedAt, rec.ExpiresAt = rec.CreatedAt.UTC(), rec.ExpiresAt.UTC()
+	return rec, nil
+}
+
+// BeginIdem looks up the record of ref and, when there is no live one,
+// writes a pending one (see storage.IdemOutcome).
+func (db *DB) BeginIdem(ref storage.IdemRef, requestHash []byte) (storage.IdemOutcome, storage.IdemRecord, error) {
+	if err := storage.CheckIdemRef(ref); err != nil {
+		return 0, storage.IdemRecord{}, err
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	now := db.now().Truncate(time.Millisecond)
+	for {
+		var out storage.IdemOutcome
+		var rec storage.IdemRecord
+		raced := false
+		err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
+			raced = false
+			var alive bool
+			old, err := scanIdem(ref, tx.QueryRow(ctx, `SELECT `+idemCols+`,
+				boot = $4 OR EXISTS (SELECT 1 FROM boots WHERE boots.id = idem.boot AND boots.seen_at >= now() - $5::interval)
+				FROM idem WHERE account = $1 AND endpoint = $2 AND key = $3 FOR UPDATE`,
+				ref.Account, ref.Endpoint, ref.Key, db.boot, db.lease), &alive)
+			found := err == nil
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if found && old.ExpiresAt.After(now) {
+				switch {
+				case !bytes.Equal(old.RequestHash, requestHash):
+					out, rec = storage.IdemMismatch, old
+					return nil
+				case old.Done:
+					out, rec = storage.IdemReplay, old
+					return nil
+				case alive:
+					out, rec = storage.IdemInFlight, old
+					return nil
+				}
+				// Pending in a boot that stopped: that request never
+				// answered, so this one takes the key over.
+			}
+			rec = storage.IdemRecord{IdemRef: ref, RequestHash: append([]byte{}, requestHash...), CreatedAt: now, ExpiresAt: now.Add(db.idemTTL)}
+			out = storage.IdemNew
+			if found {
+				_, err = tx.Exec(ctx, `UPDATE idem SET request_hash = $4, done = false, boot = $5, status = 0,
+					header_names = '{}', header_vals = '{}', body = NULL, created_at = $6, expires_at = $7
+					WHERE account = $1 AND endpoint = $2 AND key = $3`,
+					ref.Account, ref.Endpoint, ref.Key, rec.RequestHash, db.boot, rec.CreatedAt, rec.ExpiresAt)
+				return err
+			}
+			tag, err := tx.Exec(ctx, `INSERT INTO idem (account, endpoint, key, request_hash, boot, created_at, expires_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (account, endpoint, key) DO NOTHING`,
+				ref.Account, ref.Endpoint, ref.Key, rec.RequestHash, db.boot, rec.CreatedAt, rec.ExpiresAt)
+			if err != nil {
+				return err
+			}
+			// Another BeginIdem inserted it meanwhile: read it again.
+			raced = tag.RowsAffected() == 0
+			return nil
+		})
+		if isForeignKey(err) {
+			return 0, storage.IdemRecord{}, notFound("account", ref.Account)
+		}
+		if err != nil {
+			return 0, storage.IdemRecord{}, err
+		}
+		if !raced {
+			return out, rec, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, storage.IdemRecord{}, err
+		}
+	}
+}
+
+// completeIdem stores the response of the live pending record of ref;
+// without one (it expired) nothing is recorded, as on Pebble.
+func completeIdem(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, ref storage.IdemRef, resp storage.IdemResponse, now time.Time) error {
+	names := make([]string, len(resp.Header))
+	vals := make([]string, len(resp.Header))
+	for i, h := range resp.Header {
+		names[i], vals[i] = h.Name, h.Value
+	}
+	_, err := q.Exec(ctx, `UPDATE idem SET done = true, boot = '', status = $4, header_names = $5, header_vals = $6, body = $7
+		WHERE account = $1 AND endpoint = $2 AND key = $3 AND expires_at > $8`,
+		ref.Account, ref.Endpoint, ref.Key, resp.Status, names, vals, resp.Body, now)
+	return err
+}
+
+// CompleteIdem stores the response of the request that began ref.
+func (db *DB) CompleteIdem(ref storage.IdemRef, resp storage.IdemResponse) error {
+	if err := storage.CheckIdemRef(ref); err != nil {
+		return err
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	return completeIdem(ctx, db.pool, ref, resp, db.now())
+}
+
+// AbortIdem deletes the pending record of ref, so a retry with the same
+// key is processed afresh; a completed record is left alone.
+func (db *DB) AbortIdem(ref storage.IdemRef) error {
+	if err := storage.CheckIdemRef(ref); err != nil {
+		return err
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	_, err := db.pool.Exec(ctx, `DELETE FROM idem WHERE account = $1 AND endpoint = $2 AND key = $3 AND NOT done`,
+		ref.Account, ref.Endpoint, ref.Key)
+	return err
+}
+
+// GetIdem returns the live record of ref, or ErrNotFound.
+func (db *DB) GetIdem(ref storage.IdemRef) (storage.IdemRecord, error) {
+	if err := storage.CheckIdemRef(ref); err != nil {
+		return storage.IdemRecord{}, err
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	rec, err := scanIdem(ref, db.pool.QueryRow(ctx, `SELECT `+idemCols+` FROM idem
+		WHERE account = $1 AND endpoint = $2 AND key = $3 AND expires_at > $4`, ref.Account, ref.Endpoint, ref.Key, db.now()))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.IdemRecord{}, storage.ErrNotFound
+	}
+	return rec, err
+}
+
+// PurgeIdem deletes the records expired by now and returns how many.
+// Every box's idempotency loop may run it; they delete disjoint rows.
+func (db *DB) PurgeIdem() (int, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	tag, err := db.pool.Exec(ctx, `DELETE FROM idem WHERE expires_at <= $1`, db.now())
+	return int(tag.RowsAffected()), err
+}

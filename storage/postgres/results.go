@@ -1,0 +1,331 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+// Charges, results and the history. A charge is one transaction that
+// locks the account's row, ends the hold (or checks the available
+// credits), writes the charge entry, gives the result its history id and
+// position, seals the receipt, and inserts the result (which is its
+// history row), its cache entry and the idempotent response: all of it
+// commits, durably, or none of it does.
+//
+// History positions are Pebble's (storage/README.md, "History paging
+// cursor"): a row's probed_at millisecond times 10⁶ plus its rank among
+// the account's rows of that millisecond, the rank being one more than the
+// highest position taken in it, read under the account's row lock. Every
+// transaction that writes a history row holds that lock, so a position is
+// never given out twice, and the cursor walks the same rows on every box.
+
+// posPerMs is how many positions a millisecond has.
+const posPerMs = 1_000_000
+
+// allocPos returns a free history position of the account for a row
+// probed at ms; tx holds the account's row lock. A full millisecond
+// (10⁶ rows) spills into the next.
+func allocPos(ctx context.Context, tx pgx.Tx, account string, ms int64) (int64, error) {
+	for lo := ms * posPerMs; ; lo += posPerMs {
+		var top *int64
+		err := tx.QueryRow(ctx, `SELECT max(pos) FROM results WHERE account = $1 AND pos >= $2 AND pos < $3`,
+			account, lo, lo+posPerMs).Scan(&top)
+		switch {
+		case err != nil:
+			return 0, err
+		case top == nil:
+			return lo, nil
+		case *top < lo+posPerMs-1:
+			return *top + 1, nil
+		}
+	}
+}
+
+// nextHistoryID draws a history row id.
+func nextHistoryID(ctx context.Context, tx pgx.Tx) (uint64, error) {
+	var id int64
+	err := tx.QueryRow(ctx, `SELECT nextval('history_ids')`).Scan(&id)
+	return uint64(id), err
+}
+
+const resultCols = `id, account, pos, history_id, kind, email, status, score, job_id, job_index, latency_ms, probed_at, cached_from, receipt`
+
+// insertResult writes a prepared result with its history id and position,
+// and its cache entry unless it was served from cache or is kept out.
+func insertResult(ctx context.Context, tx pgx.Tx, r *storage.Result, pos int64) error {
+	var job *string
+	var index *int
+	if r.Kind == storage.KindBatch {
+		job, index = &r.JobID, &r.JobIndex
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO results (`+resultCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		r.ID, r.Account, pos, int64(r.HistoryID), r.Kind, r.Email, r.Status, r.Score, job, index, r.LatencyMs, r.ProbedAt, r.CachedFrom, r.Receipt)
+	if err != nil || r.CachedFrom != "" || r.SkipCache {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO cache (account, email, result_id, probed_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (account, email) DO UPDATE SET result_id = excluded.result_id, probed_at = excluded.probed_at`,
+		r.Account, storage.CacheEmail(r.Email), r.ID, r.ProbedAt)
+	return err
+}
+
+func scanResult(row scanner) (storage.Result, int64, error) {
+	var r storage.Result
+	var pos, hid int64
+	var job *string
+	var index *int
+	err := row.Scan(&r.ID, &r.Account, &pos, &hid, &r.Kind, &r.Email, &r.Status, &r.Score, &job, &index,
+		&r.LatencyMs, &r.ProbedAt, &r.CachedFrom, &r.Receipt)
+	if err != nil {
+		return storage.Result{}, 0, err
+	}
+	r.HistoryID, r.ProbedAt = uint64(hid), r.ProbedAt.UTC()
+	if job != nil {
+		r.JobID = *job
+	}
+	if index != nil {
+		r.JobIndex = *index
+	}
+	return r, pos, nil
+}
+
+// Charge turns the hold into a charge and stores the result with it (see
+// storage.Balances): the charge entry, the hold deleted, the result, its
+// history row and cache entry and, with req.Idem, the idempotent response,
+// in one transaction. ErrHoldNotActive when the hold was already charged
+// or released (by this box, or by another that found its boot stopped).
+func (db *DB) Charge(h storage.Hold, req storage.ChargeRequest) (storage.Charged, error) {
+	return db.charge(h.Account, &h, 0, req)
+}
+
+// ChargeDirect charges n credits without a hold, for a result already
+// known (cache: true), or fails with an *InsufficientCreditsError.
+func (db *DB) ChargeDirect(account string, n int64, req storage.ChargeRequest) (storage.Charged, error) {
+	if n <= 0 {
+		return storage.Charged{}, invalid("credits to charge must be positive, not %d", n)
+	}
+	return db.charge(account, nil, n, req)
+}
+
+// charge is Charge (h set) and ChargeDirect (h nil: n credits checked
+// against the available balance). Seal runs inside the transaction, with
+// the account's row locked: it is quick (a signature) and touches nothing
+// else, and a retried transaction calls it again. When it fails the
+// charge entry is written and a second entry gives the credits back (as
+// on Pebble), and no result is stored.
+func (db *DB) charge(account string, h *storage.Hold, n int64, req storage.ChargeRequest) (storage.Charged, error) {
+	if err := storage.CheckCharge(account, &req); err != nil {
+		return storage.Charged{}, err
+	}
+	now := db.now()
+	r0 := req.Result
+	if err := storage.PrepareResult(&r0, now); err != nil {
+		return storage.Charged{}, err
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	var out storage.Charged
+	var sealErr error
+	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
+		r, amount := r0, n
+		sealErr = nil
+		acct, err := lockAccount(ctx, tx, account)
+		if err != nil {
+			return err
+		}
+		var holdSeq uint64
+		heldDelta := int64(0)
+		if h != nil {
+			err := tx.QueryRow(ctx, `DELETE FROM holds WHERE account = $1 AND seq = $2 RETURNING amount`, account, int64(h.Seq)).Scan(&amount)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return holdNotActive(*h)
+			}
+			if err != nil {
+				return err
+			}
+			holdSeq, heldDelta = h.Seq, -amount
+		} else if acct.balance-acct.held < n {
+			return &storage.InsufficientCreditsError{Current: acct.balance, Held: acct.held, Needed: n}
+		}
+		e, err := acct.entry(ctx, tx, account, now, storage.EntryCharge, amount, -amount, heldDelta, holdSeq, r.ID, "")
+		if err != nil {
+			return err
+		}
+		if r.HistoryID, err = nextHistoryID(ctx, tx); err != nil {
+			return err
+		}
+		pos, err := allocPos(ctx, tx, account, r.ProbedAt.UnixMilli())
+		if err != nil {
+			return err
+		}
+		var sealed storage.Sealed
+		if req.Seal != nil {
+			if sealed, sealErr = req.Seal(r, e.Balance); sealErr != nil {
+				if _, err := acct.entry(ctx, tx, account, now, storage.EntryAdd, amount, amount, 0, 0, "", storage.VoidNote(e.Seq)); err != nil {
+					return err
+				}
+				return saveAccount(ctx, tx, account, acct)
+			}
+			r.Receipt = sealed.Receipt
+		}
+		if err := insertResult(ctx, tx, &r, pos); err != nil {
+			return err
+		}
+		if req.Idem != nil {
+			if err := completeIdem(ctx, tx, *req.Idem, sealed.Response, now); err != nil {
+				return err
+			}
+		}
+		out = storage.Charged{Balance: e.Balance, Entry: e, Result: r}
+		return saveAccount(ctx, tx, account, acct)
+	})
+	if err != nil {
+		return storage.Charged{}, err
+	}
+	if sealErr != nil {
+		return storage.Charged{}, errors.Join(errors.New("storage: seal receipt"), sealErr)
+	}
+	return out, nil
+}
+
+// GetResult returns the result with that id (with its receipt), or
+// ErrNotFound.
+func (db *DB) GetResult(id string) (storage.Result, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	r, _, err := scanResult(db.pool.QueryRow(ctx, `SELECT `+resultCols+` FROM results WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.Result{}, notFound("result", id)
+	}
+	return r, err
+}
+
+// LookupCache returns the account's latest fresh result for email
+// (compared lower-cased) if it was probed less than maxAge ago.
+func (db *DB) LookupCache(account, email string, maxAge time.Duration) (storage.Result, bool, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	r, _, err := scanResult(db.pool.QueryRow(ctx, `SELECT `+prefixed("r.", resultCols)+` FROM cache c JOIN results r ON r.id = c.result_id
+		WHERE c.account = $1 AND c.email = $2`, account, storage.CacheEmail(email)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storage.Result{}, false, db.mustExist(ctx, account)
+	}
+	if err != nil {
+		return storage.Result{}, false, err
+	}
+	if db.now().Sub(r.ProbedAt) >= maxAge {
+		return storage.Result{}, false, nil
+	}
+	return r, true, nil
+}
+
+// mustExist returns ErrNotFound for an unknown account.
+func (db *DB) mustExist(ctx context.Context, account string) error {
+	var exists bool
+	if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts WHERE id = $1)`, account).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		return notFound("account", account)
+	}
+	return nil
+}
+
+// PurgeCache deletes the cache entries probed maxAge or longer ago.
+func (db *DB) PurgeCache(maxAge time.Duration) (int, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	tag, err := db.pool.Exec(ctx, `DELETE FROM cache WHERE probed_at <= $1`, db.now().Add(-maxAge).Truncate(time.Millisecond))
+	return int(tag.RowsAffected()), err
+}
+
+// ListHistory returns the account's history rows of kind, newest first,
+// strictly older than cursor (storage.HistoryArgs).
+func (db *DB) ListHistory(account, kind, cursor string, limit int) (storage.HistoryPage, error) {
+	kind, before, limit, err := storage.HistoryArgs(kind, cursor, limit)
+	if err != nil || before <= 0 {
+		return storage.HistoryPage{}, err
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	q := `SELECT history_id, probed_at, latency_ms, score, status, email, job_id, cached_from, id, kind, pos FROM results
+		WHERE account = $1 AND pos < $2 `
+	args := []any{account, before, limit + 1}
+	if kind != storage.HistoryAll {
+		q += `AND kind = $4 `
+		args = append(args, kind)
+	}
+	rows, err := db.pool.Query(ctx, q+`ORDER BY pos DESC LIMIT $3`, args...)
+	if err != nil {
+		return storage.HistoryPage{}, err
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.HistoryRow, error) {
+		var h storage.HistoryRow
+		var id int64
+		var job *string
+		err := row.Scan(&id, &h.ProbedAt, &h.LatencyMs, &h.Score, &h.Status, &h.Email, &job, &h.CachedFrom, &h.ResultID, &h.Kind, &h.Pos)
+		h.ID, h.ProbedAt = uint64(id), h.ProbedAt.UTC()
+		if job != nil {
+			h.JobID = *job
+		}
+		return h, err
+	})
+	if err != nil {
+		return storage.HistoryPage{}, err
+	}
+	if len(list) == 0 {
+		return storage.HistoryPage{}, db.mustExist(ctx, account)
+	}
+	page := storage.HistoryPage{Rows: list}
+	if len(list) > limit {
+		page.Rows = list[:limit]
+		page.NextCursor = list[limit-1].Cursor()
+	}
+	return page, nil
+}
+
+// DailyCounts returns the account's rows per UTC day and verdict for the
+// last days days, today included, oldest first (a day is the positions
+// of its milliseconds, as on Pebble).
+func (db *DB) DailyCounts(account string, days int) ([]storage.DayCount, error) {
+	if days < 1 || days > storage.MaxStatDays {
+		return nil, invalid("days must be 1 to %d, not %d", storage.MaxStatDays, days)
+	}
+	ctx, cancel := db.ctx()
+	defer cancel()
+	if err := db.mustExist(ctx, account); err != nil {
+		return nil, err
+	}
+	today := db.now().Truncate(24 * time.Hour)
+	first := today.AddDate(0, 0, 1-days)
+	const dayPos = 24 * 3600 * 1000 * posPerMs
+	lo := first.UnixMilli() * posPerMs
+	rows, err := db.pool.Query(ctx, `SELECT div(pos - $2, $3)::bigint AS day, status, count(*) FROM results
+		WHERE account = $1 AND pos >= $2 AND pos < $4 GROUP BY day, status`,
+		account, lo, int64(dayPos), lo+int64(days)*dayPos)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]storage.DayCount, days)
+	for i := range out {
+		out[i] = storage.DayCount{Day: first.AddDate(0, 0, i), Counts: map[string]int{}}
+	}
+	var day, n int64
+	var status string
+	_, err = pgx.ForEachRow(rows, []any{&day, &status, &n}, func() error {
+		if day >= 0 && day < int64(days) {
+			out[day].Counts[status] += int(n)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// prefixed puts p before every column of a column list.
+func prefixed(p, cols string) string { return p + strings.ReplaceAll(cols, ", ", ", "+p) }
