@@ -3,7 +3,6 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -178,34 +177,6 @@ func TestHistoryPagingLossless(t *testing.T) {
 	db.validate(t, acct, result("again@example.com", "valid"))
 	if rows := walk(t, db.DB, acct, HistoryAll, 50); len(rows) != 1041 {
 		t.Errorf("after reopen: %d rows", len(rows))
-	}
-}
-
-// A row probed before the newest one (a clock step back, a late batch
-// result) takes its place by probed_at, after the rows already in its
-// millisecond.
-func TestHistoryLateRows(t *testing.T) {
-	db := openTest(t)
-	acct := db.account(t, 100)
-	t0 := db.clock.Now()
-	at := func(d time.Duration, email string) {
-		r := result(email, "valid")
-		r.ProbedAt = t0.Add(d)
-		db.validate(t, acct, r)
-	}
-	at(-10*time.Millisecond, "a")
-	at(-5*time.Millisecond, "b1")
-	at(0, "c")
-	at(-5*time.Millisecond, "b2") // late, into a millisecond that has a row
-	at(-7*time.Millisecond, "d")  // late, into an empty millisecond
-	at(-5*time.Millisecond, "b3")
-	at(0, "c2")
-	var got []string
-	for _, r := range walk(t, db.DB, acct, HistoryAll, 2) {
-		got = append(got, r.Email)
-	}
-	if want := []string{"c2", "c", "b3", "b2", "b1", "d", "a"}; !slices.Equal(got, want) {
-		t.Errorf("order %v, want %v", got, want)
 	}
 }
 
