@@ -75,6 +75,29 @@ type Jobs interface {
 	JobResults(id string, fn func(Result) error) error
 }
 
+// JobLeases is what a store shared by several boxes adds to Jobs: the
+// boxes split each job between them by leasing its slices (its addresses
+// grouped by a hash of their domain, JobSliceOf). A lease holds while the
+// box that took it is alive; the slices of a box that stopped go to the
+// others. A box that implements it schedules only what it leased.
+type JobLeases interface {
+	// LeaseSlices leases up to n free slices of active jobs to this box,
+	// the accounts with the fewest slices leased first. It also returns
+	// (Slice −1) running jobs whose every address has a result but
+	// which no box ended (the box that wrote the last result stopped):
+	// the caller ends them.
+	LeaseSlices(n int) ([]JobSlice, error)
+	// SliceAddresses calls fn, in index order, with the addresses of a
+	// job's slice that have no result yet.
+	SliceAddresses(id string, slice int, fn func(index int, addr string) error) error
+}
+
+// JobSlice is a slice of a job leased to this box.
+type JobSlice struct {
+	Job   Job
+	Slice int
+}
+
 // Outbox is the webhook outbox and its dead letters.
 type Outbox interface {
 	Enqueue(ev Event) (Event, error)

@@ -26,17 +26,17 @@ func TestContract(t *testing.T) {
 		dirs[db], clocks[db] = dir, c
 		return db
 	}
-	open := func(t *testing.T) *storage.DB { return openAt(t, t.TempDir(), nil) }
-	storagetest.RunAccountsKeys(t, func(t *testing.T) storagetest.AccountsKeys { return open(t) })
-	storagetest.RunCredits(t, func(t *testing.T) storagetest.Credits { return open(t) })
-	storagetest.RunCharges(t, storagetest.Backend[storagetest.Charges]{
-		Open: func(t *testing.T, c *storagetest.Clock) storagetest.Charges { return openAt(t, t.TempDir(), c) },
-		Reopen: func(t *testing.T, s storagetest.Charges) storagetest.Charges {
-			db := s.(*storage.DB)
+	be := storagetest.Backend[*storage.DB]{
+		Open: func(t *testing.T, c *storagetest.Clock) *storage.DB { return openAt(t, t.TempDir(), c) },
+		Reopen: func(t *testing.T, db *storage.DB) *storage.DB {
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}
 			return openAt(t, dirs[db], clocks[db])
 		},
-	})
+	}
+	storagetest.RunAccountsKeys(t, func(t *testing.T) storagetest.AccountsKeys { return be.Open(t, nil) })
+	storagetest.RunCredits(t, func(t *testing.T) storagetest.Credits { return be.Open(t, nil) })
+	storagetest.RunCharges(t, be)
+	storagetest.RunJobs(t, be)
 }

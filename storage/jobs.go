@@ -101,18 +101,8 @@ func (db *DB) CreateJob(spec JobSpec) (Job, error) {
 	if err := db.check(); err != nil {
 		return Job{}, err
 	}
-	if spec.ID == "" {
-		spec.ID = NewUUIDv4()
-	}
-	switch {
-	case !ValidUUID(spec.ID):
-		return Job{}, invalidf("job id %q is not a canonical UUID", spec.ID)
-	case len(spec.Addresses) == 0 || len(spec.Addresses) > 1<<24:
-		return Job{}, invalidf("a job has 1 to %d addresses, not %d", 1<<24, len(spec.Addresses))
-	case spec.Idem != nil && spec.Respond == nil:
-		return Job{}, invalidf("JobSpec.Idem needs Respond for the response")
-	case spec.Idem != nil && spec.Idem.Account != spec.Account:
-		return Job{}, invalidf("idempotency key of another account")
+	if err := CheckJobSpec(&spec); err != nil {
+		return Job{}, err
 	}
 	if !db.accountExists(spec.Account) {
 		return Job{}, fmt.Errorf("%w: account %q", ErrNotFound, spec.Account)

@@ -47,25 +47,12 @@ func (ev *Event) key() []byte { return outboxKey(toMs(ev.NextAttempt), ev.ID) }
 // stageEvent fills in ev's defaults and adds it to b, with the account's
 // latest-event copy.
 func (db *DB) stageEvent(b *pebble.Batch, ev *Event, now time.Time) error {
-	if ev.ID == "" {
-		ev.ID = NewUUIDv7(now)
+	if err := PrepareEvent(ev, now); err != nil {
+		return err
 	}
-	switch {
-	case !validID(ev.ID):
-		return invalidf("event id %q", ev.ID)
-	case ev.Type == "" || ev.URL == "":
-		return invalidf("an event needs a type and a URL")
-	case !db.accountExists(ev.Account):
+	if !db.accountExists(ev.Account) {
 		return fmt.Errorf("%w: account %q", ErrNotFound, ev.Account)
 	}
-	if ev.CreatedAt.IsZero() {
-		ev.CreatedAt = now
-	}
-	if ev.NextAttempt.IsZero() {
-		ev.NextAttempt = now
-	}
-	ev.CreatedAt = ev.CreatedAt.UTC().Truncate(time.Millisecond)
-	ev.NextAttempt = ev.NextAttempt.UTC().Truncate(time.Millisecond)
 	v, err := json.Marshal(ev)
 	if err != nil {
 		return err

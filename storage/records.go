@@ -177,3 +177,85 @@ func HistoryArgs(kind, cursor string, limit int) (string, int64, int, error) {
 	}
 	return kind, before, limit, nil
 }
+
+// CheckJobSpec checks a job about to be created, and gives it a new
+// UUIDv4 when its ID is empty. The addresses are checked by the backend
+// as it stores them (or by CheckJobAddresses).
+func CheckJobSpec(spec *JobSpec) error {
+	if spec.ID == "" {
+		spec.ID = NewUUIDv4()
+	}
+	switch {
+	case !ValidUUID(spec.ID):
+		return invalidf("job id %q is not a canonical UUID", spec.ID)
+	case len(spec.Addresses) == 0 || len(spec.Addresses) > 1<<24:
+		return invalidf("a job has 1 to %d addresses, not %d", 1<<24, len(spec.Addresses))
+	case spec.Idem != nil && spec.Respond == nil:
+		return invalidf("JobSpec.Idem needs Respond for the response")
+	case spec.Idem != nil && spec.Idem.Account != spec.Account:
+		return invalidf("idempotency key of another account")
+	}
+	return nil
+}
+
+// CheckJobAddresses refuses an empty or repeated address.
+func CheckJobAddresses(addrs []string) error {
+	seen := make(map[string]struct{}, len(addrs))
+	for i, a := range addrs {
+		if a == "" {
+			return invalidf("address %d is empty", i)
+		}
+		if _, dup := seen[a]; dup {
+			return invalidf("address %d (%q) is a duplicate", i, a)
+		}
+		seen[a] = struct{}{}
+	}
+	return nil
+}
+
+// JobSliceSize is the mean number of addresses of a job slice: the unit
+// of work the boxes of a fleet lease (JobLeases).
+const JobSliceSize = 1000
+
+// JobSliceCount is the number of slices of a job of n addresses.
+func JobSliceCount(n int) int { return max(1, (n+JobSliceSize-1)/JobSliceSize) }
+
+// JobSliceOf is the slice of a job of n slices that addr belongs to: by
+// a hash of its domain (what follows the last @, lower-cased), so that
+// one domain's addresses are all in one slice.
+func JobSliceOf(addr string, n int) int {
+	d := addr[strings.LastIndexByte(addr, '@')+1:]
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(d); i++ {
+		c := d[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return int(h % uint32(n))
+}
+
+// PrepareEvent checks an event about to be enqueued and fills in its
+// defaults: a UUIDv7 id, created and due now; times to the millisecond,
+// in UTC.
+func PrepareEvent(ev *Event, now time.Time) error {
+	if ev.ID == "" {
+		ev.ID = NewUUIDv7(now)
+	}
+	switch {
+	case !validID(ev.ID):
+		return invalidf("event id %q", ev.ID)
+	case ev.Type == "" || ev.URL == "":
+		return invalidf("an event needs a type and a URL")
+	}
+	if ev.CreatedAt.IsZero() {
+		ev.CreatedAt = now
+	}
+	if ev.NextAttempt.IsZero() {
+		ev.NextAttempt = now
+	}
+	ev.CreatedAt = ev.CreatedAt.UTC().Truncate(time.Millisecond)
+	ev.NextAttempt = ev.NextAttempt.UTC().Truncate(time.Millisecond)
+	return nil
+}

@@ -41,16 +41,17 @@ func TestContract(t *testing.T) {
 		}
 		return openAt(t, srv.DSN(name), c)
 	}
-	storagetest.RunAccountsKeys(t, func(t *testing.T) storagetest.AccountsKeys { return open(t, nil) })
-	storagetest.RunCredits(t, func(t *testing.T) storagetest.Credits { return open(t, nil) })
-	storagetest.RunCharges(t, storagetest.Backend[storagetest.Charges]{
-		Open: func(t *testing.T, c *storagetest.Clock) storagetest.Charges { return open(t, c) },
-		Reopen: func(t *testing.T, s storagetest.Charges) storagetest.Charges {
-			db := s.(*DB)
+	be := storagetest.Backend[*DB]{
+		Open: open,
+		Reopen: func(t *testing.T, db *DB) *DB {
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}
 			return openAt(t, dsns[db], clocks[db])
 		},
-	})
+	}
+	storagetest.RunAccountsKeys(t, func(t *testing.T) storagetest.AccountsKeys { return open(t, nil) })
+	storagetest.RunCredits(t, func(t *testing.T) storagetest.Credits { return open(t, nil) })
+	storagetest.RunCharges(t, be)
+	storagetest.RunJobs(t, be)
 }

@@ -41,7 +41,8 @@ type Options struct {
 const DefaultLease = 30 * time.Second
 
 // DB is the storage contract on PostgreSQL. So far it implements
-// storage.Accounts, Keys, Balances, Idempotency and Results.
+// storage.Accounts, Keys, Balances, Idempotency, Results, Jobs (with
+// JobLeases) and Outbox.
 type DB struct {
 	pool    *pgxpool.Pool
 	now     func() time.Time
@@ -63,6 +64,9 @@ var (
 	_ storage.Balances    = (*DB)(nil)
 	_ storage.Idempotency = (*DB)(nil)
 	_ storage.Results     = (*DB)(nil)
+	_ storage.Jobs        = (*DB)(nil)
+	_ storage.JobLeases   = (*DB)(nil)
+	_ storage.Outbox      = (*DB)(nil)
 )
 
 // Open connects to the database at dsn and checks that its schema is

@@ -7,4 +7,5 @@ var (
 	txRetries          = metrics.NewCounter("verifyd_storage_pg_tx_retries_total")
 	heartbeatFailures  = metrics.NewCounter("verifyd_storage_pg_heartbeat_failures_total")
 	staleHoldsReleased = metrics.NewCounter("verifyd_storage_pg_stale_holds_released_total")
+	slicesLeased       = metrics.NewCounter("verifyd_storage_pg_job_slices_leased_total")
 )

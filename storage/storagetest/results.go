@@ -65,7 +65,7 @@ type Backend[S any] struct {
 }
 
 // RunCharges runs the charges, results and idempotency suite.
-func RunCharges(t *testing.T, b Backend[Charges]) {
+func RunCharges[S Charges](t *testing.T, b Backend[S]) {
 	t.Run("ChargeSealAndIdem", func(t *testing.T) { testChargeSealAndIdem(t, b) })
 	t.Run("ChargeDirect", func(t *testing.T) { testChargeDirect(t, b) })
 	t.Run("StaleHolds", func(t *testing.T) { testStaleHolds(t, b) })
@@ -126,7 +126,7 @@ func wantErr(t testing.TB, err, target error) {
 // response it returns is stored with the charge: a retry after a restart
 // (on PostgreSQL: on another box) replays it. A failing Seal charges
 // nothing and stores no result.
-func testChargeSealAndIdem(t *testing.T, b Backend[Charges]) {
+func testChargeSealAndIdem[S Charges](t *testing.T, b Backend[S]) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 5)
@@ -174,7 +174,9 @@ func testChargeSealAndIdem(t *testing.T, b Backend[Charges]) {
 
 	h, _ = s.Hold(acct, 1, "r2")
 	_, err = s.Charge(h, storage.ChargeRequest{Result: result("b@example.com", "valid"),
-		Seal: func(storage.Result, int64) (storage.Sealed, error) { return storage.Sealed{}, errors.New("signer down") }})
+		Seal: func(storage.Result, int64) (storage.Sealed, error) {
+			return storage.Sealed{}, errors.New("signer down")
+		}})
 	if err == nil {
 		t.Fatal("Seal error ignored")
 	}
@@ -221,7 +223,7 @@ func testChargeSealAndIdem(t *testing.T, b Backend[Charges]) {
 // A charge without a hold checks the available balance (held credits
 // excluded), never overdraws under concurrency, and writes the result and
 // history like Charge.
-func testChargeDirect(t *testing.T, b Backend[Charges]) {
+func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 	s := b.Open(t, NewClock())
 	acct := account(t, s, 60)
 	h, err := s.Hold(acct, 10, "held")
@@ -269,7 +271,7 @@ func testChargeDirect(t *testing.T, b Backend[Charges]) {
 // Holds a stopped process left are released when the data is opened again
 // (on PostgreSQL: by the box that finds its boot stopped), with a release
 // entry each, and can no longer be charged.
-func testStaleHolds(t *testing.T, b Backend[Charges]) {
+func testStaleHolds[S Charges](t *testing.T, b Backend[S]) {
 	s := b.Open(t, NewClock())
 	acct := account(t, s, 5)
 	other := account(t, s, 5)
@@ -353,7 +355,7 @@ func CheckNewestFirst(t *testing.T, rows []storage.HistoryRow) {
 
 // Walking pages with any limit yields every row exactly once, newest
 // first, though 400 rows written concurrently share one millisecond.
-func testHistoryPaging(t *testing.T, b Backend[Charges]) {
+func testHistoryPaging[S Charges](t *testing.T, b Backend[S]) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 10_000)
@@ -454,7 +456,7 @@ func testHistoryPaging(t *testing.T, b Backend[Charges]) {
 // A row probed before the newest one (a clock step back, a late result)
 // takes its place by probed_at, after the rows already in its
 // millisecond.
-func testHistoryLateRows(t *testing.T, b Backend[Charges]) {
+func testHistoryLateRows[S Charges](t *testing.T, b Backend[S]) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 100)
@@ -483,7 +485,7 @@ func testHistoryLateRows(t *testing.T, b Backend[Charges]) {
 // Results are read back whole; the cache serves an account's latest fresh
 // result of an address, in any case, within the age asked, and a row
 // served from cache neither replaces it nor is served itself.
-func testResultsAndCache(t *testing.T, b Backend[Charges]) {
+func testResultsAndCache[S Charges](t *testing.T, b Backend[S]) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 100)
@@ -558,7 +560,7 @@ func testResultsAndCache(t *testing.T, b Backend[Charges]) {
 }
 
 // Rows per UTC day and verdict, late rows counted on their day.
-func testDailyCounts(t *testing.T, b Backend[Charges]) {
+func testDailyCounts[S Charges](t *testing.T, b Backend[S]) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 100)
@@ -618,7 +620,7 @@ func testDailyCounts(t *testing.T, b Backend[Charges]) {
 	}
 }
 
-func testIdempotency(t *testing.T, b Backend[Charges]) {
+func testIdempotency[S Charges](t *testing.T, b Backend[S]) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 0)
@@ -708,7 +710,7 @@ func testIdempotency(t *testing.T, b Backend[Charges]) {
 }
 
 // Concurrent duplicates: exactly one request gets the key.
-func testIdempotencyConcurrent(t *testing.T, b Backend[Charges]) {
+func testIdempotencyConcurrent[S Charges](t *testing.T, b Backend[S]) {
 	s := b.Open(t, NewClock())
 	acct := account(t, s, 0)
 	ref := storage.IdemRef{Account: acct, Endpoint: "validate", Key: "same-key"}
@@ -734,7 +736,7 @@ func testIdempotencyConcurrent(t *testing.T, b Backend[Charges]) {
 	}
 }
 
-func testIdempotencyPurge(t *testing.T, b Backend[Charges]) {
+func testIdempotencyPurge[S Charges](t *testing.T, b Backend[S]) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 0)
