@@ -39,4 +39,5 @@ func TestContract(t *testing.T) {
 	storagetest.RunCredits(t, func(t *testing.T) storagetest.Credits { return be.Open(t, nil) })
 	storagetest.RunCharges(t, be)
 	storagetest.RunJobs(t, be)
+	storagetest.RunUsers(t, be)
 }

@@ -259,3 +259,82 @@ func PrepareEvent(ev *Event, now time.Time) error {
 	ev.NextAttempt = ev.NextAttempt.UTC().Truncate(time.Millisecond)
 	return nil
 }
+
+// CheckEmail checks a user's email (trimmed by the caller).
+func CheckEmail(email string) error { return checkEmail(email) }
+
+// NewSessionToken makes a session token "<id>.<secret>" and its SHA-256.
+func NewSessionToken() (id, token string, hash []byte) {
+	id = randomString(sessionIDLen, alphaLowerDigits)
+	token = id + "." + randomString(tokenSecret, alphaBase62)
+	sum := sha256.Sum256([]byte(token))
+	return id, token, sum[:]
+}
+
+// SessionID returns the id of a well-formed session token.
+func SessionID(token string) (string, bool) {
+	id, secret, ok := strings.Cut(token, ".")
+	if !ok || len(id) != sessionIDLen || len(secret) != tokenSecret {
+		return "", false
+	}
+	return id, true
+}
+
+// NewInviteToken makes an invitation token "inv_<id>_<secret>" and its
+// SHA-256.
+func NewInviteToken() (id, token string, hash []byte) {
+	id = randomString(inviteIDLen, alphaLowerDigits)
+	token = inviteLead + id + "_" + randomString(tokenSecret, alphaBase62)
+	sum := sha256.Sum256([]byte(token))
+	return id, token, sum[:]
+}
+
+// InviteID returns the id of a well-formed invitation token.
+func InviteID(token string) (string, bool) { return parseInvite(token) }
+
+// TokenMatches compares a token with a stored SHA-256, in constant time.
+func TokenMatches(token string, hash []byte) bool {
+	sum := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(sum[:], hash) == 1
+}
+
+// NewUserID is "user_" and 20 of [a-z0-9].
+func NewUserID() string { return "user_" + randomString(20, alphaLowerDigits) }
+
+// Clip cuts s to at most n bytes of valid UTF-8.
+func Clip(s string, n int) string { return clip(s, n) }
+
+// Redeem applies a pending invitation to u at now: the membership is
+// added (or raised to owner, never lowered) and the invitation marked
+// used by u.
+func Redeem(iv *Invite, u *User, now time.Time) {
+	now = now.Truncate(time.Millisecond)
+	if i := slices.IndexFunc(u.Accounts, func(m Membership) bool { return m.Account == iv.Account }); i >= 0 {
+		if iv.Role == RoleOwner {
+			u.Accounts[i].Role = RoleOwner
+		}
+	} else {
+		u.Accounts = append(u.Accounts, Membership{Account: iv.Account, Role: iv.Role, Since: now})
+	}
+	iv.RedeemedBy, iv.RedeemedAt = u.ID, now
+}
+
+// InviteEnded is when an invitation stopped being pending (redeemed,
+// revoked or expired): PurgeSessions drops it 30 days later.
+func InviteEnded(iv Invite) time.Time {
+	switch {
+	case !iv.RedeemedAt.IsZero():
+		return iv.RedeemedAt
+	case !iv.RevokedAt.IsZero():
+		return iv.RevokedAt
+	}
+	return iv.ExpiresAt
+}
+
+// CheckSecretName checks the name of a Secret.
+func CheckSecretName(name string) error {
+	if !validID(name) {
+		return invalidf("secret name %q", name)
+	}
+	return nil
+}

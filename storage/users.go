@@ -2,8 +2,6 @@ package storage
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -287,7 +285,7 @@ func (db *DB) register(email, passwordHash string, operator bool, stage func(*pe
 	defer db.umu.Unlock()
 	u := User{Email: email, PasswordHash: passwordHash, Operator: operator, CreatedAt: db.now().Truncate(time.Millisecond)}
 	for {
-		u.ID = "user_" + randomString(20, alphaLowerDigits)
+		u.ID = NewUserID()
 		if _, dup := db.us.users[u.ID]; !dup {
 			break
 		}
@@ -531,17 +529,15 @@ func (db *DB) CreateInvite(account string, role Role, email, createdBy string, t
 	}
 	db.umu.Lock()
 	defer db.umu.Unlock()
-	var id string
+	var id, token string
+	var sum []byte
 	for {
-		id = randomString(inviteIDLen, alphaLowerDigits)
-		if _, dup := db.us.invites[id]; !dup {
+		if id, token, sum = NewInviteToken(); db.us.invites[id].ID == "" {
 			break
 		}
 	}
-	token := inviteLead + id + "_" + randomString(tokenSecret, alphaBase62)
-	sum := sha256.Sum256([]byte(token))
 	now := db.now().Truncate(time.Millisecond)
-	iv := Invite{ID: id, Hash: sum[:], Account: account, Role: role, Email: email, CreatedBy: createdBy,
+	iv := Invite{ID: id, Hash: sum, Account: account, Role: role, Email: email, CreatedBy: createdBy,
 		CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	if err := db.putRecord(inviteKey(id), iv); err != nil {
 		return "", Invite{}, err
@@ -578,8 +574,7 @@ func (db *DB) inviteLocked(token, email string) (Invite, error) {
 	if !ok {
 		return Invite{}, ErrInviteInvalid
 	}
-	sum := sha256.Sum256([]byte(token))
-	if subtle.ConstantTimeCompare(sum[:], iv.Hash) != 1 || !iv.Pending(db.now()) ||
+	if !TokenMatches(token, iv.Hash) || !iv.Pending(db.now()) ||
 		iv.Email != "" && !strings.EqualFold(iv.Email, email) {
 		return Invite{}, ErrInviteInvalid
 	}
@@ -596,17 +591,7 @@ func (db *DB) redeemLocked(b *pebble.Batch, token string, u *User) (Invite, erro
 	if err != nil {
 		return Invite{}, err
 	}
-	now := db.now().Truncate(time.Millisecond)
-	if i := slices.IndexFunc(u.Accounts, func(m Membership) bool { return m.Account == iv.Account }); i >= 0 {
-		// Already a member: the invitation may raise the role, never
-		// lower it.
-		if iv.Role == RoleOwner {
-			u.Accounts[i].Role = RoleOwner
-		}
-	} else {
-		u.Accounts = append(u.Accounts, Membership{Account: iv.Account, Role: iv.Role, Since: now})
-	}
-	iv.RedeemedBy, iv.RedeemedAt = u.ID, now
+	Redeem(&iv, u, db.now())
 	if err := putJSON(b, inviteKey(iv.ID), iv); err != nil {
 		return Invite{}, err
 	}
@@ -681,17 +666,15 @@ func (db *DB) CreateSession(user, account, ip, userAgent string, ttl time.Durati
 	if _, ok := db.us.users[user]; !ok {
 		return "", Session{}, fmt.Errorf("%w: user %q", ErrNotFound, user)
 	}
-	var id string
+	var id, token string
+	var sum []byte
 	for {
-		id = randomString(sessionIDLen, alphaLowerDigits)
-		if _, dup := db.us.sessions[id]; !dup {
+		if id, token, sum = NewSessionToken(); db.us.sessions[id].ID == "" {
 			break
 		}
 	}
-	token := id + "." + randomString(tokenSecret, alphaBase62)
-	sum := sha256.Sum256([]byte(token))
 	now := db.now().Truncate(time.Millisecond)
-	s := Session{ID: id, Hash: sum[:], User: user, Account: account, CreatedAt: now, LastSeen: now,
+	s := Session{ID: id, Hash: sum, User: user, Account: account, CreatedAt: now, LastSeen: now,
 		ExpiresAt: now.Add(ttl), IP: clip(ip, 64), UserAgent: clip(userAgent, 200)}
 	if err := db.putRecord(sessionKey(id), s); err != nil {
 		return "", Session{}, err
@@ -713,18 +696,14 @@ func (db *DB) LookupSession(token string) (Session, error) {
 	if err := db.check(); err != nil {
 		return Session{}, err
 	}
-	id, secret, ok := strings.Cut(token, ".")
-	if !ok || len(id) != sessionIDLen || len(secret) != tokenSecret {
+	id, ok := SessionID(token)
+	if !ok {
 		return Session{}, ErrSessionInvalid
 	}
 	db.umu.RLock()
 	s, found := db.us.sessions[id]
 	db.umu.RUnlock()
-	if !found {
-		return Session{}, ErrSessionInvalid
-	}
-	sum := sha256.Sum256([]byte(token))
-	if subtle.ConstantTimeCompare(sum[:], s.Hash) != 1 {
+	if !found || !TokenMatches(token, s.Hash) {
 		return Session{}, ErrSessionInvalid
 	}
 	return s, nil
@@ -838,13 +817,7 @@ func (db *DB) PurgeSessions(idle time.Duration) (int, error) {
 		}
 	}
 	for id, iv := range db.us.invites {
-		end := iv.ExpiresAt
-		if !iv.RedeemedAt.IsZero() {
-			end = iv.RedeemedAt
-		} else if !iv.RevokedAt.IsZero() {
-			end = iv.RevokedAt
-		}
-		if now.Sub(end) > 30*24*time.Hour {
+		if now.Sub(InviteEnded(iv)) > 30*24*time.Hour {
 			b.Delete(inviteKey(id), nil)
 			goneInv = append(goneInv, id)
 		}
@@ -873,8 +846,8 @@ func (db *DB) Secret(name string) ([]byte, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
-	if !validID(name) {
-		return nil, invalidf("secret name %q", name)
+	if err := CheckSecretName(name); err != nil {
+		return nil, err
 	}
 	db.umu.Lock()
 	defer db.umu.Unlock()

@@ -33,8 +33,8 @@ func newBootID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// register inserts (or renews) the boot's row.
-func (db *DB) register(ctx context.Context) error {
+// registerBoot inserts (or renews) the boot's row.
+func (db *DB) registerBoot(ctx context.Context) error {
 	start := time.Now()
 	_, err := db.pool.Exec(ctx, `INSERT INTO boots (id, box, started_at, seen_at) VALUES ($1, $2, now(), now())
 		ON CONFLICT (id) DO UPDATE SET seen_at = now()`, db.boot, db.box)
@@ -69,7 +69,7 @@ func (db *DB) heartbeat() {
 			}
 			if err == nil && tag.RowsAffected() == 0 {
 				db.log.Error("this box's boot was reaped by another box (the database was out of reach for longer than the lease): registering again", "boot", db.boot)
-				err = db.register(ctx)
+				err = db.registerBoot(ctx)
 			}
 			cancel()
 			if err != nil {

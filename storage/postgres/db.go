@@ -41,8 +41,7 @@ type Options struct {
 const DefaultLease = 30 * time.Second
 
 // DB is the storage contract on PostgreSQL. So far it implements
-// storage.Accounts, Keys, Balances, Idempotency, Results, Jobs (with
-// JobLeases) and Outbox.
+// the whole storage.Store, and storage.JobLeases.
 type DB struct {
 	pool    *pgxpool.Pool
 	now     func() time.Time
@@ -67,6 +66,9 @@ var (
 	_ storage.Jobs        = (*DB)(nil)
 	_ storage.JobLeases   = (*DB)(nil)
 	_ storage.Outbox      = (*DB)(nil)
+	_ storage.Users       = (*DB)(nil)
+	_ storage.Secrets     = (*DB)(nil)
+	_ storage.Store       = (*DB)(nil)
 )
 
 // Open connects to the database at dsn and checks that its schema is
@@ -103,7 +105,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if db.log == nil {
 		db.log = slog.Default()
 	}
-	if err := db.register(ctx); err != nil {
+	if err := db.registerBoot(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: register this box: %w", err)
 	}
