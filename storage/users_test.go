@@ -55,4 +55,3 @@ func TestNoUserSecretOnDisk(t *testing.T) {
 	db.Close()
 	noFileHolds(t, db.dir, secrets...)
 }
-
