@@ -47,7 +47,7 @@ type Verifier interface {
 
 // Options configures a Server.
 type Options struct {
-	DB       *storage.DB
+	DB       storage.Store
 	Keys     *receipt.KeySet
 	Verifier Verifier
 
@@ -98,7 +98,7 @@ func DefaultIPLimits(window time.Duration, validate, batch, results, other int) 
 type Server struct {
 	opts      Options
 	log       *slog.Logger
-	db        *storage.DB
+	db        storage.Store
 	srv       *fasthttp.Server
 	ipLimits  *limiter
 	keyLimits *limiter

@@ -114,6 +114,10 @@ func newLogger(cfg config.Config, level *slog.LevelVar) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 }
 
+// keyReload is how often a box of a fleet reads the shared signing key
+// set again.
+const keyReload = 30 * time.Second
+
 func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.LevelVar) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("cannot create data dir: %w", err)
@@ -283,6 +287,14 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	_ = sdnotify.Status("serving")
 	watchdog, stopWatchdog := sdnotify.WatchdogTick()
 	defer stopWatchdog()
+	// In a fleet another box may rotate the signing key (verifyctl keys
+	// rotate on it): every box takes the new set within keyReload.
+	var keysTick <-chan time.Time
+	if a.pg != nil {
+		t := time.NewTicker(keyReload)
+		defer t.Stop()
+		keysTick = t.C
+	}
 wait:
 	for {
 		select {
@@ -293,10 +305,16 @@ wait:
 		case err := <-errc:
 			return fmt.Errorf("listener failed: %w", err)
 		case <-watchdog:
-			if _, err := a.db.LoadEgressState(); err == nil {
+			if _, err := a.local.LoadEgressState(); err == nil {
 				_ = sdnotify.Watchdog()
 			} else {
 				log.Error("storage does not answer; withholding the watchdog ping", "err", err)
+			}
+		case <-keysTick:
+			if changed, err := a.keys.Reload(); err != nil {
+				log.Warn("cannot reload the fleet's signing keys", "err", err)
+			} else if changed {
+				log.Info("signing key rotated by another box", "kid", a.keys.ActiveKid())
 			}
 		case <-hup:
 			_ = sdnotify.Reloading()

@@ -111,7 +111,7 @@ func (a *app) backup(dataDir, dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	if err := a.db.Checkpoint(filepath.Join(dir, "db")); err != nil {
+	if err := a.local.Checkpoint(filepath.Join(dir, "db")); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return copyDir(filepath.Join(dataDir, "signing"), filepath.Join(dir, "signing"))

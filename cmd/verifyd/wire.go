@@ -3,10 +3,12 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -21,11 +23,18 @@ import (
 	"github.com/verifyd/verifyd/server/jobs"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/postgres"
 )
 
 // app is verifyd's parts, wired from the configuration.
 type app struct {
-	db     *storage.DB
+	// db is the shared state: local on one box, pg in a fleet.
+	db storage.Store
+	// local is this box's Pebble: its egress state and, on one box,
+	// everything (then db is local).
+	local *storage.DB
+	// pg is the fleet's database (storage.backend = "postgres"), or nil.
+	pg     *postgres.DB
 	keys   *receipt.KeySet
 	res    *resolver.Resolver
 	egress *egress.Pool
@@ -49,11 +58,29 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 			a = nil
 		}
 	}()
-	if a.db, err = storage.Open(filepath.Join(cfg.DataDir, "db"), storage.Options{Logger: log}); err != nil {
+	if a.local, err = storage.Open(filepath.Join(cfg.DataDir, "db"), storage.Options{Logger: log}); err != nil {
 		return nil, fmt.Errorf("cannot open storage: %w", err)
 	}
-	a.db.ExportMetrics()
-	if a.keys, err = receipt.NewKeySet(receipt.NewFileStore(filepath.Join(cfg.DataDir, "signing"))); err != nil {
+	a.local.ExportMetrics()
+	a.db = a.local
+	var keyStore receipt.KeyStore = receipt.NewFileStore(filepath.Join(cfg.DataDir, "signing"))
+	if cfg.Storage.Backend == "postgres" {
+		dsn := cmp.Or(os.Getenv("VERIFYD_PG_DSN"), cfg.Storage.DSN)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		a.pg, err = postgres.Open(ctx, dsn, postgres.Options{Box: cfg.Storage.Box, Lease: cfg.Storage.Lease, Logger: log})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("cannot open the fleet's database: %w", err)
+		}
+		a.db, keyStore = a.pg, a.pg.SigningKeys()
+		log.Info("fleet mode: shared state in PostgreSQL", "box", cfg.Storage.Box, "boot", a.pg.Boot())
+	}
+	a.keys, err = receipt.NewKeySet(keyStore)
+	if errors.Is(err, postgres.ErrKeysChanged) {
+		// Another box made the fleet's first key at the same moment.
+		a.keys, err = receipt.NewKeySet(keyStore)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("cannot load signing keys: %w", err)
 	}
 	if a.res, err = resolver.New(resolver.Options{
@@ -87,7 +114,7 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 		GreylistCooldown: cfg.Egress.GreylistCooldown,
 		MaxCooldown:      cfg.Egress.MaxCooldown,
 		ConnectTimeout:   cfg.SMTP.ConnectTimeout,
-		Store:            a.db,
+		Store:            a.local,
 		Logger:           log,
 		OnEvent: func(ev egress.Event) {
 			if s := a.egressEvents.Load(); s != nil {
@@ -170,8 +197,13 @@ func (a *app) close(log *slog.Logger) {
 	if a.res != nil {
 		a.res.Close()
 	}
-	if a.db != nil {
-		if err := a.db.Close(); err != nil {
+	if a.pg != nil {
+		if err := a.pg.Close(); err != nil {
+			log.Error("fleet database close", "err", err)
+		}
+	}
+	if a.local != nil {
+		if err := a.local.Close(); err != nil {
 			log.Error("storage close", "err", err)
 		}
 	}
@@ -179,7 +211,7 @@ func (a *app) close(log *slog.Logger) {
 
 // bootstrap creates the demo account on an empty data directory: an account
 // with credits and one key with both scopes, printed once to w.
-func bootstrap(db *storage.DB, w io.Writer) error {
+func bootstrap(db storage.Store, w io.Writer) error {
 	accts, err := db.ListAccounts()
 	if err != nil || len(accts) > 0 {
 		return err

@@ -319,7 +319,7 @@ func (s *Server) ledger(ctx *fasthttp.RequestCtx) (any, error) {
 // Ledger(after, 1) is empty exactly when after ≥ the last seq, and an
 // exponential then binary search finds that bound in 2·log2(n) seeks of
 // one entry each, instead of reading the whole ledger.
-func lastLedgerSeq(db *storage.DB, account string) (uint64, error) {
+func lastLedgerSeq(db storage.Store, account string) (uint64, error) {
 	beyond := func(after uint64) (bool, error) {
 		es, err := db.Ledger(account, after, 1)
 		return len(es) > 0, err

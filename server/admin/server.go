@@ -21,7 +21,7 @@ import (
 // Options configures a Server.
 type Options struct {
 	// DB holds accounts, credits and API keys. Required.
-	DB *storage.DB
+	DB storage.Store
 	// Keys is the receipt signing key set. Required.
 	Keys *receipt.KeySet
 	// Logger receives the access log (debug), every change (info) and
@@ -52,7 +52,7 @@ const (
 // Server is the admin API server.
 type Server struct {
 	opts Options
-	db   *storage.DB
+	db   storage.Store
 	keys *receipt.KeySet
 	log  *slog.Logger
 	srv  *fasthttp.Server

@@ -108,7 +108,7 @@ type Attempt = hookapi.Attempt
 const recentAttempts = 500
 
 type dispatcher struct {
-	db     *storage.DB
+	db     storage.Store
 	opts   WebhookOptions
 	guard  *Guard
 	client *http.Client
@@ -127,7 +127,7 @@ type dispatcher struct {
 	next     int
 }
 
-func newDispatcher(db *storage.DB, opts WebhookOptions, now func() time.Time, log *slog.Logger) *dispatcher {
+func newDispatcher(db storage.Store, opts WebhookOptions, now func() time.Time, log *slog.Logger) *dispatcher {
 	g := &Guard{AllowPrivate: opts.AllowPrivate, Resolver: opts.Resolver, DialTimeout: opts.Timeout}
 	tr := &http.Transport{
 		Proxy:                 nil, // a proxy would connect out of the guard's sight

@@ -49,7 +49,7 @@ func openDB(t testing.TB, dir string, now func() time.Time) *storage.DB {
 }
 
 // newAccount creates an account with credits.
-func newAccount(t testing.TB, db *storage.DB, credits int64) string {
+func newAccount(t testing.TB, db storage.Store, credits int64) string {
 	t.Helper()
 	a, err := db.CreateAccount("test", storage.PlanEnterprise)
 	if err != nil {
@@ -177,7 +177,7 @@ func addresses(prefix string, n, domains int) []string {
 }
 
 // startService starts a Service with small timings for tests.
-func startService(t testing.TB, db *storage.DB, v Verifier, tweak func(*Options)) *Service {
+func startService(t testing.TB, db storage.Store, v Verifier, tweak func(*Options)) *Service {
 	t.Helper()
 	o := Options{DB: db, Verifier: v, Logger: quiet, FlushInterval: 20 * time.Millisecond,
 		RetryWindow: time.Minute, Webhooks: WebhookOptions{AllowPrivate: true, Timeout: 5 * time.Second}}
@@ -209,7 +209,7 @@ func submit(t testing.TB, s *Service, account string, addrs []string, webhook st
 }
 
 // waitJob waits until the job has ended and returns it.
-func waitJob(t testing.TB, db *storage.DB, id string, within time.Duration) storage.Job {
+func waitJob(t testing.TB, db storage.Jobs, id string, within time.Duration) storage.Job {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -239,7 +239,7 @@ func waitUntil(t testing.TB, within time.Duration, what string, cond func() bool
 }
 
 // results returns the job's stored results by email.
-func results(t testing.TB, db *storage.DB, id string) map[string]storage.Result {
+func results(t testing.TB, db storage.Jobs, id string) map[string]storage.Result {
 	t.Helper()
 	out := map[string]storage.Result{}
 	if err := db.JobResults(id, func(r storage.Result) error {

@@ -63,6 +63,21 @@ import (
 // not yet written is probed again. Credits were reserved once at creation
 // and are settled once by FinishJob.
 
+// Fleet mode. When the store is shared by several boxes (it implements
+// storage.JobLeases: PostgreSQL), a box schedules only what it leased: its
+// lease loop takes slices of the active jobs (a job's addresses grouped
+// by a hash of their domain) whenever fewer than leaseLowWater addresses
+// wait here, and adds their addresses without a result to the job's
+// queue, exactly as resume does for a whole job on one box. A job a box
+// has no more work of leaves its rotation (another box holds the rest);
+// the box whose write leaves no address without a result ends it, and a
+// job whose every result is written but which no box ended (that box
+// died) is handed out by LeaseSlices to be ended. Results are written
+// once per address whichever box writes them, and FinishJob succeeds
+// once, so a job is counted, charged and announced once. A box that dies
+// loses its slices after the lease (storage.lease) and the others take
+// them; what it wrote stays written.
+
 // group is one engine call's worth of a job's addresses, all of one
 // domain.
 type group struct {
@@ -136,6 +151,9 @@ type scheduler struct {
 	s    *Service
 	opts *Options
 	db   storage.Jobs // the Service's DB; a test wraps it to inject failures
+	// leases is the store's storage.JobLeases in a fleet, else nil.
+	leases  storage.JobLeases
+	leaseCh chan struct{}
 
 	mu       sync.Mutex
 	jobs     map[string]*jobRun
@@ -157,8 +175,9 @@ type scheduler struct {
 
 func newScheduler(s *Service) *scheduler {
 	ctx, cancel := context.WithCancel(context.Background())
+	leases, _ := s.db.(storage.JobLeases)
 	return &scheduler{
-		s: s, opts: &s.opts, db: s.db,
+		s: s, opts: &s.opts, db: s.db, leases: leases, leaseCh: make(chan struct{}, 1),
 		jobs:     map[string]*jobRun{},
 		acctIdx:  map[string]*acctQ{},
 		perDom:   map[string]int{},
@@ -171,8 +190,11 @@ func newScheduler(s *Service) *scheduler {
 }
 
 // resume loads the jobs that were running, then those queued, oldest
-// first.
+// first. In a fleet it loads nothing: the lease loop takes work.
 func (sc *scheduler) resume() error {
+	if sc.leases != nil {
+		return nil
+	}
 	for _, st := range []storage.JobStatus{storage.JobRunning, storage.JobQueued} {
 		js, err := sc.db.ListJobs(st)
 		if err != nil {
@@ -200,7 +222,13 @@ func (sc *scheduler) resume() error {
 }
 
 // add schedules a job just created with its addresses (index = position).
+// In a fleet the job's slices are leased like any other job's: this box's
+// lease loop is woken to take them first.
 func (sc *scheduler) add(j storage.Job, addrs []string) {
+	if sc.leases != nil {
+		sc.wakeLease()
+		return
+	}
 	b := newBuilder(sc.opts.GroupSize)
 	for i, a := range addrs {
 		b.add(i, a)
@@ -254,9 +282,19 @@ func domainOf(addr string) string {
 	return strings.ToLower(addr[i+1:])
 }
 
-// register adds a job to the rotation; the caller holds mu.
+// register adds a job to the rotation; the caller holds mu. In a fleet a
+// job already here takes the addresses of another slice.
 func (sc *scheduler) register(j storage.Job, b *builder) {
-	if _, dup := sc.jobs[j.ID]; dup {
+	if r, dup := sc.jobs[j.ID]; dup {
+		if sc.leases != nil && !r.done {
+			for _, q := range b.domains {
+				for _, g := range q.chunks {
+					g.job = r
+				}
+			}
+			r.domains = append(r.domains, b.domains...)
+			r.queued += b.n
+		}
 		return
 	}
 	r := &jobRun{
@@ -326,7 +364,92 @@ func (sc *scheduler) dropIdle(a *acctQ) {
 	sc.accts = removeTurn(sc.accts, a, &sc.cursor)
 }
 
-func (sc *scheduler) start() { go sc.loop() }
+func (sc *scheduler) start() {
+	go sc.loop()
+	if sc.leases != nil {
+		sc.wg.Add(1)
+		go sc.leaseLoop()
+	}
+}
+
+func (sc *scheduler) wakeLease() {
+	select {
+	case sc.leaseCh <- struct{}{}:
+	default:
+	}
+}
+
+// leasePoll is how often an idle box of a fleet looks for work.
+const leasePoll = time.Second
+
+// leaseLowWater is how many addresses a box of a fleet keeps queued: it
+// leases another slice while at least a slice's worth is missing.
+func (sc *scheduler) leaseLowWater() int { return max(2*sc.opts.Concurrency, 2*storage.JobSliceSize) }
+
+// leaseLoop leases slices of the active jobs while this box has room
+// (see Fleet mode above), until stop.
+func (sc *scheduler) leaseLoop() {
+	defer sc.wg.Done()
+	t := time.NewTicker(leasePoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-sc.stopCh:
+			return
+		case <-sc.leaseCh:
+		case <-t.C:
+		}
+		for sc.leaseMore() {
+		}
+	}
+}
+
+// leaseMore leases what the box has room for and queues it; it reports
+// whether there may be more to lease now.
+func (sc *scheduler) leaseMore() bool {
+	sc.mu.Lock()
+	queued := 0
+	for _, r := range sc.jobs {
+		queued += r.queued
+	}
+	closing := sc.closing
+	sc.mu.Unlock()
+	// Whole slices only (of JobSliceSize addresses on average): what is
+	// left to the other boxes stays in as few hands as possible.
+	room := sc.leaseLowWater() - queued
+	if closing || room < storage.JobSliceSize {
+		return false
+	}
+	n := min(room/storage.JobSliceSize, 8)
+	got, err := sc.leases.LeaseSlices(n)
+	if err != nil {
+		sc.s.log.Error("cannot lease job slices", "err", err)
+		return false
+	}
+	for _, js := range got {
+		b := newBuilder(sc.opts.GroupSize)
+		if js.Slice >= 0 {
+			if err := sc.leases.SliceAddresses(js.Job.ID, js.Slice, func(i int, addr string) error {
+				b.add(i, addr)
+				return nil
+			}); err != nil {
+				sc.s.log.Error("cannot read a leased slice; its lease runs out", "job", js.Job.ID, "slice", js.Slice, "err", err)
+				continue
+			}
+		} else {
+			sc.s.log.Info("ending a job whose every result is written", "job", js.Job.ID)
+		}
+		sc.mu.Lock()
+		if !sc.closing {
+			sc.register(js.Job, b)
+		}
+		sc.mu.Unlock()
+	}
+	if len(got) > 0 {
+		sc.wake()
+	}
+	return len(got) == n
+}
 
 func (sc *scheduler) wake() {
 	select {
@@ -425,6 +548,10 @@ func (sc *scheduler) pass() time.Duration {
 			sc.startFinish(r, storage.JobFailed)
 		case r.unwritten == 0:
 			sc.startFinish(r, storage.JobCompleted)
+		case sc.leases != nil && r.queued == 0 && r.inflight == 0 && r.deferred == 0 && r.started:
+			// Nothing of it left here: other boxes hold the rest.
+			sc.remove(r)
+			sc.wakeLease()
 		}
 	}
 	return max(wait, time.Millisecond)

@@ -23,7 +23,7 @@ type Verifier interface {
 // Options configures the Service. Zero fields take their defaults.
 type Options struct {
 	// DB holds jobs, results, credits and the outbox. Required.
-	DB *storage.DB
+	DB storage.Store
 	// Verifier runs the engine. Required.
 	Verifier Verifier
 	// MaxEmails caps the addresses of one batch (spec §8). Default 100,000.
@@ -163,7 +163,7 @@ func (o *Options) validate() error {
 // adds its API routes, AdminRoutes its operator routes; Close stops it.
 type Service struct {
 	opts  Options
-	db    *storage.DB
+	db    storage.Store
 	log   *slog.Logger
 	now   func() time.Time
 	guard *Guard

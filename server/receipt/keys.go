@@ -198,18 +198,49 @@ func OpenKeySet(store KeyStore, opts Options) (*KeySet, error) {
 		ks.cur.Store(st)
 		return ks, nil
 	}
+	st, err := parseKeyFile(data)
+	if err != nil {
+		return nil, err
+	}
+	ks.cur.Store(st)
+	return ks, nil
+}
+
+func parseKeyFile(data []byte) (*keyState, error) {
 	var f keyFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("receipt: bad key file: %w", err)
 	}
-	st, err := newKeyState(f)
+	return newKeyState(f)
+}
+
+// Reload reads the store again and, when another process changed the
+// set (a fleet's boxes share one store: one rotated it), takes the new
+// set: new receipts are signed with its active key. It reports whether
+// the active key changed.
+func (ks *KeySet) Reload() (bool, error) {
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	return ks.reloadLocked()
+}
+
+func (ks *KeySet) reloadLocked() (bool, error) {
+	data, err := ks.store.LoadKeys()
+	if err != nil || len(bytes.TrimSpace(data)) == 0 {
+		return false, err
+	}
+	st, err := parseKeyFile(data)
 	if err != nil {
-		return nil, err
+		return false, err
+	}
+	old := ks.cur.Load()
+	if st.kid == old.kid && len(st.file.Keys) == len(old.file.Keys) {
+		return false, nil
 	}
 	ks.cur.Store(st)
-	return ks, nil
+	return st.kid != old.kid, nil
 }
 
 // Rotate makes a new key the active one and returns its kid, one version
@@ -219,6 +250,10 @@ func OpenKeySet(store KeyStore, opts Options) (*KeySet, error) {
 func (ks *KeySet) Rotate() (string, error) {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
+	// Another box of a fleet may have rotated: start from the stored set.
+	if _, err := ks.reloadLocked(); err != nil {
+		return "", err
+	}
 	old := ks.cur.Load()
 	f := old.file
 	f.Keys = slices.Clone(f.Keys)

@@ -26,7 +26,7 @@ const (
 
 // Options configure the account surface.
 type Options struct {
-	DB  *storage.DB
+	DB  storage.Store
 	API *server.Server
 	// Registration is closed (the default: only operators add users),
 	// invite (an invitation token is needed) or open (anyone; a new
@@ -54,7 +54,7 @@ type Options struct {
 // Web serves /auth/* (and, with the pages, the dashboard).
 type Web struct {
 	opts     Options
-	db       *storage.DB
+	db       storage.Store
 	api      *server.Server
 	log      *slog.Logger
 	hash     *hasher

@@ -136,9 +136,11 @@ func (db *DB) Close() error {
 	return err
 }
 
-// abandon closes the connections as a killed process would: its boot row
-// stays until it is reaped. For tests.
-func (db *DB) abandon() {
+// Abandon closes the connections as a killed process would: the boot row
+// stays, and what this process held (holds, job slices, claimed events,
+// pending idempotency keys) goes to the other boxes only when its lease
+// runs out. For crash tests; Close ends a process.
+func (db *DB) Abandon() {
 	db.closed.Do(func() {
 		close(db.stop)
 		db.wg.Wait()

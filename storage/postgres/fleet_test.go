@@ -117,7 +117,7 @@ func TestTwoBoxes(t *testing.T) {
 	a.BeginIdem(ref2, []byte("h"))
 	a.Hold(acct.ID, 2, "x")
 	a.Hold(acct.ID, 3, "y")
-	a.abandon()
+	a.Abandon()
 	seen := a.lastSeen()
 	n, err := b.Reap()
 	if err != nil || n != 0 && time.Since(seen) < lease {

@@ -214,3 +214,13 @@ func Versions(ctx context.Context, pool *pgxpool.Pool) (have []int, known int, e
 	have, err = applied(ctx, pool)
 	return have, len(ms), err
 }
+
+// MigrateDSN is Migrate on a connection of its own to dsn.
+func MigrateDSN(ctx context.Context, dsn string) ([]int, error) {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	defer pool.Close()
+	return Migrate(ctx, pool)
+}

@@ -50,6 +50,7 @@ type Config struct {
 	// gets an account, or a secret in its journal, it did not ask for.
 	DemoAccount bool `toml:"demo_account"`
 
+	Storage    Storage    `toml:"storage"`
 	HTTP       HTTP       `toml:"http"`
 	Admin      Admin      `toml:"admin"`
 	Metrics    Metrics    `toml:"metrics"`
@@ -62,6 +63,29 @@ type Config struct {
 	Webhooks   Webhooks   `toml:"webhooks"`
 	Jobs       Jobs       `toml:"jobs"`
 	Auth       Auth       `toml:"auth"`
+}
+
+// Storage is where the shared state lives: accounts, keys, credits,
+// history, jobs, webhooks, users and signing keys (docs/fleet.md).
+type Storage struct {
+	// Backend is pebble (this box's data_dir, the default) or postgres:
+	// every verifyd pointing at the same PostgreSQL (or CockroachDB)
+	// database is one service, a fleet. What stays on each box (egress
+	// health, greylist cooldowns, resolver cache) is in data_dir either
+	// way.
+	Backend string `toml:"backend"`
+	// DSN is the database's connection string, for postgres, e.g.
+	// "postgres://verifyd@db1:5432/verifyd?sslmode=verify-full"; keep the
+	// password out of it (PGPASSFILE, or a client certificate). The
+	// environment variable VERIFYD_PG_DSN, when set, is used instead.
+	DSN string `toml:"dsn"`
+	// Box names this verifyd among the fleet's, in logs and in the
+	// ledger's notes. Default the host name.
+	Box string `toml:"box"`
+	// Lease is how long a box not heard from is taken as stopped: its
+	// holds are released, its job slices and webhook deliveries go to
+	// the others. Default 30s.
+	Lease time.Duration `toml:"lease"`
 }
 
 // Auth configures the account surface: /auth/* and the dashboard
@@ -385,6 +409,7 @@ func Defaults() Config {
 		DataDir:   dataDir,
 		LogLevel:  "info",
 		LogFormat: "auto",
+		Storage:   Storage{Backend: "pebble", Lease: 30 * time.Second},
 		HTTP: HTTP{
 			Listen:          "127.0.0.1:8080",
 			ReadTimeout:     30 * time.Second,
@@ -573,6 +598,18 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		add("data_dir", "must not be empty")
+	}
+	switch c.Storage.Backend {
+	case "pebble":
+	case "postgres":
+		if c.Storage.DSN == "" && os.Getenv("VERIFYD_PG_DSN") == "" {
+			add("storage.dsn", "must be set for the postgres backend (or VERIFYD_PG_DSN)")
+		}
+	default:
+		add("storage.backend", "must be pebble or postgres, not %q", c.Storage.Backend)
+	}
+	if c.Storage.Lease < 3*time.Second {
+		add("storage.lease", "must be at least 3s, not %s", c.Storage.Lease)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -31,3 +31,10 @@ CREATE TABLE secrets (
 	name  text PRIMARY KEY,
 	value bytea NOT NULL
 );
+
+-- The receipt signing key set (server/receipt's keys.json document):
+-- one row, so the fleet publishes one JWKS and signs with one active key.
+CREATE TABLE signing_keys (
+	id  int PRIMARY KEY,
+	doc bytea NOT NULL
+);
