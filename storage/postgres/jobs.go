@@ -593,3 +593,14 @@ func (db *DB) LeaseSlices(n int) ([]storage.JobSlice, error) {
 	}
 	return out, nil
 }
+
+// HeldSlices returns how many slices of the job the live boxes named box
+// hold (for operators and tests).
+func (db *DB) HeldSlices(job, box string) (int, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	var n int
+	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM job_slices s JOIN boots b ON b.id = s.owner
+		WHERE s.job_id = $1 AND b.box = $2 AND b.seen_at >= now() - $3::interval`, job, box, db.lease).Scan(&n)
+	return n, err
+}

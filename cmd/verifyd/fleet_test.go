@@ -1,0 +1,437 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/verifyd/verifyd/bench/world"
+	"github.com/verifyd/verifyd/internal/pgtest"
+	"github.com/verifyd/verifyd/server/admin/adminapi"
+	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/postgres"
+)
+
+// Fleet mode end to end: two and three verifyd processes on one
+// PostgreSQL (started by the test from the Debian packages, on a loopback
+// port, in a temporary directory), each with its own data_dir, API port
+// and admin socket.
+
+// fleetDB starts PostgreSQL with a migrated database and returns its DSN
+// and a connection of the test's own, for looking at what the boxes
+// wrote.
+func fleetDB(t *testing.T) (string, *postgres.DB) {
+	t.Helper()
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	if err := srv.CreateDatabase(ctx, "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("fleet")
+	if _, err := postgres.MigrateDSN(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(ctx, dsn, postgres.Options{Box: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return dsn, db
+}
+
+// fleetLease is the boxes' storage.lease in these tests: a dead box's
+// work moves after it.
+const fleetLease = 3 * time.Second
+
+// startBoxes starts n boxes of a fleet on dsn with cfg; the first makes
+// the demo account (its key in boxes[0].key), alone, before the others
+// start.
+func startBoxes(t *testing.T, n int, dsn, cfg string) []*instance {
+	t.Helper()
+	boxes := make([]*instance, n)
+	for i := range n {
+		demo := "demo_account = false\n"
+		if i == 0 {
+			demo = "demo_account = true\n"
+		}
+		c := demo + cfg + fmt.Sprintf("\n[storage]\nbackend = \"postgres\"\ndsn = %q\nbox = \"box%d\"\nlease = %q\n", dsn, i, fleetLease.String())
+		boxes[i] = startIn(t, t.TempDir(), c)
+	}
+	return boxes
+}
+
+// checkLedger walks the account's ledger in the database: every entry
+// follows from the one before, and the last is the account's credits.
+func checkLedger(t *testing.T, db *postgres.DB, account string) []storage.Entry {
+	t.Helper()
+	es, err := db.Ledger(account, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bal, held int64
+	for i, e := range es {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("entry %d has seq %d", i+1, e.Seq)
+		}
+		switch e.Kind {
+		case storage.EntrySet:
+			bal = e.Amount
+		default:
+			bal += e.Delta
+		}
+		switch {
+		case e.Kind == storage.EntryHold:
+			held += e.Amount
+		case (e.Kind == storage.EntryCharge || e.Kind == storage.EntryRelease) && e.HoldSeq != 0:
+			held -= e.Amount
+		}
+		if e.Balance != bal || e.Held != held || held < 0 || held > bal {
+			t.Fatalf("entry %d (%v): balance %d held %d, the chain says %d and %d", e.Seq, e.Kind, e.Balance, e.Held, bal, held)
+		}
+	}
+	c, err := db.Credits(account)
+	if err != nil || c.Balance != bal || c.Held != held {
+		t.Fatalf("credits %+v (%v), the ledger says %d held %d", c, err, bal, held)
+	}
+	return es
+}
+
+// TestFleetAPI: what a client sees of two boxes behind a balancer is one
+// service. No overdraft when both charge one account at once; an
+// Idempotency-Key answered on one box replays on the other; history
+// written by both pages without loss on either; one JWKS; a job posted on
+// one box is read, and its CSV downloaded, on the other.
+func TestFleetAPI(t *testing.T) {
+	run := testWorld(t, 20*time.Millisecond)
+	dsn, db := fleetDB(t)
+	boxes := startBoxes(t, 2, dsn, worldConfig(run, "[rate_limits]\ndisabled = true\n"))
+	key := boxes[0].key
+	cs := []*client{{t: t, base: boxes[0].base, key: key}, {t: t, base: boxes[1].base, key: key}}
+	ac := adminClient(t, boxes[0])
+	acct := demoAccount(t, ac)
+	twenty := int64(20)
+	if _, err := ac.AdjustCredits(context.Background(), acct.ID, adminapi.AdjustCredits{Set: &twenty}); err != nil {
+		t.Fatal(err)
+	}
+
+	// 40 validations at once, half on each box, on 20 credits.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := cs[i%2].do("POST", "/v1/validate", key, fmt.Sprintf(`{"email":"ann%d@catch.test"}`, i))
+			mu.Lock()
+			codes[r.status]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if codes[200] != 20 || codes[400] != 20 {
+		t.Fatalf("answers %v: want 20 charged and 20 refused for want of credits", codes)
+	}
+	checkLedger(t, db, acct.ID)
+	for i, c := range cs {
+		if b := balance(t, c, key); b != 0 {
+			t.Fatalf("box %d: balance %d", i, b)
+		}
+	}
+
+	// An Idempotency-Key across boxes.
+	hundred := int64(100)
+	if _, err := ac.AdjustCredits(context.Background(), acct.ID, adminapi.AdjustCredits{Add: &hundred}); err != nil {
+		t.Fatal(err)
+	}
+	first := cs[0].do("POST", "/v1/validate", key, `{"email":"info@shop.test"}`, "Idempotency-Key", "fleet-key-1")
+	again := cs[1].do("POST", "/v1/validate", key, `{"email":"info@shop.test"}`, "Idempotency-Key", "fleet-key-1")
+	if first.status != 200 || again.status != 200 || again.header.Get("Idempotent-Replay") != "true" || !bytes.Equal(first.body, again.body) {
+		t.Fatalf("replay on the other box: %d, %d %q", first.status, again.status, again.header.Get("Idempotent-Replay"))
+	}
+	cs[1].do("POST", "/v1/validate", key, `{"email":"ann@shop.test"}`, "Idempotency-Key", "fleet-key-1").wantError(t, 409, "CONFLICT")
+	if b := balance(t, cs[1], key); b != 99 {
+		t.Fatalf("balance %d after one charge of 100: the replay charged", b)
+	}
+
+	// History written by both, paged on each.
+	for _, c := range cs {
+		var rows []string
+		seen := map[string]bool{}
+		cursor := ""
+		for {
+			path := "/v1/results?limit=7"
+			if cursor != "" {
+				path += "&cursor=" + cursor
+			}
+			m := c.do("GET", path, key, "").json(t)
+			for _, r := range m["results"].([]any) {
+				id := fmt.Sprint(r.(map[string]any)["id"])
+				if seen[id] {
+					t.Fatalf("row %s twice", id)
+				}
+				seen[id] = true
+				rows = append(rows, id)
+			}
+			next, _ := m["next_cursor"].(string)
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		if len(rows) != 21 {
+			t.Fatalf("%d history rows on %s, want 21", len(rows), c.base)
+		}
+	}
+
+	// One JWKS: a receipt signed on one box verifies with the other's.
+	j0 := cs[0].do("GET", "/.well-known/jwks.json", "", "")
+	j1 := cs[1].do("GET", "/.well-known/jwks.json", "", "")
+	if j0.status != 200 || !bytes.Equal(j0.body, j1.body) {
+		t.Fatalf("two JWKS:\n%s\n%s", j0.body, j1.body)
+	}
+	verifyWithPython(t, cs[1], again.body)
+
+	// A job posted on one box, followed and downloaded on the other.
+	r := cs[0].do("POST", "/v1/batch", key, batchBody(t, []string{"ann@shop.test", "info@shop.test", "x@gone.test"}, nil))
+	if r.status != 202 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	id := r.json(t)["job_id"].(string)
+	job := waitDone(t, cs[1], key, id, time.Minute)
+	if job["status"] != "completed" {
+		t.Fatalf("job %v", job)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(cs[1].do("GET", "/v1/jobs/"+id+"/results.csv", key, "").body)).ReadAll()
+	if err != nil || len(rows) != 4 {
+		t.Fatalf("CSV %d rows, %v", len(rows), err)
+	}
+	checkLedger(t, db, acct.ID)
+}
+
+// TestFleetCrashDuringValidations: kill -9 of one box of two while 50
+// validations with Idempotency-Keys are in flight on both. Every key
+// retried on the surviving box replays what was answered before the kill
+// or is charged now, never twice; the dead box's held credits are
+// released by the other once its lease has run out; the ledger adds up.
+func TestFleetCrashDuringValidations(t *testing.T) {
+	run := testWorld(t, 150*time.Millisecond)
+	dsn, db := fleetDB(t)
+	boxes := startBoxes(t, 2, dsn, worldConfig(run, "[rate_limits]\ndisabled = true\n"))
+	key := boxes[0].key
+	acct := demoAccount(t, adminClient(t, boxes[0]))
+	const n = 50
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	answered := map[int][]byte{}
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", boxes[i%2].base+"/v1/validate", strings.NewReader(fmt.Sprintf(`{"email":"ann%d@catch.test"}`, i)))
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Idempotency-Key", fmt.Sprintf("fleet-crash-%03d", i))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return // its box was killed mid-request
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				mu.Lock()
+				answered[i] = b
+				mu.Unlock()
+			}
+		}()
+		if i == n/2-1 {
+			waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(answered) >= n/4 })
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := boxes[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	boxes[0].cmd.Wait()
+	wg.Wait()
+	t.Logf("%d of %d validations answered before the kill", len(answered), n)
+
+	// The survivor releases the dead box's holds after its lease.
+	waitFor(t, func() bool { c, err := db.Credits(acct.ID); return err == nil && c.Held == 0 })
+	checkLedger(t, db, acct.ID)
+	before, _ := db.Balance(acct.ID)
+
+	c := &client{t: t, base: boxes[1].base, key: key}
+	replays := 0
+	var rwg sync.WaitGroup
+	for i := range n {
+		rwg.Add(1)
+		go func() {
+			defer rwg.Done()
+			r := c.do("POST", "/v1/validate", key, fmt.Sprintf(`{"email":"ann%d@catch.test"}`, i),
+				"Idempotency-Key", fmt.Sprintf("fleet-crash-%03d", i))
+			if r.status != 200 {
+				t.Errorf("retry %d: %d %s", i, r.status, r.body)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if r.header.Get("Idempotent-Replay") == "true" {
+				replays++
+			} else if _, ok := answered[i]; ok {
+				t.Errorf("key %d was answered before the kill but not replayed: charged twice", i)
+			}
+			if prev, ok := answered[i]; ok && !bytes.Equal(prev, r.body) {
+				t.Errorf("key %d: the replay differs from the receipt answered before the kill", i)
+			}
+		}()
+	}
+	rwg.Wait()
+	if before != int64(1000-replays) {
+		t.Errorf("balance after the kill %d, want 1000 − %d charged before it", before, replays)
+	}
+	if after, _ := db.Balance(acct.ID); after != 1000-n {
+		t.Errorf("balance after every key is answered: %d, want %d", after, 1000-n)
+	}
+	if replays < len(answered) {
+		t.Errorf("%d replays, fewer than the %d receipts answered", replays, len(answered))
+	}
+	if len(answered) == 0 || len(answered) == n {
+		t.Errorf("%d of %d answered before the kill: the test did not kill mid-way", len(answered), n)
+	}
+	es := checkLedger(t, db, acct.ID)
+	charges := 0
+	for _, e := range es {
+		if e.Kind == storage.EntryCharge {
+			charges++
+		}
+	}
+	if charges != n {
+		t.Errorf("%d charge entries for %d validations", charges, n)
+	}
+}
+
+// fleetWorld: domains accepting domains d0…d399.test with 50 mailboxes
+// each (20,000 addresses), a little latency per reply.
+func fleetWorld(t *testing.T, domains, mailboxes int, latency time.Duration) (*world.Running, []string) {
+	t.Helper()
+	w := &world.World{}
+	var addrs []string
+	for d := range domains {
+		host := fmt.Sprintf("mx.f%d.test", d)
+		w.Hosts = append(w.Hosts, &world.Host{Name: host, IP: fmt.Sprintf("127.74.%d.%d", d/200, d%200+1), Latency: world.Duration(latency)})
+		dom := &world.Domain{Name: fmt.Sprintf("f%d.test", d), MX: []world.MX{{Pref: 10, Host: host}}, Mailboxes: map[string]world.MailboxState{}}
+		for m := range mailboxes {
+			dom.Mailboxes[fmt.Sprintf("m%d", m)] = world.MailboxOK
+			addrs = append(addrs, fmt.Sprintf("m%d@f%d.test", m, d))
+		}
+		w.Domains = append(w.Domains, dom)
+	}
+	return startWorld(t, w), addrs
+}
+
+// TestFleetBatchKill: three boxes split a 20,000-address job; one that
+// holds slices of it is killed (kill -9) in the middle. The others take
+// its slices once its lease has run out and complete the job: every
+// address has exactly one result, the reservation is settled once, the
+// ledger adds up to the credit, and the webhook is posted once.
+func TestFleetBatchKill(t *testing.T) {
+	run, addrs := fleetWorld(t, 400, 50, 2*time.Millisecond)
+	dsn, db := fleetDB(t)
+	boxes := startBoxes(t, 3, dsn, batchConfig(run, "", "concurrency = 64\n"))
+	key := boxes[0].key
+	ac := adminClient(t, boxes[0])
+	acct := demoAccount(t, ac)
+	more := int64(len(addrs))
+	if _, err := ac.AdjustCredits(context.Background(), acct.ID, adminapi.AdjustCredits{Add: &more}); err != nil {
+		t.Fatal(err)
+	}
+	hook := newHookReceiver(t, 200)
+	c := &client{t: t, base: boxes[0].base, key: key}
+	r := c.do("POST", "/v1/batch", key, batchBody(t, addrs, map[string]any{"webhookUrl": hook.URL}))
+	if r.status != 202 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	id := r.json(t)["job_id"].(string)
+
+	// Kill a box other than the first (the test reads through it) that
+	// holds slices, once a quarter of the job is done.
+	victim := -1
+	waitFor(t, func() bool {
+		j, err := db.Job(id)
+		if err != nil || j.Processed < len(addrs)/4 {
+			return false
+		}
+		for i := 1; i < len(boxes); i++ {
+			if held, _ := db.HeldSlices(id, fmt.Sprintf("box%d", i)); held > 0 {
+				victim = i
+				return true
+			}
+		}
+		return false
+	})
+	mid, _ := db.Job(id)
+	if err := boxes[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	boxes[victim].cmd.Wait()
+	t.Logf("killed box%d with %d of %d addresses done", victim, mid.Processed, mid.Total)
+	if mid.Processed == mid.Total {
+		t.Fatal("the job ended before the kill")
+	}
+
+	job := waitDone(t, c, key, id, 3*time.Minute)
+	if job["status"] != "completed" || job["progress"].(map[string]any)["processed"] != float64(len(addrs)) {
+		t.Fatalf("job %v", job)
+	}
+	seen := map[int]bool{}
+	if err := db.JobResults(id, func(r storage.Result) error {
+		if seen[r.JobIndex] {
+			t.Fatalf("address %d has two results", r.JobIndex)
+		}
+		seen[r.JobIndex] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != len(addrs) {
+		t.Fatalf("%d results for %d addresses", len(seen), len(addrs))
+	}
+	other := &client{t: t, base: boxes[3-victim].base, key: key}
+	rows, err := csv.NewReader(bytes.NewReader(other.do("GET", "/v1/jobs/"+id+"/results.csv", key, "").body)).ReadAll()
+	if err != nil || len(rows) != len(addrs)+1 {
+		t.Fatalf("CSV: %d rows, %v", len(rows)-1, err)
+	}
+	for i, row := range rows[1:] {
+		if row[0] != addrs[i] || row[1] != "valid" {
+			t.Fatalf("row %d: %q, want %s valid", i, row, addrs[i])
+		}
+	}
+	es := checkLedger(t, db, acct.ID)
+	var reserved, used int64
+	for _, e := range es {
+		switch e.Kind {
+		case storage.EntryReserve:
+			reserved += e.Amount
+		case storage.EntryUse:
+			used += e.Amount
+		case storage.EntryRefund:
+			t.Errorf("a refund of a completed job: %+v", e)
+		}
+	}
+	if b, _ := db.Balance(acct.ID); reserved != more || used != more || b != 1000 {
+		t.Fatalf("reserved %d, used %d, balance %d: want %d, %d, 1000", reserved, used, b, more, more)
+	}
+	waitFor(t, func() bool { return len(hook.requests()) >= 1 })
+	time.Sleep(time.Second)
+	if n := len(hook.requests()); n != 1 {
+		t.Fatalf("the webhook was posted %d times", n)
+	}
+}
