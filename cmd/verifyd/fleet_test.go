@@ -29,6 +29,12 @@ import (
 // and a connection of the test's own, for looking at what the boxes
 // wrote.
 func fleetDB(t *testing.T) (string, *postgres.DB) {
+	dsn, db, _ := fleetServer(t)
+	return dsn, db
+}
+
+// fleetServer is fleetDB with the server, for tests that stop it.
+func fleetServer(t *testing.T) (string, *postgres.DB, *pgtest.Server) {
 	t.Helper()
 	srv := pgtest.Start(t)
 	ctx := context.Background()
@@ -44,7 +50,7 @@ func fleetDB(t *testing.T) (string, *postgres.DB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return dsn, db
+	return dsn, db, srv
 }
 
 // fleetLease is the boxes' storage.lease in these tests: a dead box's
@@ -433,5 +439,57 @@ func TestFleetBatchKill(t *testing.T) {
 	time.Sleep(time.Second)
 	if n := len(hook.requests()); n != 1 {
 		t.Fatalf("the webhook was posted %d times", n)
+	}
+}
+
+// TestFleetDatabaseOutage: while the database is unreachable (its server
+// killed), the API answers 500 INTERNAL, safe to retry, and charges
+// nothing; when it is back the box serves again by itself, without a
+// restart, and the ledger adds up: no half-written charge, no credit left
+// held (a validation whose hold was taken before the outage and whose
+// charge failed in it gets its hold released once the database is back).
+func TestFleetDatabaseOutage(t *testing.T) {
+	run := testWorld(t, 100*time.Millisecond)
+	dsn, db, srv := fleetServer(t)
+	boxes := startBoxes(t, 1, dsn, worldConfig(run, "[rate_limits]\ndisabled = true\n"))
+	key := boxes[0].key
+	acct := demoAccount(t, adminClient(t, boxes[0]))
+	c := &client{t: t, base: boxes[0].base, key: key}
+	if r := c.do("POST", "/v1/validate", key, `{"email":"ann@shop.test"}`); r.status != 200 {
+		t.Fatalf("before the outage: %d %s", r.status, r.body)
+	}
+
+	inflight := make(chan reply, 1)
+	go func() { inflight <- c.do("POST", "/v1/validate", key, `{"email":"info@shop.test"}`) }()
+	waitFor(t, func() bool { cr, err := db.Credits(acct.ID); return err == nil && cr.Held == 1 })
+	srv.Kill()
+	(<-inflight).wantError(t, 500, "INTERNAL")
+	for _, req := range []struct{ method, path, body string }{
+		{"POST", "/v1/validate", `{"email":"info@shop.test"}`},
+		{"GET", "/v1/balance", ""},
+		{"GET", "/v1/results", ""},
+		{"POST", "/v1/batch", `{"emails":["ann@shop.test"]}`},
+	} {
+		start := time.Now()
+		r := c.do(req.method, req.path, key, req.body)
+		r.wantError(t, 500, "INTERNAL")
+		if bytes.Contains(r.body, []byte("postgres")) || bytes.Contains(r.body, []byte("dial")) {
+			t.Errorf("%s %s: internal error text in the answer: %s", req.method, req.path, r.body)
+		}
+		t.Logf("%s %s during the outage: 500 in %v", req.method, req.path, time.Since(start).Round(time.Millisecond))
+	}
+
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	var ok reply
+	waitFor(t, func() bool {
+		ok = c.do("POST", "/v1/validate", key, `{"email":"info@shop.test"}`)
+		return ok.status == 200
+	})
+	waitFor(t, func() bool { cr, err := db.Credits(acct.ID); return err == nil && cr.Held == 0 })
+	checkLedger(t, db, acct.ID)
+	if b := balance(t, c, key); b != 998 {
+		t.Fatalf("balance %d after two validations answered 200, want 998", b)
 	}
 }

@@ -75,7 +75,9 @@ func (db *DB) heartbeat() {
 			if err != nil {
 				heartbeatFailures.Inc()
 				db.log.Warn("heartbeat to the database failed", "boot", db.boot, "err", err)
+				continue
 			}
+			db.releaseOrphans()
 		case <-reap.C:
 			if _, err := db.Reap(); err != nil {
 				db.log.Warn("cannot reap stopped boxes", "err", err)

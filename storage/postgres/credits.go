@@ -161,8 +161,44 @@ func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
 }
 
 // Release ends the hold without a charge; ErrHoldNotActive when it was
-// already charged or released.
+// already charged or released. When the database cannot be reached the
+// hold is remembered and released again by the heartbeat loop until that
+// works: its request has ended, so its credits must not stay held while
+// this box lives.
 func (db *DB) Release(h storage.Hold, note string) (storage.Entry, error) {
+	e, err := db.release(h, note)
+	if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {
+		db.orphanMu.Lock()
+		db.orphans = append(db.orphans, orphan{h, note})
+		db.orphanMu.Unlock()
+	}
+	return e, err
+}
+
+// orphan is a hold whose Release failed.
+type orphan struct {
+	h    storage.Hold
+	note string
+}
+
+// releaseOrphans releases again the holds whose Release failed.
+func (db *DB) releaseOrphans() {
+	db.orphanMu.Lock()
+	todo := db.orphans
+	db.orphans = nil
+	db.orphanMu.Unlock()
+	for i, o := range todo {
+		_, err := db.release(o.h, o.note)
+		if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {
+			db.orphanMu.Lock()
+			db.orphans = append(db.orphans, todo[i:]...)
+			db.orphanMu.Unlock()
+			return
+		}
+	}
+}
+
+func (db *DB) release(h storage.Hold, note string) (storage.Entry, error) {
 	return db.adjust(h.Account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
 		var n int64
 		err := tx.QueryRow(ctx, `DELETE FROM holds WHERE account = $1 AND seq = $2 RETURNING amount`, h.Account, int64(h.Seq)).Scan(&n)

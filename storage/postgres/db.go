@@ -51,10 +51,13 @@ type DB struct {
 	idemTTL time.Duration
 	log     *slog.Logger
 
-	seen   atomic.Int64 // lastSeen, Unix ns
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	closed sync.Once
+	seen atomic.Int64 // lastSeen, Unix ns
+
+	orphanMu sync.Mutex
+	orphans  []orphan // holds to release again (see Release)
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	closed   sync.Once
 }
 
 var (
