@@ -71,6 +71,10 @@ type Options struct {
 	// it. nil: no auth signals, and no extra RCPT. The engine does not
 	// close it.
 	Auth *authsig.Collector
+	// Facts, when set, is the knowledge a fleet's boxes share: catch-all
+	// findings and providers learnt from greetings (see Facts). nil on one
+	// box.
+	Facts Facts
 	// Now is the engine's clock; default time.Now.
 	Now func() time.Time
 	// Logger receives the engine's lines and, at debug level, SMTP
@@ -92,6 +96,9 @@ type Engine struct {
 	opts     Options
 	log      *slog.Logger
 	catchAll *catchAllCache
+	// learnt is the providers the fleet learnt from greetings (nil on
+	// one box).
+	learnt *learntProviders
 	// quits counts the sessions whose QUIT goes on after their probe
 	// answered (Wait).
 	quits sync.WaitGroup
@@ -156,12 +163,16 @@ func New(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Engine{
+	e := &Engine{
 		opts:     opts,
 		log:      opts.Logger.With("pkg", "probe"),
-		catchAll: newCatchAllCache(opts.CatchAllEntries, opts.CatchAllTTL),
+		catchAll: newCatchAllCache(opts.CatchAllEntries, opts.CatchAllTTL, opts.Facts, opts.Logger.With("pkg", "probe")),
 		share:    newShare(max(opts.BatchShare, 0)),
-	}, nil
+	}
+	if opts.Facts != nil {
+		e.learnt = &learntProviders{facts: opts.Facts, writer: e.catchAll.writer, log: e.log, m: map[string]learnt{}}
+	}
+	return e, nil
 }
 
 // Verify validates one address within ctx's deadline (the real-time

@@ -280,6 +280,21 @@ func newProviderTable(ps []Provider) *providerTable {
 	return t
 }
 
+// byName returns the provider of that name, or nil.
+func (t *providerTable) byName(name string) *Provider {
+	for _, p := range t.bySuffix {
+		if p.Name == name {
+			return p
+		}
+	}
+	for _, w := range t.banner {
+		if w.p.Name == name {
+			return w.p
+		}
+	}
+	return nil
+}
+
 // byMX returns the provider whose MX suffix matches host, the longest
 // suffix first, or nil. host is an MX name as DNS gave it.
 func (t *providerTable) byMX(host string) *Provider {

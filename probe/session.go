@@ -87,6 +87,10 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 	// The MX name says who runs the host, when it is a provider's; the
 	// greeting may say it when the name does not.
 	prov := providerIndex.byMX(host)
+	if prov == nil && e.learnt != nil {
+		// Another box of the fleet may have learnt it from the greeting.
+		prov = e.learnt.get(host, e.opts.Now())
+	}
 	for _, t := range pendingTargets(ts) {
 		t.r.Session.Provider = prov.name()
 	}
@@ -177,6 +181,9 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 		}
 		if prov == nil {
 			prov = providerIndex.byBanner(c.Banner(), c.BannerHost(), c.EHLOHost())
+			if prov != nil && e.learnt != nil {
+				e.learnt.learn(host, prov, e.opts.Now())
+			}
 		}
 		facts := SessionFacts{MXIP: ip, BannerHost: c.BannerHost(), EHLOHost: c.EHLOHost(), Provider: prov.name()}
 		facts.TLSVersion, facts.TLSCipher, _ = c.TLSState()

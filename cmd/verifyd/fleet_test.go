@@ -493,3 +493,39 @@ func TestFleetDatabaseOutage(t *testing.T) {
 		t.Fatalf("balance %d after two validations answered 200, want 998", b)
 	}
 }
+
+// TestFleetSharedCatchAll: a domain's catch-all finding made by one box
+// is known to the other, which then validates an address of it without a
+// probe of its own (the world's log has one RCPT of a random local part,
+// the first box's) and with the same verdict.
+func TestFleetSharedCatchAll(t *testing.T) {
+	run := testWorld(t, 0)
+	dsn, db := fleetDB(t)
+	boxes := startBoxes(t, 2, dsn, worldConfig(run, "[rate_limits]\ndisabled = true\n"))
+	key := boxes[0].key
+	a := (&client{t: t, base: boxes[0].base, key: key}).do("POST", "/v1/validate", key, `{"email":"ann@catch.test"}`)
+	if a.status != 200 {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	waitFor(t, func() bool { v, _, ok, _ := db.Fact("catchall", "catch.test"); return ok && v == "yes" })
+	b := (&client{t: t, base: boxes[1].base, key: key}).do("POST", "/v1/validate", key, `{"email":"bob@catch.test"}`)
+	if b.status != 200 {
+		t.Fatalf("%d %s", b.status, b.body)
+	}
+	ma, mb := a.json(t), b.json(t)
+	if ma["status"] != mb["status"] || fmt.Sprint(ma["checks"].(map[string]any)["is_catch_all"]) != "true" ||
+		fmt.Sprint(mb["checks"].(map[string]any)["is_catch_all"]) != "true" {
+		t.Fatalf("box a: %s\nbox b: %s", a.body, b.body)
+	}
+	probes := 0
+	for _, s := range run.Log().Sessions() {
+		for _, rc := range s.Rcpts {
+			if strings.HasPrefix(rc.Addr, "verifyd-") {
+				probes++
+			}
+		}
+	}
+	if probes != 1 {
+		t.Fatalf("%d catch-all probes of catch.test, want the first box's only", probes)
+	}
+}

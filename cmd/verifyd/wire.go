@@ -160,6 +160,7 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 		SessionTimeout: cfg.SMTP.SessionTimeout,
 		StartTLS:       cfg.SMTP.StartTLS,
 		CatchAllTTL:    cfg.Probe.CatchAllTTL,
+		Facts:          a.facts(),
 		Logger:         log,
 	}); err != nil {
 		return nil, err
@@ -171,6 +172,15 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// facts is what the engine shares with the fleet's other boxes: nil on
+// one box.
+func (a *app) facts() probe.Facts {
+	if a.pg == nil {
+		return nil
+	}
+	return a.pg
 }
 
 // cfgDrain bounds the wait for running probes at shutdown.

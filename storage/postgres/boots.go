@@ -82,6 +82,9 @@ func (db *DB) heartbeat() {
 			if _, err := db.Reap(); err != nil {
 				db.log.Warn("cannot reap stopped boxes", "err", err)
 			}
+			if err := db.purgeFacts(); err != nil {
+				db.log.Warn("cannot purge expired domain facts", "err", err)
+			}
 		}
 	}
 }

@@ -163,3 +163,54 @@ func TestTwoBoxes(t *testing.T) {
 		t.Fatalf("%d boot rows (%v), want b's only", boots, err)
 	}
 }
+
+// TestFacts: a fact one box puts is what another reads, until it expires;
+// the newest write wins; expired facts are purged.
+func TestFacts(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	pool := newPool(t, srv, "facts")
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	c := storagetest.NewClock()
+	open := func(box string) *DB {
+		db, err := Open(ctx, srv.DSN("facts"), Options{Box: box, Now: c.Now, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a, b := open("a"), open("b")
+	if _, _, ok, err := b.Fact("catchall", "x.test"); ok || err != nil {
+		t.Fatalf("an unknown fact: %v, %v", ok, err)
+	}
+	exp := c.Now().Add(time.Hour).Truncate(time.Millisecond)
+	if err := a.PutFact("catchall", "x.test", "yes", exp); err != nil {
+		t.Fatal(err)
+	}
+	if v, e, ok, err := b.Fact("catchall", "x.test"); !ok || err != nil || v != "yes" || !e.Equal(exp) {
+		t.Fatalf("the other box reads %q %v %v %v", v, e, ok, err)
+	}
+	if _, _, ok, _ := b.Fact("provider", "x.test"); ok {
+		t.Fatal("a fact of another kind")
+	}
+	if err := b.PutFact("catchall", "x.test", "no", exp.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _, _ := a.Fact("catchall", "x.test"); v != "no" {
+		t.Fatalf("after a newer write: %q", v)
+	}
+	c.Advance(3 * time.Hour)
+	if _, _, ok, _ := a.Fact("catchall", "x.test"); ok {
+		t.Fatal("an expired fact")
+	}
+	if err := a.purgeFacts(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM domain_facts`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d facts after the purge (%v)", n, err)
+	}
+}
