@@ -47,6 +47,13 @@ type VerifydConfig struct {
 	// the CPU profiles of -profile.
 	Metrics string
 	Pprof   bool
+	// DSN, when set, makes verifyd a box of a fleet on that PostgreSQL
+	// database (storage.backend = "postgres"), named Box. A Follower is
+	// a box started after the first: the demo account exists already,
+	// so it prints no key.
+	DSN      string
+	Box      string
+	Follower bool
 }
 
 // DefaultVerifydConfig is the configuration of a benchmark run, missing
@@ -99,7 +106,7 @@ func (c VerifydConfig) TOML() string {
 	kv("data_dir", c.DataDir)
 	kv("log_level", c.LogLevel)
 	kv("log_format", "json")
-	kv("demo_account", true) // the account and key the load uses
+	kv("demo_account", !c.Follower) // the account and key the load uses
 	b.WriteString("\n[http]\n")
 	kv("listen", c.Listen)
 	kv("shutdown_timeout", c.ShutdownTimeout)
@@ -148,5 +155,11 @@ func (c VerifydConfig) TOML() string {
 	}
 	b.WriteString("\n[rate_limits]\n")
 	kv("disabled", true)
+	if c.DSN != "" {
+		b.WriteString("\n[storage]\n")
+		kv("backend", "postgres")
+		kv("dsn", c.DSN)
+		kv("box", c.Box)
+	}
 	return b.String()
 }

@@ -44,6 +44,11 @@ type Options struct {
 	// world's addresses), FairSmallSize account B's.
 	FairBatchSize int
 	FairSmallSize int
+	// FleetConcurrency is scenario 8's concurrency of fresh probes
+	// (split over the boxes; its cache:true load uses the last of
+	// CacheLevels), FleetBatchSize its batch.
+	FleetConcurrency int
+	FleetBatchSize   int
 	// RealWorldDomains is the size of scenario 6's world (the real-world
 	// profile; half of them business domains, the other half's addresses
 	// at consumer providers); RealWorldRetryWindow is its verifyds'
@@ -52,7 +57,7 @@ type Options struct {
 	RealWorldDomains     int
 	RealWorldRetryWindow time.Duration
 	// Scenarios to run, by name (fresh, cache, batch, mixed, accuracy,
-	// realworld, fairness); empty: all.
+	// realworld, fairness, fleet); empty: all.
 	Scenarios []string
 
 	// Verifyd's configuration (paths and world addresses are filled in).
@@ -109,6 +114,8 @@ func ShortOptions() Options {
 		MixedBatchSize:   10000,
 		MixedConcurrency: 64,
 		FairBatchSize:    20000,
+		FleetConcurrency: 64,
+		FleetBatchSize:   20000,
 		FairSmallSize:    100,
 		RealWorldDomains: 500,
 		// The world's deferrals last for ever; a minute of retries shows
@@ -142,6 +149,7 @@ func FullOptions() Options {
 	o.MixedBatchSize = 50000
 	o.MixedConcurrency = 64
 	o.FairBatchSize = 100000
+	o.FleetBatchSize = 100000
 	o.RealWorldDomains = 2000
 	o.MaxTime = 50 * time.Minute
 	return o

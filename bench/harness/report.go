@@ -227,6 +227,7 @@ func writeMarkdown(w io.Writer, res *Result, jsonRel, plotRel string) {
 
 	realWorldSection(w, res)
 	fairnessSection(w, res)
+	fleetSection(w, res)
 	profileSection(w, res)
 
 	// Ratios.
@@ -510,6 +511,52 @@ func fairnessSection(w io.Writer, res *Result) {
 			fmtNum(fr.AAlone[0].CompletionSeconds), fmtNum(fr.AAlone[1].CompletionSeconds))
 	}
 	p("\n")
+}
+
+func fleetSection(w io.Writer, res *Result) {
+	fr := res.Fleet
+	if fr == nil {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("## 8. Fleet: %d boxes on one PostgreSQL against one Pebble box\n\n", fr.Boxes)
+	p("Binary A as %d boxes of a fleet (`storage.backend = \"postgres\"`, one PostgreSQL %s started by the harness on loopback, fsync on) and as the single Pebble box of this run, in the same world, alternating which side goes first. The load is split evenly over the boxes, as a balancer would. Every process (the boxes, PostgreSQL, the world, the load generator) shares this machine's cores: the figures are what the shared database costs, not what more machines give; docs/fleet.md turns them into N machines.\n\n", fr.Boxes, "server")
+	switch {
+	case fr.Skipped != "":
+		p("**Skipped: %s.**\n\n", fr.Skipped)
+		return
+	case fr.Error != "":
+		p("**Error: %s**\n\n", oneLine(fr.Error))
+		return
+	}
+	p("| load | c | single box /s | fleet /s | fleet / single | p50 ms single / fleet | p99 ms single / fleet | verifyd CPU ms a request, single / fleet | PostgreSQL CPU ms a request | PostgreSQL cores |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, x := range []struct {
+		name string
+		fp   *FleetPair
+	}{{"cache:true hits", fr.Cache}, {"fresh probes", fr.Fresh}} {
+		if x.fp == nil {
+			continue
+		}
+		f := x.fp
+		p("| %s | %d | %s | %s | **%.2f×** | %s / %s | %s / %s | %s / %s | %s | %.2f |\n", x.name, f.Concurrency, fmtNum(f.Single), fmtNum(f.Fleet), f.Ratio,
+			fmtNum(f.SingleP50), fmtNum(f.FleetP50), fmtNum(f.SingleP99), fmtNum(f.FleetP99), fmtNum(f.SingleCPUms), fmtNum(f.FleetCPUms),
+			fmtNum(f.PostgresCPUms), f.PostgresCores)
+	}
+	p("\n")
+	for _, f := range []*FleetPair{fr.Cache, fr.Fresh} {
+		if f != nil && f.Errors != "" {
+			p("Errors: %s\n\n", f.Errors)
+		}
+	}
+	if b := fr.Batch; b != nil {
+		if b.Error != "" {
+			p("Batch: **error: %s**\n\n", oneLine(b.Error))
+		} else {
+			p("Batch of %s addresses: single box **%s s** (99 %% at %s s), fleet **%s s** (99 %% at %s s): **%.2f×**; PostgreSQL %s CPU-s, %s ms an address.\n\n",
+				itoa(b.Size), fmtNum(b.Single), fmtNum(b.Single99), fmtNum(b.Fleet), fmtNum(b.Fleet99), b.Ratio, fmtNum(b.PostgresCPUs), fmtNum(b.PostgresCPUPerAddrMs))
+		}
+	}
 }
 
 func profileSection(w io.Writer, res *Result) {

@@ -27,6 +27,8 @@ type Result struct {
 	Runs     []*RunResult `json:"runs"`
 	// Ratios are B/A for the main figures, with -compare.
 	Ratios []Ratio `json:"ratios,omitempty"`
+	// Fleet is scenario 8 (binary A only).
+	Fleet *FleetResult `json:"fleet,omitempty"`
 	// Profiles summarise verifyd's CPU profiles, with -profile.
 	Profiles []ProfileSummary `json:"profiles,omitempty"`
 	Notes    []string         `json:"notes,omitempty"`

@@ -35,6 +35,8 @@ type runner struct {
 	// outcomes of scenario 1 per run, for scenario 2's seeds and
 	// scenario 5.
 	outcomes map[string][]outcome
+	// fleetFlip alternates the order of scenario 8's sides.
+	fleetFlip bool
 }
 
 // outcome is one answered fresh validation.
@@ -209,6 +211,7 @@ func (r *runner) run(ctx context.Context, work string) error {
 		{"accuracy", r.scenarioAccuracy},
 		{"realworld", r.scenarioRealWorld},
 		{"fairness", r.scenarioFairness},
+		{"fleet", r.scenarioFleet},
 	}
 	for _, s := range steps {
 		if ctx.Err() != nil {

@@ -79,7 +79,8 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Tool    string `json:"tool"`
+		Tool    string       `json:"tool"`
+		Fleet   *FleetResult `json:"fleet"`
 		Machine struct {
 			CPUs int `json:"cpus"`
 		} `json:"machine"`
@@ -173,13 +174,26 @@ func TestSmoke(t *testing.T) {
 	if len(run.Targets) == 0 {
 		t.Error("no targets")
 	}
+	// Scenario 8 runs where PostgreSQL is installed (make postgres), and
+	// says why not elsewhere.
+	switch f := doc.Fleet; {
+	case f == nil:
+		t.Error("no fleet scenario")
+	case f.Skipped != "":
+		if os.Getenv("VERIFYD_PG_TESTS") == "require" {
+			t.Errorf("fleet skipped: %s", f.Skipped)
+		}
+	case f.Error != "" || f.Cache == nil || f.Fresh == nil || f.Batch == nil || f.Cache.Fleet <= 0 || f.Fresh.Fleet <= 0 ||
+		f.Fresh.Single <= 0 || f.Batch.Fleet <= 0 || f.Batch.Single <= 0 || f.Batch.Error != "" || f.Cache.PostgresCPUms <= 0:
+		t.Errorf("fleet %+v, cache %+v, fresh %+v, batch %+v", f, f.Cache, f.Fresh, f.Batch)
+	}
 
 	// The report and the plot.
 	md, err := os.ReadFile(o.Report)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# verifybench results", "## Targets", "## 1. Fresh single validations", "## 5. Accuracy", "## 6. Real-world mix", "## 7. Fairness between accounts", "By kind of server and mailbox", "expected ↓ / got →", filepath.Base(files[0])} {
+	for _, want := range []string{"# verifybench results", "## Targets", "## 1. Fresh single validations", "## 5. Accuracy", "## 6. Real-world mix", "## 7. Fairness between accounts", "## 8. Fleet", "By kind of server and mailbox", "expected ↓ / got →", filepath.Base(files[0])} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -83,6 +83,20 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// Launch starts a server outside a test (verifybench's fleet scenario);
+// the caller stops it with Stop.
+func Launch() (*Server, error) {
+	bin, err := FindBin()
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: %w (make postgres installs it)", err)
+	}
+	return start(bin)
+}
+
+// PID is the postmaster's process id: its children are the server's
+// other processes.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // FindBin returns the directory of initdb and postgres.
 func FindBin() (string, error) {
 	has := func(dir string) bool {

@@ -33,9 +33,16 @@ type Options struct {
 	// IdemTTL is how long an idempotency record is kept (spec §7: 24 h).
 	// Default 24 h.
 	IdemTTL time.Duration
+	// KeyCacheTTL is how long a box reuses an API key record it read
+	// (VerifyKey), and so how long a key revoked on another box may still
+	// work on this one. Default 5 s; negative: none.
+	KeyCacheTTL time.Duration
 	// Logger receives the package's log lines; default slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultKeyCacheTTL is Options.KeyCacheTTL's default.
+const DefaultKeyCacheTTL = 5 * time.Second
 
 // DefaultLease is Options.Lease's default.
 const DefaultLease = 30 * time.Second
@@ -50,6 +57,8 @@ type DB struct {
 	lease   time.Duration
 	idemTTL time.Duration
 	log     *slog.Logger
+	keyTTL  time.Duration
+	keys    keyCache
 
 	seen atomic.Int64 // lastSeen, Unix ns
 
@@ -104,6 +113,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	if db.idemTTL <= 0 {
 		db.idemTTL = storage.DefaultIdemTTL
+	}
+	switch db.keyTTL = opts.KeyCacheTTL; {
+	case db.keyTTL == 0:
+		db.keyTTL = DefaultKeyCacheTTL
+	case db.keyTTL < 0:
+		db.keyTTL = 0
 	}
 	if db.log == nil {
 		db.log = slog.Default()

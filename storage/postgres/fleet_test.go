@@ -214,3 +214,58 @@ func TestFacts(t *testing.T) {
 		t.Fatalf("%d facts after the purge (%v)", n, err)
 	}
 }
+
+// TestKeyCacheAcrossBoxes: a box reuses a key record it read for
+// KeyCacheTTL; a key revoked on one box is refused there at once and on
+// the other once its cached record is older than the TTL.
+func TestKeyCacheAcrossBoxes(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	pool := newPool(t, srv, "keys")
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 300 * time.Millisecond
+	open := func(box string) *DB {
+		db, err := Open(ctx, srv.DSN("keys"), Options{Box: box, KeyCacheTTL: ttl, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a, b := open("a"), open("b")
+	acct, _ := a.CreateAccount("k", storage.PlanFree)
+	full, _, err := a.MintKey(acct.ID, []string{storage.ScopeValidateRead}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.VerifyKey(full); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.VerifyKey(full); err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	prefix, _, _ := storage.ParseKey(full)
+	if _, err := a.RevokeKey(prefix); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.VerifyKey(full); !errors.Is(err, storage.ErrKeyRevoked) {
+		t.Fatalf("on the revoking box: %v", err)
+	}
+	for {
+		_, err := b.VerifyKey(full)
+		if errors.Is(err, storage.ErrKeyRevoked) {
+			break
+		}
+		if err != nil || time.Since(revoked) > 10*time.Second {
+			t.Fatalf("the other box after %v: %v", time.Since(revoked), err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A wrong secret is refused from the cache too.
+	if _, err := b.VerifyKey(full[:len(full)-1] + "!"); !errors.Is(err, storage.ErrKeyInvalid) && !errors.Is(err, storage.ErrKeyRevoked) {
+		t.Fatalf("a wrong secret: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -88,20 +89,71 @@ func (db *DB) LookupKey(prefix string) (storage.APIKey, error) {
 	return k, err
 }
 
+// keyCache holds the key records this box read for VerifyKey, for
+// Options.KeyCacheTTL: the API reads no database row to authenticate a
+// request of a key it saw a moment ago. A key revoked on another box
+// stops working here within that bound; on this box at once.
+type keyCache struct {
+	mu sync.Mutex
+	m  map[string]cachedKey
+}
+
+type cachedKey struct {
+	k  storage.APIKey
+	at time.Time // when read, by this process's clock
+}
+
+// maxCachedKeys bounds keyCache; when full it starts again.
+const maxCachedKeys = 100_000
+
+func (c *keyCache) get(prefix string, ttl time.Duration) (storage.APIKey, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[prefix]
+	if !ok || time.Since(e.at) >= ttl {
+		return storage.APIKey{}, false
+	}
+	return e.k, true
+}
+
+func (c *keyCache) put(k storage.APIKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedKeys {
+		c.m = map[string]cachedKey{}
+	}
+	c.m[k.Prefix] = cachedKey{k: k, at: time.Now()}
+}
+
+func (c *keyCache) forget(prefix string) {
+	c.mu.Lock()
+	delete(c.m, prefix)
+	c.mu.Unlock()
+}
+
 // VerifyKey authenticates a key string: ErrKeyInvalid when it is
 // malformed, unknown or its secret does not match, ErrKeyRevoked when it
-// matches a revoked key. Its last use is written at most once a minute.
+// matches a revoked key. The record comes from the box's key cache when
+// it was read less than Options.KeyCacheTTL ago. Its last use is written
+// at most once a minute.
 func (db *DB) VerifyKey(key string) (storage.APIKey, error) {
 	prefix, _, ok := storage.ParseKey(key)
 	if !ok {
 		return storage.APIKey{}, storage.ErrKeyInvalid
 	}
-	k, err := db.LookupKey(prefix)
-	if errors.Is(err, storage.ErrNotFound) {
-		return storage.APIKey{}, storage.ErrKeyInvalid
-	}
-	if err != nil {
-		return storage.APIKey{}, err
+	k, cached := db.keys.get(prefix, db.keyTTL)
+	if !cached {
+		var err error
+		k, err = db.LookupKey(prefix)
+		if errors.Is(err, storage.ErrNotFound) {
+			return storage.APIKey{}, storage.ErrKeyInvalid
+		}
+		if err != nil {
+			return storage.APIKey{}, err
+		}
+		if db.keyTTL > 0 {
+			db.keys.put(k)
+		}
 	}
 	if err := storage.MatchKey(key, k); err != nil {
 		return storage.APIKey{}, err
@@ -113,8 +165,12 @@ func (db *DB) VerifyKey(key string) (storage.APIKey, error) {
 		// Only the first of the requests of that minute writes it.
 		tag, err := db.pool.Exec(ctx, `UPDATE api_keys SET last_used = $2 WHERE prefix = $1 AND (last_used IS NULL OR last_used <= $3)`,
 			prefix, now, now.Add(-time.Minute))
-		if err == nil && tag.RowsAffected() == 1 {
+		if err == nil {
+			// Written now, or by another box within the minute.
 			k.LastUsed = now
+			if db.keyTTL > 0 && tag.RowsAffected() <= 1 {
+				db.keys.put(k)
+			}
 		}
 	}
 	return k, nil
@@ -123,6 +179,7 @@ func (db *DB) VerifyKey(key string) (storage.APIKey, error) {
 // RevokeKey revokes the key (once: a second revocation keeps the first
 // time), or ErrNotFound.
 func (db *DB) RevokeKey(prefix string) (storage.APIKey, error) {
+	db.keys.forget(prefix)
 	ctx, cancel := db.ctx()
 	defer cancel()
 	k, err := scanKey(db.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $2) WHERE prefix = $1 RETURNING `+keyCols,

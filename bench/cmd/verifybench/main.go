@@ -113,6 +113,8 @@ func run() int {
 	integer("mixed-concurrency", s.MixedConcurrency, "scenario 4: concurrency of the single validations", func(o *harness.Options, v int) { o.MixedConcurrency = v })
 	integer("fair-batch", s.FairBatchSize, "scenario 7: addresses in account A's batch", func(o *harness.Options, v int) { o.FairBatchSize = v })
 	integer("fair-small", s.FairSmallSize, "scenario 7: addresses in account B's batch", func(o *harness.Options, v int) { o.FairSmallSize = v })
+	integer("fleet-concurrency", s.FleetConcurrency, "scenario 8: concurrency of fresh probes, split over the boxes", func(o *harness.Options, v int) { o.FleetConcurrency = v })
+	integer("fleet-batch", s.FleetBatchSize, "scenario 8: addresses in the batch (the full shape: 100,000)", func(o *harness.Options, v int) { o.FleetBatchSize = v })
 	integer("realworld-domains", s.RealWorldDomains, "scenario 6: domains of the real-world world", func(o *harness.Options, v int) { o.RealWorldDomains = v })
 	dur("realworld-retry-window", s.RealWorldRetryWindow, "scenario 6: the verifyds' jobs.retry_window", func(o *harness.Options, v time.Duration) { o.RealWorldRetryWindow = v })
 	str("scenarios", "", "run only these scenarios, comma-separated: fresh,cache,batch,mixed,accuracy,realworld,fairness (cache and accuracy use fresh's receipts)",
