@@ -52,6 +52,17 @@ func (k EntryKind) String() string {
 // MarshalText writes the kind's name (for JSON and logs).
 func (k EntryKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
+// UnmarshalText reads a kind's name (an export's ledger entries).
+func (k *EntryKind) UnmarshalText(b []byte) error {
+	for i, n := range entryKindNames {
+		if n != "" && n == string(b) {
+			*k = EntryKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("storage: unknown ledger entry kind %q", b)
+}
+
 // Entry is one ledger entry: one change of an account's credits. An
 // account's entries are numbered 1, 2, 3… (Seq) and each carries the
 // balance after it, so Balance of entry n is Balance of entry n−1 plus

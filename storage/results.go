@@ -90,18 +90,24 @@ func encodeResultPointer(job string, index int) []byte {
 // decodeResult decodes a full result; for a pointer it returns the job and
 // index it points at.
 func decodeResult(v []byte) (r Result, job string, index int, err error) {
+	r, _, job, index, err = decodeResultPos(v)
+	return r, job, index, err
+}
+
+// decodeResultPos is decodeResult with the result's history position.
+func decodeResultPos(v []byte) (r Result, pos int64, job string, index int, err error) {
 	d := newDec(v, "result")
 	switch d.byte1() {
 	case resultTagPointer:
 		job = d.str()
 		index = int(d.uvarint())
-		return Result{}, job, index, d.err
+		return Result{}, 0, job, index, d.err
 	case resultTagValue:
 	default:
 		if d.err == nil {
 			d.err = fmt.Errorf("%w: result tag", errCorrupt)
 		}
-		return Result{}, "", 0, d.err
+		return Result{}, 0, "", 0, d.err
 	}
 	r.ID = d.str()
 	r.Account = d.str()
@@ -115,9 +121,9 @@ func decodeResult(v []byte) (r Result, job string, index int, err error) {
 	r.ProbedAt = fromMs(d.varint())
 	r.CachedFrom = d.str()
 	r.HistoryID = d.uvarint()
-	d.varint() // history position
+	pos = d.varint()
 	r.Receipt = d.bytes()
-	return r, "", 0, d.err
+	return r, pos, "", 0, d.err
 }
 
 func encodeRow(r *Result) []byte {

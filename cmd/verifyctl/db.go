@@ -1,13 +1,22 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/verifyd/verifyd/server/receipt"
+	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/postgres"
 )
 
@@ -93,4 +102,122 @@ func last(vs []int) int {
 		return 0
 	}
 	return vs[len(vs)-1]
+}
+
+func init() {
+	commands = append(commands,
+		command{"db", "export", "--data-dir DIR [--out FILE]", "write a stopped single box's shared state (its data_dir) as JSON lines, to move it into a fleet (default: standard output)", dbExport},
+		command{"db", "import", "[--dsn DSN] [--in FILE]", "write an export into an empty fleet database, in one transaction, and check every account's ledger (default: standard input)", dbImport},
+	)
+}
+
+func dbExport(c *cli, args []string) error {
+	cmd := this("db", "export")
+	flags := c.flagSet("db export")
+	dir := flags.String("data-dir", "", "the stopped box's `data_dir`")
+	out := flags.String("out", "", "the `file` to write (default: standard output)")
+	if _, err := c.parse(flags, cmd, args, 0, 0); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return &usageError{msg: "--data-dir is required", usage: cmd.usageLine()}
+	}
+	db, err := storage.Open(filepath.Join(*dir, "db"), storage.Options{PurgeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return fmt.Errorf("cannot open %s (stop the box's verifyd first): %w", *dir, err)
+	}
+	defer db.Close()
+	w := c.stdout
+	if *out != "" {
+		f, err := os.OpenFile(*out, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	enc := json.NewEncoder(bw)
+	counts := map[string]int{}
+	write := func(r storage.Record) error {
+		counts[r.Type]++
+		return enc.Encode(r)
+	}
+	if err := db.Export(write); err != nil {
+		return err
+	}
+	keys, err := os.ReadFile(filepath.Join(*dir, "signing", receipt.KeysFileName))
+	switch {
+	case err == nil:
+		if err := write(storage.Record{Type: storage.RecSigningKeys, Value: keys}); err != nil {
+			return err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if f, ok := w.(*os.File); ok && *out != "" {
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	// The export is on standard output: the counts go to standard error.
+	return c.printCounts(c.stderr, counts)
+}
+
+func dbImport(c *cli, args []string) error {
+	cmd := this("db", "import")
+	flags := c.flagSet("db import")
+	dsn := flags.String("dsn", os.Getenv(PGDSNEnv), "the fleet database's `DSN`")
+	in := flags.String("in", "", "the export `file` (default: standard input)")
+	if _, err := c.parse(flags, cmd, args, 0, 0); err != nil {
+		return err
+	}
+	if *dsn == "" {
+		return &usageError{msg: "--dsn or $" + PGDSNEnv + " is required", usage: cmd.usageLine()}
+	}
+	r := c.stdin
+	if *in != "" {
+		f, err := os.Open(*in)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r = f
+	}
+	db, err := postgres.Open(c.ctx, *dsn, postgres.Options{Box: "verifyctl-import", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	stats, err := db.Import(func() (storage.Record, bool, error) {
+		var rec storage.Record
+		if err := dec.Decode(&rec); errors.Is(err, io.EOF) {
+			return rec, false, nil
+		} else if err != nil {
+			return rec, false, fmt.Errorf("the export does not read: %w", err)
+		}
+		return rec, true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(stats)
+	}
+	return c.printCounts(c.stdout, stats)
+}
+
+// printCounts prints records per type to w, in the order of an export.
+func (c *cli) printCounts(w io.Writer, counts map[string]int) error {
+	var kv []string
+	for _, t := range []string{storage.RecAccount, storage.RecKey, storage.RecEntry, storage.RecResult, storage.RecCache, storage.RecIdem,
+		storage.RecJob, storage.RecOutbox, storage.RecDeadLetter, storage.RecHookLast, storage.RecUser, storage.RecInvite,
+		storage.RecSession, storage.RecSecret, storage.RecSigningKeys} {
+		kv = append(kv, t, fmt.Sprint(counts[t]))
+	}
+	return c.printKVTo(w, kv...)
 }

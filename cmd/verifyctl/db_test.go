@@ -3,15 +3,21 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/verifyd/verifyd/internal/pgtest"
+	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/postgres"
 )
 
 // TestDBCommands: db status of an empty database says it is not usable,
 // db migrate applies every version (the DSN from --dsn or
 // $VERIFYD_PG_DSN), a second migrate applies none, and status then says
-// usable; a DSN that does not parse is a usage error.
+// usable; a DSN that does not parse is a usage error. db export and db
+// import move a stopped box's data into the database, once.
 func TestDBCommands(t *testing.T) {
 	srv := pgtest.Start(t)
 	if err := srv.CreateDatabase(context.Background(), "fleet"); err != nil {
@@ -50,5 +56,49 @@ func TestDBCommands(t *testing.T) {
 	}
 	if r := execCtl(t, "", []string{PGDSNEnv + "="}, "db", "status"); r.code != 2 {
 		t.Fatalf("no DSN: %d %s", r.code, r.stderr)
+	}
+
+	// Export a stopped box's data directory and import it: the counts on
+	// both sides, and the account and its balance in the database. A
+	// second import is refused.
+	dir := t.TempDir()
+	box, err := storage.Open(filepath.Join(dir, "db"), storage.Options{PurgeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct, _ := box.CreateAccount("moved", storage.PlanFree)
+	box.AddCredits(acct.ID, 42, "")
+	h, _ := box.Hold(acct.ID, 2, "")
+	if _, err := box.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"}}); err != nil {
+		t.Fatal(err)
+	}
+	box.Close()
+	file := filepath.Join(t.TempDir(), "export.jsonl")
+	r = execCtl(t, "", nil, "db", "export", "--data-dir", dir, "--out", file)
+	if r.code != 0 {
+		t.Fatalf("db export: %d %s", r.code, r.stderr)
+	}
+	contains(t, "db export", r.stderr, "account", "entry", "result")
+	r = execCtl(t, "", nil, "-json", "db", "import", "--dsn", dsn, "--in", file)
+	if r.code != 0 {
+		t.Fatalf("db import: %d %s", r.code, r.stderr)
+	}
+	var counts map[string]int
+	if err := json.Unmarshal([]byte(r.stdout), &counts); err != nil || counts["account"] != 1 || counts["entry"] != 3 || counts["result"] != 1 {
+		t.Fatalf("import counts %s (%v)", r.stdout, err)
+	}
+	db, err := postgres.Open(context.Background(), dsn, postgres.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if c, err := db.Credits(acct.ID); err != nil || c.Balance != 40 {
+		t.Fatalf("the imported account: %+v, %v", c, err)
+	}
+	if r := execCtl(t, "", nil, "db", "import", "--dsn", dsn, "--in", file); r.code == 0 || !strings.Contains(r.stderr, "holds accounts already") {
+		t.Fatalf("a second import: %d %s", r.code, r.stderr)
+	}
+	if r := execCtl(t, "", nil, "db", "export"); r.code != 2 {
+		t.Fatalf("export without --data-dir: %d %s", r.code, r.stderr)
 	}
 }

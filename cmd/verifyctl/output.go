@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,8 +20,11 @@ func (c *cli) printJSON(v any) error {
 }
 
 // printKV writes name-value pairs, one a line, the values aligned.
-func (c *cli) printKV(pairs ...string) error {
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+func (c *cli) printKV(pairs ...string) error { return c.printKVTo(c.stdout, pairs...) }
+
+// printKVTo is printKV to w.
+func (c *cli) printKVTo(w io.Writer, pairs ...string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for i := 0; i+1 < len(pairs); i += 2 {
 		fmt.Fprintf(tw, "%s\t%s\n", pairs[i], clean(pairs[i+1]))
 	}

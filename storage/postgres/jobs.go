@@ -443,12 +443,12 @@ func (db *DB) ListJobs(status storage.JobStatus) ([]storage.Job, error) {
 }
 
 // ListAccountJobs returns up to limit (≤ 0: all) of the account's jobs,
-// newest first.
+// newest first (those of one millisecond by id, as on Pebble).
 func (db *DB) ListAccountJobs(account string, limit int) ([]storage.Job, error) {
 	if limit <= 0 {
-		return db.jobs(`WHERE account = $1 ORDER BY created_at DESC, id DESC`, account)
+		return db.jobs(`WHERE account = $1 ORDER BY created_at DESC, id`, account)
 	}
-	return db.jobs(`WHERE account = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, account, limit)
+	return db.jobs(`WHERE account = $1 ORDER BY created_at DESC, id LIMIT $2`, account, limit)
 }
 
 func (db *DB) jobs(where string, args ...any) ([]storage.Job, error) {
