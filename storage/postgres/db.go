@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// DefaultMaxConns is the connections a box keeps to the database at most,
+// unless the DSN says pool_max_conns.
+const DefaultMaxConns = 32
+
 // DefaultKeyCacheTTL is Options.KeyCacheTTL's default.
 const DefaultKeyCacheTTL = 5 * time.Second
 
@@ -59,6 +64,9 @@ type DB struct {
 	log     *slog.Logger
 	keyTTL  time.Duration
 	keys    keyCache
+	// asyncHolds: holds commit without waiting for their WAL flush
+	// (PostgreSQL; CockroachDB has no such setting).
+	asyncHolds bool
 
 	seen atomic.Int64 // lastSeen, Unix ns
 
@@ -88,7 +96,16 @@ var (
 // registers this process's boot, releases the holds of stopped boxes
 // (Reap) and keeps its boot alive until Close.
 func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// pgx's default (4 on this size of machine) queues a busy box's
+		// validations in front of the pool.
+		cfg.MaxConns = DefaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
@@ -123,6 +140,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if db.log == nil {
 		db.log = slog.Default()
 	}
+	var version string
+	if err := pool.QueryRow(ctx, `SELECT version()`).Scan(&version); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	db.asyncHolds = !strings.Contains(version, "CockroachDB")
 	if err := db.registerBoot(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: register this box: %w", err)

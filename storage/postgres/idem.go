@@ -118,15 +118,20 @@ func (db *DB) BeginIdem(ref storage.IdemRef, requestHash []byte) (storage.IdemOu
 func completeIdem(ctx context.Context, q interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }, ref storage.IdemRef, resp storage.IdemResponse, now time.Time) error {
+	_, err := q.Exec(ctx, completeIdemSQL, completeIdemArgs(ref, resp, now)...)
+	return err
+}
+
+const completeIdemSQL = `UPDATE idem SET done = true, boot = '', status = $4, header_names = $5, header_vals = $6, body = $7
+	WHERE account = $1 AND endpoint = $2 AND key = $3 AND expires_at > $8`
+
+func completeIdemArgs(ref storage.IdemRef, resp storage.IdemResponse, now time.Time) []any {
 	names := make([]string, len(resp.Header))
 	vals := make([]string, len(resp.Header))
 	for i, h := range resp.Header {
 		names[i], vals[i] = h.Name, h.Value
 	}
-	_, err := q.Exec(ctx, `UPDATE idem SET done = true, boot = '', status = $4, header_names = $5, header_vals = $6, body = $7
-		WHERE account = $1 AND endpoint = $2 AND key = $3 AND expires_at > $8`,
-		ref.Account, ref.Endpoint, ref.Key, resp.Status, names, vals, resp.Body, now)
-	return err
+	return []any{ref.Account, ref.Endpoint, ref.Key, resp.Status, names, vals, resp.Body, now}
 }
 
 // CompleteIdem stores the response of the request that began ref.

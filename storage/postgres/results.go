@@ -59,20 +59,26 @@ const resultCols = `id, account, pos, history_id, kind, email, status, score, jo
 // insertResult writes a prepared result with its history id and position,
 // and its cache entry unless it was served from cache or is kept out.
 func insertResult(ctx context.Context, tx pgx.Tx, r *storage.Result, pos int64) error {
+	b := &pgx.Batch{}
+	queueResult(b, r, pos)
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// queueResult queues insertResult's statements into b.
+func queueResult(b *pgx.Batch, r *storage.Result, pos int64) {
 	var job *string
 	var index *int
 	if r.Kind == storage.KindBatch {
 		job, index = &r.JobID, &r.JobIndex
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO results (`+resultCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+	b.Queue(`INSERT INTO results (`+resultCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		r.ID, r.Account, pos, int64(r.HistoryID), r.Kind, r.Email, r.Status, r.Score, job, index, r.LatencyMs, r.ProbedAt, r.CachedFrom, r.Receipt)
-	if err != nil || r.CachedFrom != "" || r.SkipCache {
-		return err
+	if r.CachedFrom != "" || r.SkipCache {
+		return
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO cache (account, email, result_id, probed_at) VALUES ($1, $2, $3, $4)
+	b.Queue(`INSERT INTO cache (account, email, result_id, probed_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (account, email) DO UPDATE SET result_id = excluded.result_id, probed_at = excluded.probed_at`,
 		r.Account, storage.CacheEmail(r.Email), r.ID, r.ProbedAt)
-	return err
 }
 
 func scanResult(row scanner) (storage.Result, int64, error) {
@@ -132,58 +138,87 @@ func (db *DB) charge(account string, h *storage.Hold, n int64, req storage.Charg
 	defer cancel()
 	var out storage.Charged
 	var sealErr error
+	// Four round trips: BEGIN; the account's row locked and, after it,
+	// the hold ended, a history id and the millisecond's highest position
+	// read (one batch: the statements run in order, so the reads come
+	// after the lock); the writes (one batch); COMMIT.
 	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
 		r, amount := r0, n
 		sealErr = nil
-		acct, err := lockAccount(ctx, tx, account)
+		ms := r.ProbedAt.UnixMilli()
+		b := &pgx.Batch{}
+		b.Queue(`SELECT balance, held, next_seq FROM accounts WHERE id = $1 FOR UPDATE`, account)
+		if h != nil {
+			b.Queue(`DELETE FROM holds WHERE account = $1 AND seq = $2 RETURNING amount`, account, int64(h.Seq))
+		}
+		b.Queue(`SELECT nextval('history_ids')`)
+		b.Queue(`SELECT max(pos) FROM results WHERE account = $1 AND pos >= $2 AND pos < $3`, account, ms*posPerMs, (ms+1)*posPerMs)
+		br := tx.SendBatch(ctx, b)
+		var acct acctRow
+		var seq, hid int64
+		var top *int64
+		err := br.QueryRow().Scan(&acct.balance, &acct.held, &seq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = notFound("account", account)
+		}
+		if err == nil && h != nil {
+			if err = br.QueryRow().Scan(&amount); errors.Is(err, pgx.ErrNoRows) {
+				err = holdNotActive(*h)
+			}
+		}
+		if err == nil {
+			err = br.QueryRow().Scan(&hid)
+		}
+		if err == nil {
+			err = br.QueryRow().Scan(&top)
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return err
 		}
+		acct.seq, r.HistoryID = uint64(seq), uint64(hid)
 		var holdSeq uint64
 		heldDelta := int64(0)
 		if h != nil {
-			err := tx.QueryRow(ctx, `DELETE FROM holds WHERE account = $1 AND seq = $2 RETURNING amount`, account, int64(h.Seq)).Scan(&amount)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return holdNotActive(*h)
-			}
-			if err != nil {
-				return err
-			}
 			holdSeq, heldDelta = h.Seq, -amount
 		} else if acct.balance-acct.held < n {
 			return &storage.InsufficientCreditsError{Current: acct.balance, Held: acct.held, Needed: n}
 		}
-		e, err := acct.entry(ctx, tx, account, now, storage.EntryCharge, amount, -amount, heldDelta, holdSeq, r.ID, "")
-		if err != nil {
-			return err
-		}
-		if r.HistoryID, err = nextHistoryID(ctx, tx); err != nil {
-			return err
-		}
-		pos, err := allocPos(ctx, tx, account, r.ProbedAt.UnixMilli())
-		if err != nil {
-			return err
-		}
-		var sealed storage.Sealed
-		if req.Seal != nil {
-			if sealed, sealErr = req.Seal(r, e.Balance); sealErr != nil {
-				if _, err := acct.entry(ctx, tx, account, now, storage.EntryAdd, amount, amount, 0, 0, "", storage.VoidNote(e.Seq)); err != nil {
-					return err
-				}
-				return saveAccount(ctx, tx, account, acct)
-			}
-			r.Receipt = sealed.Receipt
-		}
-		if err := insertResult(ctx, tx, &r, pos); err != nil {
-			return err
-		}
-		if req.Idem != nil {
-			if err := completeIdem(ctx, tx, *req.Idem, sealed.Response, now); err != nil {
+		pos := ms * posPerMs
+		switch {
+		case top == nil:
+		case *top < (ms+1)*posPerMs-1:
+			pos = *top + 1
+		default:
+			// A full millisecond (10⁶ rows): the next one's.
+			if pos, err = allocPos(ctx, tx, account, ms+1); err != nil {
 				return err
 			}
 		}
-		out = storage.Charged{Balance: e.Balance, Entry: e, Result: r}
-		return saveAccount(ctx, tx, account, acct)
+		e, args := acct.next(account, now, storage.EntryCharge, amount, -amount, heldDelta, holdSeq, r.ID, "")
+		w := &pgx.Batch{}
+		w.Queue(insertEntry, args...)
+		var sealed storage.Sealed
+		if req.Seal != nil {
+			sealed, sealErr = req.Seal(r, e.Balance)
+		}
+		if sealErr != nil {
+			_, void := acct.next(account, now, storage.EntryAdd, amount, amount, 0, 0, "", storage.VoidNote(e.Seq))
+			w.Queue(insertEntry, void...)
+		} else {
+			if req.Seal != nil {
+				r.Receipt = sealed.Receipt
+			}
+			queueResult(w, &r, pos)
+			if req.Idem != nil {
+				w.Queue(completeIdemSQL, completeIdemArgs(*req.Idem, sealed.Response, now)...)
+			}
+			out = storage.Charged{Balance: e.Balance, Entry: e, Result: r}
+		}
+		w.Queue(saveAccountSQL, account, acct.balance, acct.held, int64(acct.seq))
+		return tx.SendBatch(ctx, w).Close()
 	})
 	if err != nil {
 		return storage.Charged{}, err
