@@ -2,8 +2,12 @@
 // database: accounts, API keys, the credit ledger, probe results and
 // history, idempotency records, the cache index, batch jobs, the webhook
 // outbox and the egress pool's saved state. The server uses it through
-// small interfaces of its own; nothing here knows HTTP or the receipt's
-// schema (a receipt is opaque bytes).
+// the storage contract (contract.go: Store, small interfaces per area),
+// which storage/postgres implements too for a fleet of boxes on one
+// database (docs/fleet.md); storage/storagetest is the suite both pass.
+// The records both backends make the same way (ids, keys, tokens, the
+// checks of their arguments) are in records.go. Nothing here knows HTTP
+// or the receipt's schema (a receipt is opaque bytes).
 //
 // # Key layout
 //

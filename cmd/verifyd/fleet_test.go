@@ -487,7 +487,17 @@ func TestFleetDatabaseOutage(t *testing.T) {
 		ok = c.do("POST", "/v1/validate", key, `{"email":"info@shop.test"}`)
 		return ok.status == 200
 	})
-	waitFor(t, func() bool { cr, err := db.Credits(acct.ID); return err == nil && cr.Held == 0 })
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		cr, err := db.Credits(acct.ID)
+		if err == nil && cr.Held == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			hs, _ := db.Holds(acct.ID)
+			boxes[0].mu.Lock()
+			t.Fatalf("credits %+v (%v) still held after the outage: holds %+v; verifyd logged:\n%s", cr, err, hs, strings.Join(boxes[0].stderr, "\n"))
+		}
+	}
 	checkLedger(t, db, acct.ID)
 	if b := balance(t, c, key); b != 998 {
 		t.Fatalf("balance %d after two validations answered 200, want 998", b)

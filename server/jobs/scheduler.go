@@ -988,6 +988,19 @@ func (sc *scheduler) stop(ctx context.Context) error {
 	return err
 }
 
+// runs reports whether this box probes the job: on one box every running
+// job; in a fleet those it holds slices of (an egress address's warning
+// concerns the jobs whose sessions it carries).
+func (sc *scheduler) runs(id string) bool {
+	if sc.leases == nil {
+		return true
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	_, ok := sc.jobs[id]
+	return ok
+}
+
 func (sc *scheduler) stats() schedStats {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()

@@ -239,7 +239,8 @@ func (s *Service) stats() schedStats { return s.sched.stats() }
 // crossed the policy-block threshold (reputation), or was taken out of
 // rotation (disabled, e.g. by the self-check finding it on a block list)
 // becomes a reputation.warning webhook for every running job with a webhook
-// URL, at most once per job and egress address an hour. It never blocks.
+// URL (in a fleet, every one this box probes), at most once per job and
+// egress address an hour (per box). It never blocks.
 func (s *Service) EgressEvent(ev egress.Event) {
 	switch ev.Kind {
 	case egress.EventReputation, egress.EventDisabled, egress.EventCooldown:
@@ -280,7 +281,7 @@ func (s *Service) warnJobs(ev egress.Event) {
 		at = s.now()
 	}
 	for _, j := range running {
-		if j.WebhookURL == "" {
+		if j.WebhookURL == "" || !s.sched.runs(j.ID) {
 			continue
 		}
 		key := j.ID + "|" + ev.Addr.String()

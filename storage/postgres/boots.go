@@ -48,7 +48,8 @@ func (db *DB) registerBoot(ctx context.Context) error {
 // (its seen_at is later).
 func (db *DB) lastSeen() time.Time { return time.Unix(0, db.seen.Load()) }
 
-// heartbeat keeps the boot's row fresh and reaps stopped boots until
+// heartbeat keeps the boot's row fresh and, every lease, reaps stopped
+// boots and purges expired domain facts and idempotency records, until
 // Close.
 func (db *DB) heartbeat() {
 	defer db.wg.Done()
@@ -84,6 +85,11 @@ func (db *DB) heartbeat() {
 			}
 			if err := db.purgeFacts(); err != nil {
 				db.log.Warn("cannot purge expired domain facts", "err", err)
+			}
+			// Expired idempotency records (Pebble's own loop does this on
+			// one box); every box may, they delete the same rows.
+			if _, err := db.PurgeIdem(); err != nil {
+				db.log.Warn("cannot purge expired idempotency records", "err", err)
 			}
 		}
 	}
@@ -150,6 +156,9 @@ func (db *DB) Reap() (int, error) {
 			db.log.Info("released holds of validations a stopped verifyd left unanswered", "account", account, "holds", released)
 		}
 	}
-	_, err = db.pool.Exec(ctx, `DELETE FROM boots WHERE seen_at < now() - $1::interval AND id <> $2`, db.lease, db.boot)
+	if _, err = db.pool.Exec(ctx, `DELETE FROM boots WHERE seen_at < now() - $1::interval AND id <> $2`, db.lease, db.boot); err != nil {
+		return n, err
+	}
+	_, err = db.pool.Exec(ctx, `DELETE FROM flush_marks WHERE `+fmt.Sprintf(deadBoot, "flush_marks.boot"), db.lease)
 	return n, err
 }

@@ -173,7 +173,7 @@ func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
 		e, args := r.next(account, db.now(), storage.EntryHold, n, 0, n, 0, ref, "")
 		h = storage.Hold{Account: account, Seq: e.Seq, N: n, Ref: ref, At: e.Time}
 		b := &pgx.Batch{}
-		if db.asyncHolds {
+		if db.asyncCommit {
 			b.Queue(`SET LOCAL synchronous_commit TO off`)
 		}
 		b.Queue(insertEntry, args...)
@@ -196,6 +196,7 @@ func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
 func (db *DB) Release(h storage.Hold, note string) (storage.Entry, error) {
 	e, err := db.release(h, note)
 	if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {
+		db.log.Warn("cannot release a hold; will retry", "account", h.Account, "hold", h.Seq, "err", err)
 		db.orphanMu.Lock()
 		db.orphans = append(db.orphans, orphan{h, note})
 		db.orphanMu.Unlock()
@@ -218,6 +219,7 @@ func (db *DB) releaseOrphans() {
 	for i, o := range todo {
 		_, err := db.release(o.h, o.note)
 		if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {
+			db.log.Warn("cannot release a hold yet; will retry", "account", o.h.Account, "hold", o.h.Seq, "err", err)
 			db.orphanMu.Lock()
 			db.orphans = append(db.orphans, todo[i:]...)
 			db.orphanMu.Unlock()

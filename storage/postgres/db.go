@@ -64,11 +64,13 @@ type DB struct {
 	log     *slog.Logger
 	keyTTL  time.Duration
 	keys    keyCache
-	// asyncHolds: holds commit without waiting for their WAL flush
-	// (PostgreSQL; CockroachDB has no such setting).
-	asyncHolds bool
+	// asyncCommit: holds and charges commit without waiting for their WAL
+	// flush (PostgreSQL; CockroachDB has no such setting); see Hold and
+	// charge.
+	asyncCommit bool
 
-	seen atomic.Int64 // lastSeen, Unix ns
+	seen      atomic.Int64 // lastSeen, Unix ns
+	flushSlot atomic.Uint32
 
 	orphanMu sync.Mutex
 	orphans  []orphan // holds to release again (see Release)
@@ -145,7 +147,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	db.asyncHolds = !strings.Contains(version, "CockroachDB")
+	db.asyncCommit = !strings.Contains(version, "CockroachDB")
 	if err := db.registerBoot(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: register this box: %w", err)
@@ -207,6 +209,22 @@ func isUnique(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
+
+// flush returns once the database's WAL is on disk up to now: a
+// synchronous commit of a write (one of the box's flush_marks rows)
+// flushes the WAL up to its commit record, and so every commit made before
+// it. A transaction that writes nothing flushes nothing (PostgreSQL
+// commits it asynchronously). Concurrent flushes share the disk's flush
+// (group commit); the slots keep them off each other's row locks.
+func (db *DB) flush(ctx context.Context) error {
+	slot := db.flushSlot.Add(1) % flushSlots
+	_, err := db.pool.Exec(ctx, `INSERT INTO flush_marks (boot, slot, n) VALUES ($1, $2, 1)
+		ON CONFLICT (boot, slot) DO UPDATE SET n = flush_marks.n + 1`, db.boot, int32(slot))
+	return err
+}
+
+// flushSlots is how many flush_marks rows a box spreads its flushes over.
+const flushSlots = 64
 
 // isForeignKey reports a foreign-key violation (23503): a row of an
 // account that does not exist.

@@ -269,3 +269,69 @@ func TestKeyCacheAcrossBoxes(t *testing.T) {
 		t.Fatalf("a wrong secret: %v", err)
 	}
 }
+
+// TestAnsweredChargesSurviveCrash: holds and charges commit without
+// waiting for the WAL flush and Charge flushes before it returns; so every
+// charge that returned survives a kill -9 of the database server right
+// after, and every hold with it. Fifty validations run at once; the server
+// is killed the moment the last returns.
+func TestAnsweredChargesSurviveCrash(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	pool := newPool(t, srv, "crash")
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+	db, err := Open(ctx, srv.DSN("crash"), Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct, _ := db.CreateAccount("c", storage.PlanFree)
+	db.AddCredits(acct.ID, 100, "")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var charged []storage.Charged
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ch storage.Charged
+			var err error
+			if i%2 == 0 {
+				ch, err = db.ChargeDirect(acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("d%d@x.test", i), Status: "valid"}})
+			} else {
+				var h storage.Hold
+				if h, err = db.Hold(acct.ID, 1, ""); err == nil {
+					ch, err = db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("h%d@x.test", i), Status: "valid"}})
+				}
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			charged = append(charged, ch)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	srv.Kill()
+	db.Abandon()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	db2, err := Open(ctx, srv.DSN("crash"), Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	for _, ch := range charged {
+		if r, err := db2.GetResult(ch.Result.ID); err != nil || r.Email != ch.Result.Email {
+			t.Fatalf("an answered charge lost in the crash: %+v: %v", ch.Entry, err)
+		}
+	}
+	if c, _ := db2.Credits(acct.ID); c.Balance != 50 {
+		t.Fatalf("balance %d after 50 answered charges of 100 credits", c.Balance)
+	}
+}

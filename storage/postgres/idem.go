@@ -105,6 +105,13 @@ func (db *DB) BeginIdem(ref storage.IdemRef, requestHash []byte) (storage.IdemOu
 			return 0, storage.IdemRecord{}, err
 		}
 		if !raced {
+			if out == storage.IdemReplay && db.asyncCommit {
+				// The answer replayed may be a charge's whose commit is
+				// not flushed yet (see charge): never replay it before.
+				if err := db.flush(ctx); err != nil {
+					return 0, storage.IdemRecord{}, err
+				}
+			}
 			return out, rec, nil
 		}
 		if err := ctx.Err(); err != nil {

@@ -1,9 +1,14 @@
 // Package postgres is verifyd's storage on PostgreSQL (or CockroachDB):
 // fleet mode, several verifyd processes on one database as one service
-// (docs/fleet.md). It is being built (issue 17): so far the versioned
-// schema (Migrate, Check), the transaction discipline every write follows
-// (inRowTx; SERIALIZABLE transactions come with the job leases), accounts,
-// API keys and credits without charges.
+// (docs/fleet.md has the design and the operations guide). DB implements
+// the whole storage contract (storage.Store, the suite of
+// storage/storagetest), storage.JobLeases (job slices leased to boxes),
+// probe.Facts (domain knowledge shared by the boxes), the receipt signing
+// key store, and Import (a box's export). Migrate and Check keep the
+// versioned schema (migrations/). Every write is one transaction, retried
+// on a serialization failure or a deadlock (tx.go); those that change an
+// account lock its row first and run at READ COMMITTED; the boxes know of
+// each other through their boots (boots.go).
 package postgres
 
 import (

@@ -13,6 +13,16 @@ CREATE TABLE boots (
 	seen_at    timestamptz NOT NULL
 );
 
+-- What a box writes to make its commits made without waiting for the WAL
+-- flush durable (DB.flush): a synchronous commit of a write flushes the WAL
+-- up to it. Slots spread concurrent flushes over rows.
+CREATE TABLE flush_marks (
+	boot text NOT NULL,
+	slot int NOT NULL,
+	n    bigint NOT NULL DEFAULT 0,
+	PRIMARY KEY (boot, slot)
+);
+
 -- History row ids (spec §2.9 id): unique, increasing within a box's
 -- writes; gaps are fine.
 CREATE SEQUENCE history_ids;
