@@ -47,24 +47,11 @@ func allocPos(ctx context.Context, tx pgx.Tx, account string, ms int64) (int64, 
 	}
 }
 
-// nextHistoryID draws a history row id.
-func nextHistoryID(ctx context.Context, tx pgx.Tx) (uint64, error) {
-	var id int64
-	err := tx.QueryRow(ctx, `SELECT nextval('history_ids')`).Scan(&id)
-	return uint64(id), err
-}
-
 const resultCols = `id, account, pos, history_id, kind, email, status, score, job_id, job_index, latency_ms, probed_at, cached_from, receipt`
 
-// insertResult writes a prepared result with its history id and position,
-// and its cache entry unless it was served from cache or is kept out.
-func insertResult(ctx context.Context, tx pgx.Tx, r *storage.Result, pos int64) error {
-	b := &pgx.Batch{}
-	queueResult(b, r, pos)
-	return tx.SendBatch(ctx, b).Close()
-}
-
-// queueResult queues insertResult's statements into b.
+// queueResult queues the insert of a prepared result with its history id
+// and position into b, and of its cache entry unless it was served from
+// cache or is kept out.
 func queueResult(b *pgx.Batch, r *storage.Result, pos int64) {
 	var job *string
 	var index *int
