@@ -114,7 +114,7 @@ func ShortOptions() Options {
 		MixedBatchSize:   10000,
 		MixedConcurrency: 64,
 		FairBatchSize:    20000,
-		FleetConcurrency: 64,
+		FleetConcurrency: 256,
 		FleetBatchSize:   20000,
 		FairSmallSize:    100,
 		RealWorldDomains: 500,
@@ -150,6 +150,7 @@ func FullOptions() Options {
 	o.MixedConcurrency = 64
 	o.FairBatchSize = 100000
 	o.FleetBatchSize = 100000
+	o.FleetConcurrency = 1024
 	o.RealWorldDomains = 2000
 	o.MaxTime = 50 * time.Minute
 	return o

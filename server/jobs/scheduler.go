@@ -66,8 +66,8 @@ import (
 // Fleet mode. When the store is shared by several boxes (it implements
 // storage.JobLeases: PostgreSQL), a box schedules only what it leased: its
 // lease loop takes slices of the active jobs (a job's addresses grouped
-// by a hash of their domain) whenever fewer than leaseLowWater addresses
-// wait here, and adds their addresses without a result to the job's
+// by a hash of their domain) whenever its domain groups queued and in
+// flight would not fill its slots (leaseNeed), and adds their addresses without a result to the job's
 // queue, exactly as resume does for a whole job on one box. A job a box
 // has no more work of leaves its rotation (another box holds the rest);
 // the box whose write leaves no address without a result ends it, and a
@@ -382,9 +382,28 @@ func (sc *scheduler) wakeLease() {
 // leasePoll is how often an idle box of a fleet looks for work.
 const leasePoll = time.Second
 
-// leaseLowWater is how many addresses a box of a fleet keeps queued: it
-// leases another slice while at least a slice's worth is missing.
-func (sc *scheduler) leaseLowWater() int { return max(2*sc.opts.Concurrency, 2*storage.JobSliceSize) }
+// leaseNeed is how many more slices this box should lease now: enough
+// for its domain groups queued and in flight to fill every slot
+// (Concurrency) — a slice holds dozens to hundreds of groups, so a few
+// slices fill a box — and one when its queue is down to less than a
+// slice's worth of addresses. The caller holds mu.
+func (sc *scheduler) leaseNeed() int {
+	queued, groups := 0, sc.inflight
+	for _, r := range sc.jobs {
+		queued += r.queued
+		groups += len(r.retries)
+		for _, q := range r.domains[r.dhead:] {
+			groups += len(q.chunks)
+		}
+	}
+	switch free := sc.opts.Concurrency - groups; {
+	case free > 0:
+		return min(max(free/64, 1), 8)
+	case queued < storage.JobSliceSize:
+		return 1
+	}
+	return 0
+}
 
 // leaseLoop leases slices of the active jobs while this box has room
 // (see Fleet mode above), until stop.
@@ -408,19 +427,12 @@ func (sc *scheduler) leaseLoop() {
 // whether there may be more to lease now.
 func (sc *scheduler) leaseMore() bool {
 	sc.mu.Lock()
-	queued := 0
-	for _, r := range sc.jobs {
-		queued += r.queued
-	}
+	n := sc.leaseNeed()
 	closing := sc.closing
 	sc.mu.Unlock()
-	// Whole slices only (of JobSliceSize addresses on average): what is
-	// left to the other boxes stays in as few hands as possible.
-	room := sc.leaseLowWater() - queued
-	if closing || room < storage.JobSliceSize {
+	if closing || n == 0 {
 		return false
 	}
-	n := min(room/storage.JobSliceSize, 8)
 	got, err := sc.leases.LeaseSlices(n)
 	if err != nil {
 		sc.s.log.Error("cannot lease job slices", "err", err)
