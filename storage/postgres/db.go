@@ -72,6 +72,8 @@ type DB struct {
 	seen      atomic.Int64 // lastSeen, Unix ns
 	flushSlot atomic.Uint32
 
+	charges combiner
+
 	orphanMu sync.Mutex
 	orphans  []orphan // holds to release again (see Release)
 	stop     chan struct{}

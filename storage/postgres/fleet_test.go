@@ -273,8 +273,9 @@ func TestKeyCacheAcrossBoxes(t *testing.T) {
 // TestAnsweredChargesSurviveCrash: holds and charges commit without
 // waiting for the WAL flush and Charge flushes before it returns; so every
 // charge that returned survives a kill -9 of the database server right
-// after, and every hold with it. Fifty validations run at once; the server
-// is killed the moment the last returns.
+// after, and every hold with it. Fifty validations run at once (so their
+// charges are combined into fewer transactions); the server is killed the
+// moment the last returns.
 func TestAnsweredChargesSurviveCrash(t *testing.T) {
 	srv := pgtest.Start(t)
 	ctx := context.Background()
@@ -316,6 +317,12 @@ func TestAnsweredChargesSurviveCrash(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	db.charges.mu.Lock()
+	most := db.charges.most
+	db.charges.mu.Unlock()
+	if most < 2 {
+		t.Errorf("fifty charges at once, never two in one transaction")
+	}
 	srv.Kill()
 	db.Abandon()
 	if err := srv.Restart(); err != nil {

@@ -8,4 +8,5 @@ var (
 	heartbeatFailures  = metrics.NewCounter("verifyd_storage_pg_heartbeat_failures_total")
 	staleHoldsReleased = metrics.NewCounter("verifyd_storage_pg_stale_holds_released_total")
 	slicesLeased       = metrics.NewCounter("verifyd_storage_pg_job_slices_leased_total")
+	chargesPerTx       = metrics.NewHistogram("verifyd_storage_pg_charges_per_transaction")
 )

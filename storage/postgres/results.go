@@ -107,7 +107,9 @@ func (db *DB) ChargeDirect(account string, n int64, req storage.ChargeRequest) (
 }
 
 // charge is Charge (h set) and ChargeDirect (h nil: n credits checked
-// against the available balance). Seal runs inside the transaction, with
+// against the available balance), run in a transaction with the other
+// charges of the account that wait at that moment (combine.go). Seal runs
+// inside the transaction, with
 // the account's row locked: it is quick (a signature) and touches nothing
 // else, and a retried transaction calls it again. When it fails the
 // charge entry is written and a second entry gives the credits back (as
@@ -133,106 +135,9 @@ func (db *DB) charge(account string, h *storage.Hold, n int64, req storage.Charg
 	if err := storage.PrepareResult(&r0, now); err != nil {
 		return storage.Charged{}, err
 	}
-	ctx, cancel := db.ctx()
-	defer cancel()
-	var out storage.Charged
-	var sealErr error
-	// Four round trips: BEGIN; the account's row locked and, after it,
-	// the hold ended, a history id and the millisecond's highest position
-	// read (one batch: the statements run in order, so the reads come
-	// after the lock); the writes (one batch); COMMIT.
-	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
-		r, amount := r0, n
-		sealErr = nil
-		ms := r.ProbedAt.UnixMilli()
-		b := &pgx.Batch{}
-		b.Queue(`SELECT balance, held, next_seq FROM accounts WHERE id = $1 FOR UPDATE`, account)
-		if h != nil {
-			b.Queue(`DELETE FROM holds WHERE account = $1 AND seq = $2 RETURNING amount`, account, int64(h.Seq))
-		}
-		b.Queue(`SELECT nextval('history_ids')`)
-		b.Queue(`SELECT max(pos) FROM results WHERE account = $1 AND pos >= $2 AND pos < $3`, account, ms*posPerMs, (ms+1)*posPerMs)
-		br := tx.SendBatch(ctx, b)
-		var acct acctRow
-		var seq, hid int64
-		var top *int64
-		err := br.QueryRow().Scan(&acct.balance, &acct.held, &seq)
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = notFound("account", account)
-		}
-		if err == nil && h != nil {
-			if err = br.QueryRow().Scan(&amount); errors.Is(err, pgx.ErrNoRows) {
-				err = holdNotActive(*h)
-			}
-		}
-		if err == nil {
-			err = br.QueryRow().Scan(&hid)
-		}
-		if err == nil {
-			err = br.QueryRow().Scan(&top)
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-		acct.seq, r.HistoryID = uint64(seq), uint64(hid)
-		var holdSeq uint64
-		heldDelta := int64(0)
-		if h != nil {
-			holdSeq, heldDelta = h.Seq, -amount
-		} else if acct.balance-acct.held < n {
-			return &storage.InsufficientCreditsError{Current: acct.balance, Held: acct.held, Needed: n}
-		}
-		pos := ms * posPerMs
-		switch {
-		case top == nil:
-		case *top < (ms+1)*posPerMs-1:
-			pos = *top + 1
-		default:
-			// A full millisecond (10⁶ rows): the next one's.
-			if pos, err = allocPos(ctx, tx, account, ms+1); err != nil {
-				return err
-			}
-		}
-		e, args := acct.next(account, now, storage.EntryCharge, amount, -amount, heldDelta, holdSeq, r.ID, "")
-		w := &pgx.Batch{}
-		w.Queue(insertEntry, args...)
-		var sealed storage.Sealed
-		if req.Seal != nil {
-			sealed, sealErr = req.Seal(r, e.Balance)
-		}
-		if sealErr != nil {
-			_, void := acct.next(account, now, storage.EntryAdd, amount, amount, 0, 0, "", storage.VoidNote(e.Seq))
-			w.Queue(insertEntry, void...)
-		} else {
-			if req.Seal != nil {
-				r.Receipt = sealed.Receipt
-			}
-			queueResult(w, &r, pos)
-			if req.Idem != nil {
-				w.Queue(completeIdemSQL, completeIdemArgs(*req.Idem, sealed.Response, now)...)
-			}
-			out = storage.Charged{Balance: e.Balance, Entry: e, Result: r}
-		}
-		w.Queue(saveAccountSQL, account, acct.balance, acct.held, int64(acct.seq))
-		if db.asyncCommit {
-			w.Queue(`SET LOCAL synchronous_commit TO off`)
-		}
-		return tx.SendBatch(ctx, w).Close()
-	})
-	if err == nil && db.asyncCommit {
-		// Durable before it is answered (see charge's comment).
-		err = db.flush(ctx)
-	}
-	if err != nil {
-		return storage.Charged{}, err
-	}
-	if sealErr != nil {
-		return storage.Charged{}, errors.Join(errors.New("storage: seal receipt"), sealErr)
-	}
-	return out, nil
+	p := &pendingCharge{h: h, n: n, req: req, r0: r0, now: now, done: make(chan chargeOutcome, 1)}
+	o := db.submit(account, p)
+	return o.out, o.err
 }
 
 // GetResult returns the result with that id (with its receipt), or
