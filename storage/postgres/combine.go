@@ -31,8 +31,11 @@ import (
 // maxCombined bounds the charges of one transaction.
 const maxCombined = 128
 
-// pendingCharge is one Charge or ChargeDirect waiting for its transaction.
+// pendingCharge is one Charge, ChargeDirect or Hold (hold set) waiting
+// for its transaction.
 type pendingCharge struct {
+	hold bool
+	ref  string // a hold's
 	h    *storage.Hold
 	n    int64
 	req  storage.ChargeRequest
@@ -42,8 +45,9 @@ type pendingCharge struct {
 }
 
 type chargeOutcome struct {
-	out storage.Charged
-	err error
+	out  storage.Charged
+	held storage.Hold
+	err  error
 }
 
 // combiner queues the charges of each account on this box.
@@ -89,8 +93,9 @@ func (db *DB) submit(account string, p *pendingCharge) chargeOutcome {
 	return <-p.done
 }
 
-// chargeBatch runs one transaction for the charges of account in ps and
-// gives each its outcome.
+// chargeBatch runs one transaction for the charges and holds of account
+// in ps and gives each its outcome: a hold's once committed, a charge's
+// once flushed too.
 func (db *DB) chargeBatch(account string, ps []*pendingCharge) {
 	ctx, cancel := db.ctx()
 	defer cancel()
@@ -98,11 +103,26 @@ func (db *DB) chargeBatch(account string, ps []*pendingCharge) {
 	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
 		return db.chargeTx(ctx, tx, account, ps, outs)
 	})
-	if err == nil && db.asyncCommit {
+	charges := false
+	for i, p := range ps {
+		if !p.hold {
+			charges = true
+			continue
+		}
+		o := outs[i]
+		if err != nil {
+			o = chargeOutcome{err: err}
+		}
+		p.done <- o
+	}
+	if err == nil && charges && db.asyncCommit {
 		// Durable before any of them is answered (see charge).
 		err = db.flush(ctx)
 	}
 	for i, p := range ps {
+		if p.hold {
+			continue
+		}
 		o := outs[i]
 		if err != nil {
 			o = chargeOutcome{err: err}
@@ -119,16 +139,27 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 	b := &pgx.Batch{}
 	b.Queue(`SELECT balance, held, next_seq FROM accounts WHERE id = $1 FOR UPDATE`, account)
 	var holdSeqs []int64
+	nCharges := 0
 	for _, p := range ps {
 		if p.h != nil {
 			holdSeqs = append(holdSeqs, int64(p.h.Seq))
 		}
+		if !p.hold {
+			nCharges++
+		}
 	}
 	b.Queue(`DELETE FROM holds WHERE account = $1 AND seq = ANY($2) RETURNING seq, amount`, account, holdSeqs)
-	b.Queue(`SELECT nextval('history_ids') FROM generate_series(1, $1)`, len(ps))
-	lo, hi := ps[0].r0.ProbedAt.UnixMilli(), ps[0].r0.ProbedAt.UnixMilli()
+	b.Queue(`SELECT nextval('history_ids') FROM generate_series(1, $1)`, nCharges)
+	lo, hi := int64(-1), int64(-1)
 	for _, p := range ps {
-		lo, hi = min(lo, p.r0.ProbedAt.UnixMilli()), max(hi, p.r0.ProbedAt.UnixMilli())
+		if p.hold {
+			continue
+		}
+		ms := p.r0.ProbedAt.UnixMilli()
+		if lo < 0 {
+			lo, hi = ms, ms
+		}
+		lo, hi = min(lo, ms), max(hi, ms)
 	}
 	b.Queue(`SELECT max(pos) FROM results WHERE account = $1 AND pos >= $2 AND pos < $3 GROUP BY div(pos, $4)`,
 		account, lo*posPerMs, (hi+1)*posPerMs, int64(posPerMs))
@@ -170,13 +201,28 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 		// gets it.
 		return err
 	}
-	if len(ids) != len(ps) {
+	if len(ids) != nCharges {
 		return errors.New("postgres: fewer history ids than charges")
 	}
 	acct.seq = uint64(seq)
 	w := &pgx.Batch{}
+	next := 0 // the next history id
 	for i, p := range ps {
+		if p.hold {
+			if avail := acct.balance - acct.held; avail < p.n {
+				outs[i] = chargeOutcome{err: &storage.InsufficientCreditsError{Current: acct.balance, Held: acct.held, Needed: p.n}}
+				continue
+			}
+			e, args := acct.next(account, p.now, storage.EntryHold, p.n, 0, p.n, 0, p.ref, "")
+			w.Queue(insertEntry, args...)
+			w.Queue(`INSERT INTO holds (account, seq, amount, ref, boot, at) VALUES ($1, $2, $3, $4, $5, $6)`,
+				account, int64(e.Seq), p.n, p.ref, db.boot, e.Time)
+			outs[i] = chargeOutcome{held: storage.Hold{Account: account, Seq: e.Seq, N: p.n, Ref: p.ref, At: e.Time}}
+			continue
+		}
 		r, amount := p.r0, p.n
+		r.HistoryID = uint64(ids[next])
+		next++
 		var holdSeq uint64
 		heldDelta := int64(0)
 		if p.h != nil {
@@ -190,7 +236,6 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 			outs[i] = chargeOutcome{err: &storage.InsufficientCreditsError{Current: acct.balance, Held: acct.held, Needed: p.n}}
 			continue
 		}
-		r.HistoryID = uint64(ids[i])
 		ms := r.ProbedAt.UnixMilli()
 		pos := ms * posPerMs
 		if t, ok := top[ms]; ok {

@@ -154,38 +154,15 @@ func (db *DB) adjust(account string, change func(context.Context, pgx.Tx, *acctR
 // sync a hold: a hold lost in a database crash was never charged, and the
 // charge or release that ends it is synced, which flushes the WAL before
 // it, the hold's record included. This halves the flushes a validation
-// waits for, under the account's row lock.
+// waits for, under the account's row lock. A hold goes in the transaction
+// of the account's charges and holds waiting on this box (combine.go).
 func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
 	if n <= 0 {
 		return storage.Hold{}, invalid("credits to hold must be positive, not %d", n)
 	}
-	ctx, cancel := db.ctx()
-	defer cancel()
-	var h storage.Hold
-	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
-		r, err := lockAccount(ctx, tx, account)
-		if err != nil {
-			return err
-		}
-		if avail := r.balance - r.held; avail < n {
-			return &storage.InsufficientCreditsError{Current: r.balance, Held: r.held, Needed: n}
-		}
-		e, args := r.next(account, db.now(), storage.EntryHold, n, 0, n, 0, ref, "")
-		h = storage.Hold{Account: account, Seq: e.Seq, N: n, Ref: ref, At: e.Time}
-		b := &pgx.Batch{}
-		if db.asyncCommit {
-			b.Queue(`SET LOCAL synchronous_commit TO off`)
-		}
-		b.Queue(insertEntry, args...)
-		b.Queue(`INSERT INTO holds (account, seq, amount, ref, boot, at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			account, int64(e.Seq), n, ref, db.boot, e.Time)
-		b.Queue(saveAccountSQL, account, r.balance, r.held, int64(r.seq))
-		return tx.SendBatch(ctx, b).Close()
-	})
-	if err != nil {
-		return storage.Hold{}, err
-	}
-	return h, nil
+	p := &pendingCharge{hold: true, ref: ref, n: n, now: db.now(), done: make(chan chargeOutcome, 1)}
+	o := db.submit(account, p)
+	return o.held, o.err
 }
 
 // Release ends the hold without a charge; ErrHoldNotActive when it was
