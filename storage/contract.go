@@ -90,6 +90,9 @@ type JobLeases interface {
 	// SliceAddresses calls fn, in index order, with the addresses of a
 	// job's slice that have no result yet.
 	SliceAddresses(id string, slice int, fn func(index int, addr string) error) error
+	// ReturnSlice gives back a slice this box leased and will not work
+	// on: another box may lease it at once.
+	ReturnSlice(id string, slice int) error
 }
 
 // JobSlice is a slice of a job leased to this box.

@@ -435,17 +435,24 @@ func (sc *scheduler) leaseMore() bool {
 	}
 	got, err := sc.leases.LeaseSlices(n)
 	if err != nil {
+		// What it leased before the error is this box's now: queue it.
 		sc.s.log.Error("cannot lease job slices", "err", err)
-		return false
 	}
+	leased := 0
 	for _, js := range got {
 		b := newBuilder(sc.opts.GroupSize)
 		if js.Slice >= 0 {
+			leased++
 			if err := sc.leases.SliceAddresses(js.Job.ID, js.Slice, func(i int, addr string) error {
 				b.add(i, addr)
 				return nil
 			}); err != nil {
-				sc.s.log.Error("cannot read a leased slice; its lease runs out", "job", js.Job.ID, "slice", js.Slice, "err", err)
+				// Give it back: held by a live box, it would wait for
+				// this one's end.
+				sc.s.log.Error("cannot read a leased slice; giving it back", "job", js.Job.ID, "slice", js.Slice, "err", err)
+				if rerr := sc.leases.ReturnSlice(js.Job.ID, js.Slice); rerr != nil {
+					sc.s.log.Error("cannot give a slice back; it is free again when this box stops", "job", js.Job.ID, "slice", js.Slice, "err", rerr)
+				}
 				continue
 			}
 		} else {
@@ -460,7 +467,8 @@ func (sc *scheduler) leaseMore() bool {
 	if len(got) > 0 {
 		sc.wake()
 	}
-	return len(got) == n
+	// Only slices count: a job to end comes on top of them.
+	return err == nil && leased == n
 }
 
 func (sc *scheduler) wake() {
@@ -540,6 +548,9 @@ func (sc *scheduler) pass() time.Duration {
 			if r.failErr == "" {
 				if !r.retryAt.IsZero() {
 					sc.startJob(r) // again: the back-off of a failed StartJob is over
+				} else if sc.leases != nil && r.queued == 0 && r.inflight == 0 && r.deferred == 0 && len(r.buf) == 0 {
+					// A slice of a queued job with nothing left to do.
+					sc.remove(r)
 				}
 				continue
 			}

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -58,8 +60,10 @@ type combiner struct {
 }
 
 // submit runs p in the next transaction of its account's charges: the
-// caller either joins the queue of a transaction under way, or leads the
-// transactions until the queue is empty.
+// caller either joins the queue of a transaction under way, or runs a
+// transaction with its own request and, when others queued meanwhile,
+// leaves them to a goroutine that runs their transactions until the queue
+// is empty: a caller never waits for more than its own transaction.
 func (db *DB) submit(account string, p *pendingCharge) chargeOutcome {
 	c := &db.charges
 	c.mu.Lock()
@@ -73,24 +77,66 @@ func (db *DB) submit(account string, p *pendingCharge) chargeOutcome {
 	}
 	c.pending[account] = nil
 	c.mu.Unlock()
-	batch := []*pendingCharge{p}
-	for {
-		db.chargeBatch(account, batch)
-		chargesPerTx.Update(float64(len(batch)))
+	if db.runBatch(account, []*pendingCharge{p}) {
+		go db.drain(account)
+	}
+	return <-p.done
+}
+
+// drain runs the transactions of the account's queued requests until the
+// queue is empty.
+func (db *DB) drain(account string) {
+	for db.runBatch(account, nil) {
+	}
+}
+
+// runBatch runs one transaction for batch (nil: up to maxCombined of the
+// queue) and reports whether requests are queued for another. When none
+// are, the account has no transaction under way any more. A panic (a
+// Seal's: a bug) fails the batch and everything queued, so no caller
+// waits for ever, and is logged.
+func (db *DB) runBatch(account string, batch []*pendingCharge) (more bool) {
+	c := &db.charges
+	if batch == nil {
 		c.mu.Lock()
-		c.most = max(c.most, len(batch))
 		q := c.pending[account]
-		if len(q) == 0 {
-			delete(c.pending, account)
-			c.mu.Unlock()
-			break
-		}
 		k := min(len(q), maxCombined)
 		batch = q[:k:k]
 		c.pending[account] = q[k:]
 		c.mu.Unlock()
 	}
-	return <-p.done
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		c.mu.Lock()
+		failed := append(batch, c.pending[account]...)
+		delete(c.pending, account)
+		c.mu.Unlock()
+		err := fmt.Errorf("postgres: a charge of %s panicked: %v", account, v)
+		for _, p := range failed {
+			select {
+			case p.done <- chargeOutcome{err: err}:
+			default: // answered already
+			}
+		}
+		more = false
+		db.log.Error("a charge panicked; its transaction and the requests queued behind it failed", "account", account, "panic", v,
+			"stack", string(debug.Stack()))
+	}()
+	if len(batch) > 0 {
+		db.chargeBatch(account, batch)
+		chargesPerTx.Update(float64(len(batch)))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.most = max(c.most, len(batch))
+	if len(c.pending[account]) == 0 {
+		delete(c.pending, account)
+		return false
+	}
+	return true
 }
 
 // chargeBatch runs one transaction for the charges and holds of account
@@ -103,6 +149,14 @@ func (db *DB) chargeBatch(account string, ps []*pendingCharge) {
 	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
 		return db.chargeTx(ctx, tx, account, ps, outs)
 	})
+	if err != nil && len(ps) > 1 && ctx.Err() == nil && !isConnErr(err) {
+		// One request may be what the database refused (a result id
+		// taken): each runs alone, with its own outcome.
+		for _, p := range ps {
+			db.chargeBatch(account, []*pendingCharge{p})
+		}
+		return
+	}
 	charges := false
 	for i, p := range ps {
 		if !p.hold {
@@ -231,6 +285,7 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 				outs[i] = chargeOutcome{err: holdNotActive(*p.h)}
 				continue
 			}
+			delete(held, int64(p.h.Seq)) // a second charge of it in this batch finds it gone
 			holdSeq, heldDelta = p.h.Seq, -amount
 		} else if acct.balance-acct.held < p.n {
 			outs[i] = chargeOutcome{err: &storage.InsufficientCreditsError{Current: acct.balance, Held: acct.held, Needed: p.n}}

@@ -228,6 +228,13 @@ func (db *DB) flush(ctx context.Context) error {
 // flushSlots is how many flush_marks rows a box spreads its flushes over.
 const flushSlots = 64
 
+// isConnErr reports a failure to reach the database (no SQLSTATE): running
+// the requests of a batch one by one would only fail them one by one.
+func isConnErr(err error) bool {
+	var pe *pgconn.PgError
+	return !errors.As(err, &pe)
+}
+
 // isForeignKey reports a foreign-key violation (23503): a row of an
 // account that does not exist.
 func isForeignKey(err error) bool {

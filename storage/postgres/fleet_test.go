@@ -342,3 +342,96 @@ func TestAnsweredChargesSurviveCrash(t *testing.T) {
 		t.Fatalf("balance %d after 50 answered charges of 100 credits", c.Balance)
 	}
 }
+
+// TestSealPanic: a Seal that panics fails its charge and the requests
+// combined with it, with an error; the account's later charges go on.
+func TestSealPanic(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	pool := newPool(t, srv, "panic")
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, srv.DSN("panic"), Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	acct, _ := db.CreateAccount("p", storage.PlanFree)
+	db.AddCredits(acct.ID, 10, "")
+	_, err = db.ChargeDirect(acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"},
+		Seal: func(storage.Result, int64) (storage.Sealed, error) { panic("boom") }})
+	if err == nil {
+		t.Fatal("a panicking Seal charged")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.ChargeDirect(acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: "b@x.test", Status: "valid"}})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the account's charges hang after a panic")
+	}
+	if c, _ := db.Credits(acct.ID); c.Balance != 9 {
+		t.Fatalf("balance %d, want 9: the panicking charge rolled back", c.Balance)
+	}
+}
+
+// TestCombinedOutcomes: one transaction of an account's requests gives
+// each its own outcome: a hold charged twice in it is charged once, a
+// direct charge beyond the credits is refused, a hold beyond them too, and
+// the others commit.
+func TestCombinedOutcomes(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	pool := newPool(t, srv, "combined")
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(ctx, srv.DSN("combined"), Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	acct, _ := db.CreateAccount("c", storage.PlanFree)
+	db.AddCredits(acct.ID, 3, "")
+	h, err := db.Hold(acct.ID, 2, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	mk := func(p pendingCharge) *pendingCharge {
+		p.now, p.done = now, make(chan chargeOutcome, 1)
+		if !p.hold {
+			p.r0 = storage.Result{Email: "a@x.test", Status: "valid", Kind: storage.KindSingle, Account: acct.ID}
+			if err := storage.PrepareResult(&p.r0, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return &p
+	}
+	ps := []*pendingCharge{
+		mk(pendingCharge{h: &h}),
+		mk(pendingCharge{h: &h}),            // the same hold again
+		mk(pendingCharge{n: 1}),             // direct: 3 − 2 = 1 left → 0
+		mk(pendingCharge{n: 1}),             // direct: none left
+		mk(pendingCharge{hold: true, n: 1}), // hold: none left
+	}
+	db.chargeBatch(acct.ID, ps)
+	var errs []error
+	for _, p := range ps {
+		errs = append(errs, (<-p.done).err)
+	}
+	if errs[0] != nil || !errors.Is(errs[1], storage.ErrHoldNotActive) || errs[2] != nil ||
+		!errors.Is(errs[3], storage.ErrInsufficientCredits) || !errors.Is(errs[4], storage.ErrInsufficientCredits) {
+		t.Fatalf("outcomes %v", errs)
+	}
+	if c, _ := db.Credits(acct.ID); c.Balance != 0 || c.Held != 0 {
+		t.Fatalf("credits %+v, want 0 with none held", c)
+	}
+}

@@ -604,3 +604,11 @@ func (db *DB) HeldSlices(job, box string) (int, error) {
 		WHERE s.job_id = $1 AND b.box = $2 AND b.seen_at >= now() - $3::interval`, job, box, db.lease).Scan(&n)
 	return n, err
 }
+
+// ReturnSlice gives back a slice this box leased (storage.JobLeases).
+func (db *DB) ReturnSlice(id string, slice int) error {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	_, err := db.pool.Exec(ctx, `UPDATE job_slices SET owner = '', leased_at = NULL WHERE job_id = $1 AND slice = $2 AND owner = $3`, id, slice, db.boot)
+	return err
+}

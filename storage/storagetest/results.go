@@ -261,9 +261,48 @@ func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 	if _, err := s.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "x@y.test", Status: "valid"}}); !errors.Is(err, storage.ErrHoldNotActive) {
 		t.Fatalf("second charge of a hold: %v", err)
 	}
+	// One hold charged by ten at once, among twenty other charges (so
+	// that a backend that combines them has several in one go): once.
+	s.AddCredits(acct, 25, "")
+	h2, err := s.Hold(acct, 3, "twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.ChargeDirect(acct, 1, storage.ChargeRequest{Result: storage.Result{Email: "z@y.test", Status: "valid"}}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	var once, gone atomic.Int64
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.Charge(h2, storage.ChargeRequest{Result: storage.Result{Email: "y@y.test", Status: "valid"}})
+			switch {
+			case err == nil:
+				once.Add(1)
+			case errors.Is(err, storage.ErrHoldNotActive):
+				gone.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if once.Load() != 1 || gone.Load() != 9 {
+		t.Fatalf("one hold charged %d times (%d refused)", once.Load(), gone.Load())
+	}
+	if c, _ := s.Credits(acct); c.Balance != 2 || c.Held != 0 {
+		t.Fatalf("credits %+v after 20 charges of 1 and one of 3 of 25", c)
+	}
 	page, err := s.ListHistory(acct, storage.HistoryAll, "", 200)
-	if err != nil || len(page.Rows) != 51 {
-		t.Fatalf("history rows %d (%v), want 51", len(page.Rows), err)
+	if err != nil || len(page.Rows) != 72 {
+		t.Fatalf("history rows %d (%v), want 72", len(page.Rows), err)
 	}
 	checkLedger(t, s, acct)
 }
