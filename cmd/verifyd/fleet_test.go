@@ -110,17 +110,27 @@ func checkLedger(t *testing.T, db *postgres.DB, account string) []storage.Entry 
 	return es
 }
 
-// TestFleetAPI: what a client sees of two boxes behind a balancer is one
-// service. No overdraft when both charge one account at once; an
+// TestFleetAPI: what a client sees of two (and of three) boxes behind a
+// balancer is one service. No overdraft when both charge one account at once; an
 // Idempotency-Key answered on one box replays on the other; history
 // written by both pages without loss on either; one JWKS; a job posted on
 // one box is read, and its CSV downloaded, on the other.
 func TestFleetAPI(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		t.Run(fmt.Sprintf("%d boxes", n), func(t *testing.T) { testFleetAPI(t, n) })
+	}
+}
+
+func testFleetAPI(t *testing.T, n int) {
 	run := testWorld(t, 20*time.Millisecond)
 	dsn, db := fleetDB(t)
-	boxes := startBoxes(t, 2, dsn, worldConfig(run, "[rate_limits]\ndisabled = true\n"))
+	boxes := startBoxes(t, n, dsn, worldConfig(run, "[rate_limits]\ndisabled = true\n"))
 	key := boxes[0].key
-	cs := []*client{{t: t, base: boxes[0].base, key: key}, {t: t, base: boxes[1].base, key: key}}
+	var cs []*client
+	for _, b := range boxes {
+		cs = append(cs, &client{t: t, base: b.base, key: key})
+	}
+	last := cs[n-1]
 	ac := adminClient(t, boxes[0])
 	acct := demoAccount(t, ac)
 	twenty := int64(20)
@@ -136,7 +146,7 @@ func TestFleetAPI(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := cs[i%2].do("POST", "/v1/validate", key, fmt.Sprintf(`{"email":"ann%d@catch.test"}`, i))
+			r := cs[i%n].do("POST", "/v1/validate", key, fmt.Sprintf(`{"email":"ann%d@catch.test"}`, i))
 			mu.Lock()
 			codes[r.status]++
 			mu.Unlock()
@@ -159,12 +169,12 @@ func TestFleetAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := cs[0].do("POST", "/v1/validate", key, `{"email":"info@shop.test"}`, "Idempotency-Key", "fleet-key-1")
-	again := cs[1].do("POST", "/v1/validate", key, `{"email":"info@shop.test"}`, "Idempotency-Key", "fleet-key-1")
+	again := last.do("POST", "/v1/validate", key, `{"email":"info@shop.test"}`, "Idempotency-Key", "fleet-key-1")
 	if first.status != 200 || again.status != 200 || again.header.Get("Idempotent-Replay") != "true" || !bytes.Equal(first.body, again.body) {
 		t.Fatalf("replay on the other box: %d, %d %q", first.status, again.status, again.header.Get("Idempotent-Replay"))
 	}
-	cs[1].do("POST", "/v1/validate", key, `{"email":"ann@shop.test"}`, "Idempotency-Key", "fleet-key-1").wantError(t, 409, "CONFLICT")
-	if b := balance(t, cs[1], key); b != 99 {
+	last.do("POST", "/v1/validate", key, `{"email":"ann@shop.test"}`, "Idempotency-Key", "fleet-key-1").wantError(t, 409, "CONFLICT")
+	if b := balance(t, last, key); b != 99 {
 		t.Fatalf("balance %d after one charge of 100: the replay charged", b)
 	}
 
@@ -200,11 +210,11 @@ func TestFleetAPI(t *testing.T) {
 
 	// One JWKS: a receipt signed on one box verifies with the other's.
 	j0 := cs[0].do("GET", "/.well-known/jwks.json", "", "")
-	j1 := cs[1].do("GET", "/.well-known/jwks.json", "", "")
+	j1 := last.do("GET", "/.well-known/jwks.json", "", "")
 	if j0.status != 200 || !bytes.Equal(j0.body, j1.body) {
 		t.Fatalf("two JWKS:\n%s\n%s", j0.body, j1.body)
 	}
-	verifyWithPython(t, cs[1], again.body)
+	verifyWithPython(t, last, again.body)
 
 	// A job posted on one box, followed and downloaded on the other.
 	r := cs[0].do("POST", "/v1/batch", key, batchBody(t, []string{"ann@shop.test", "info@shop.test", "x@gone.test"}, nil))
@@ -212,11 +222,11 @@ func TestFleetAPI(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 	id := r.json(t)["job_id"].(string)
-	job := waitDone(t, cs[1], key, id, time.Minute)
+	job := waitDone(t, last, key, id, time.Minute)
 	if job["status"] != "completed" {
 		t.Fatalf("job %v", job)
 	}
-	rows, err := csv.NewReader(bytes.NewReader(cs[1].do("GET", "/v1/jobs/"+id+"/results.csv", key, "").body)).ReadAll()
+	rows, err := csv.NewReader(bytes.NewReader(last.do("GET", "/v1/jobs/"+id+"/results.csv", key, "").body)).ReadAll()
 	if err != nil || len(rows) != 4 {
 		t.Fatalf("CSV %d rows, %v", len(rows), err)
 	}
