@@ -218,10 +218,26 @@ func isUnique(err error) bool {
 // it. A transaction that writes nothing flushes nothing (PostgreSQL
 // commits it asynchronously). Concurrent flushes share the disk's flush
 // (group commit); the slots keep them off each other's row locks.
+//
+// The charges it covers are committed already: a flush that fails (the
+// connection dropped) is tried again a few times, over about a second,
+// before their callers get the error (a 500 for a committed charge, which
+// an Idempotency-Key replays).
 func (db *DB) flush(ctx context.Context) error {
-	slot := db.flushSlot.Add(1) % flushSlots
-	_, err := db.pool.Exec(ctx, `INSERT INTO flush_marks (boot, slot, n) VALUES ($1, $2, 1)
-		ON CONFLICT (boot, slot) DO UPDATE SET n = flush_marks.n + 1`, db.boot, int32(slot))
+	var err error
+	for attempt := range 4 {
+		slot := db.flushSlot.Add(1) % flushSlots
+		_, err = db.pool.Exec(ctx, `INSERT INTO flush_marks (boot, slot, n) VALUES ($1, $2, 1)
+			ON CONFLICT (boot, slot) DO UPDATE SET n = flush_marks.n + 1`, db.boot, int32(slot))
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
+		}
+	}
 	return err
 }
 
