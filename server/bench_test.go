@@ -20,6 +20,7 @@ import (
 	"github.com/verifyd/verifyd/probe/authsig"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 )
 
 // instantVerifier answers at once, so that a request's latency is the API's
@@ -63,7 +64,7 @@ func benchServer(b *testing.B, v Verifier) (addr, key string) {
 	dir := b.TempDir()
 	minSync, _ := time.ParseDuration(os.Getenv("BENCH_WAL_MIN_SYNC"))
 	busyRate, _ := strconv.Atoi(os.Getenv("BENCH_WAL_BUSY_RATE"))
-	db, err := storage.Open(dir+"/db", storage.Options{Logger: slog.New(slog.DiscardHandler),
+	db, err := pebble.Open(dir+"/db", pebble.Options{Logger: slog.New(slog.DiscardHandler),
 		WALMinSyncInterval: minSync, WALBusyRate: busyRate})
 	if err != nil {
 		b.Fatal(err)

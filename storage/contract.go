@@ -161,5 +161,3 @@ type Store interface {
 	Secrets
 	Close() error
 }
-
-var _ Store = (*DB)(nil)

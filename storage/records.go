@@ -34,6 +34,9 @@ func NewAccount(name string, plan Plan, now time.Time) (Account, error) {
 	}, nil
 }
 
+// NewAccountID is a new account id: "acct_" and 20 of [a-z0-9].
+func NewAccountID() string { return newAccountID() }
+
 // newAccountID is "acct_" and 20 of [a-z0-9].
 func newAccountID() string { return "acct_" + randomString(20, alphaLowerDigits) }
 
@@ -338,3 +341,25 @@ func CheckSecretName(name string) error {
 	}
 	return nil
 }
+
+// validID reports whether s may be a key component followed by "/": 1 to
+// 64 bytes of [A-Za-z0-9._:-]. Account ids, job ids and event ids are.
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidID reports whether s can be an id in a key of the Pebble layout (1
+// to 64 of [A-Za-z0-9._:-]): result, event and secret names.
+func ValidID(s string) bool { return validID(s) }

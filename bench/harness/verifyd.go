@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 )
 
 // Verifyd is one running verifyd the harness started.
@@ -253,7 +253,7 @@ func adminDo(ctx context.Context, hc *http.Client, method, path string, in, out 
 // offlineSetCredits opens verifyd's database (verifyd must be stopped) and
 // sets the account's balance.
 func offlineSetCredits(dir, account string, n int64) error {
-	db, err := storage.Open(dir, storage.Options{
+	db, err := pebble.Open(dir, pebble.Options{
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		PurgeInterval: -1,
 	})

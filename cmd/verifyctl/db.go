@@ -17,6 +17,7 @@ import (
 
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 	"github.com/verifyd/verifyd/storage/postgres"
 )
 
@@ -122,7 +123,7 @@ func dbExport(c *cli, args []string) error {
 	if *dir == "" {
 		return &usageError{msg: "--data-dir is required", usage: cmd.usageLine()}
 	}
-	db, err := storage.Open(filepath.Join(*dir, "db"), storage.Options{PurgeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	db, err := pebble.Open(filepath.Join(*dir, "db"), pebble.Options{PurgeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return fmt.Errorf("cannot open %s (stop the box's verifyd first): %w", *dir, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/verifyd/verifyd/internal/pgtest"
 	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 	"github.com/verifyd/verifyd/storage/postgres"
 )
 
@@ -62,7 +63,7 @@ func TestDBCommands(t *testing.T) {
 	// both sides, and the account and its balance in the database. A
 	// second import is refused.
 	dir := t.TempDir()
-	box, err := storage.Open(filepath.Join(dir, "db"), storage.Options{PurgeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	box, err := pebble.Open(filepath.Join(dir, "db"), pebble.Options{PurgeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/server/web"
 	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 )
 
 // bin is the verifyctl binary the tests run.
@@ -47,12 +48,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// env is an admin server on a unix socket over a real storage.DB and
+// env is an admin server on a unix socket over a real pebble.DB and
 // receipt.KeySet, for the binary to talk to.
 type env struct {
 	t    *testing.T
 	dir  string
-	db   *storage.DB
+	db   *pebble.DB
 	keys *receipt.KeySet
 	sock string
 }
@@ -74,7 +75,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
 	quiet := slog.New(slog.DiscardHandler)
-	db, err := storage.Open(filepath.Join(dir, "db"), storage.Options{PurgeInterval: -1, Logger: quiet})
+	db, err := pebble.Open(filepath.Join(dir, "db"), pebble.Options{PurgeInterval: -1, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

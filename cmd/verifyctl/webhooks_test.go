@@ -19,6 +19,7 @@ import (
 	"github.com/verifyd/verifyd/server/jobs/hookapi"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 )
 
 type noEngine struct{}
@@ -33,7 +34,7 @@ func newWebhookEnv(t *testing.T, giveUp time.Duration) *env {
 	t.Helper()
 	dir := t.TempDir()
 	quiet := slog.New(slog.DiscardHandler)
-	db, err := storage.Open(filepath.Join(dir, "db"), storage.Options{PurgeInterval: -1, Logger: quiet})
+	db, err := pebble.Open(filepath.Join(dir, "db"), pebble.Options{PurgeInterval: -1, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

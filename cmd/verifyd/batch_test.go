@@ -24,6 +24,7 @@ import (
 	"github.com/verifyd/verifyd/server/jobs"
 	"github.com/verifyd/verifyd/server/jobs/hookapi"
 	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 )
 
 // batchWorld is a small world for the batch tests, on its own loopback
@@ -520,7 +521,7 @@ give_up_after = "3s"
 	}
 	// Stop verifyd and read the dead-letter queue from its data.
 	stopVerifyd(t, in)
-	db, err := storage.Open(filepath.Join(dir, "data", "db"), storage.Options{PurgeInterval: -1})
+	db, err := pebble.Open(filepath.Join(dir, "data", "db"), pebble.Options{PurgeInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -650,7 +651,7 @@ func TestBatchCrashResume(t *testing.T) {
 	in.cmd.Wait()
 
 	// What survived the kill.
-	db, err := storage.Open(filepath.Join(dir, "data", "db"), storage.Options{PurgeInterval: -1})
+	db, err := pebble.Open(filepath.Join(dir, "data", "db"), pebble.Options{PurgeInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/verifyd/verifyd/server/jobs"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 	"github.com/verifyd/verifyd/storage/postgres"
 )
 
@@ -32,7 +33,7 @@ type app struct {
 	db storage.Store
 	// local is this box's Pebble: its egress state and, on one box,
 	// everything (then db is local).
-	local *storage.DB
+	local *pebble.DB
 	// pg is the fleet's database (storage.backend = "postgres"), or nil.
 	pg     *postgres.DB
 	keys   *receipt.KeySet
@@ -58,7 +59,7 @@ func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
 			a = nil
 		}
 	}()
-	if a.local, err = storage.Open(filepath.Join(cfg.DataDir, "db"), storage.Options{Logger: log}); err != nil {
+	if a.local, err = pebble.Open(filepath.Join(cfg.DataDir, "db"), pebble.Options{Logger: log}); err != nil {
 		return nil, fmt.Errorf("cannot open storage: %w", err)
 	}
 	a.local.ExportMetrics()

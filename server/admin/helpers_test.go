@@ -17,14 +17,14 @@ import (
 
 	"github.com/verifyd/verifyd/server/admin/adminapi"
 	"github.com/verifyd/verifyd/server/receipt"
-	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 )
 
-// env is an admin server on a real unix socket, over a real storage.DB
+// env is an admin server on a real unix socket, over a real pebble.DB
 // and a real receipt.KeySet in temporary directories.
 type env struct {
 	t    *testing.T
-	db   *storage.DB
+	db   *pebble.DB
 	keys *receipt.KeySet
 	srv  *Server
 	sock string
@@ -50,7 +50,7 @@ func socketDir(t *testing.T) string {
 func newEnv(t *testing.T, extra ...func(*Options)) *env {
 	t.Helper()
 	dir := t.TempDir()
-	db, err := storage.Open(filepath.Join(dir, "db"), storage.Options{
+	db, err := pebble.Open(filepath.Join(dir, "db"), pebble.Options{
 		PurgeInterval: -1,
 		Logger:        slog.New(slog.DiscardHandler),
 	})

@@ -12,12 +12,12 @@ import (
 	"github.com/verifyd/verifyd/server/admin/adminapi"
 	"github.com/verifyd/verifyd/server/jobs/hookapi"
 	"github.com/verifyd/verifyd/server/receipt"
-	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 )
 
 // adminSocket serves the admin API with the service's routes on a unix
 // socket and returns a client for it.
-func adminSocket(t *testing.T, db *storage.DB, s *Service) *adminapi.Client {
+func adminSocket(t *testing.T, db *pebble.DB, s *Service) *adminapi.Client {
 	t.Helper()
 	ks, err := receipt.NewKeySet(receipt.NewFileStore(filepath.Join(t.TempDir(), "keys")))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/verifyd/verifyd/egress"
 	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 )
 
 // receiver is a webhook endpoint on loopback that records what it gets.
@@ -80,7 +81,7 @@ func checkSigned(t *testing.T, secret string, r received) {
 	}
 }
 
-func secretOf(t *testing.T, db *storage.DB, acct string) string {
+func secretOf(t *testing.T, db *pebble.DB, acct string) string {
 	a, err := db.GetAccount(acct)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 )
 
 // clock is a settable clock for storage and the dispatcher.
@@ -37,9 +38,9 @@ var quiet = slog.New(slog.DiscardHandler)
 
 // openDB opens a storage DB in dir with now as its clock (nil: real time),
 // closed when the test ends.
-func openDB(t testing.TB, dir string, now func() time.Time) *storage.DB {
+func openDB(t testing.TB, dir string, now func() time.Time) *pebble.DB {
 	t.Helper()
-	db, err := storage.Open(dir, storage.Options{Now: now, Logger: quiet, PurgeInterval: -1, CacheSize: 8 << 20, MemTableSize: 4 << 20})
+	db, err := pebble.Open(dir, pebble.Options{Now: now, Logger: quiet, PurgeInterval: -1, CacheSize: 8 << 20, MemTableSize: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

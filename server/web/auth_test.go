@@ -14,6 +14,7 @@ import (
 	"github.com/verifyd/verifyd/server"
 	"github.com/verifyd/verifyd/server/admin"
 	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 )
 
 // clock is a settable clock shared by storage, the API's limiter and the
@@ -32,7 +33,7 @@ func (c *clock) Advance(d time.Duration) {
 
 type env struct {
 	t     *testing.T
-	db    *storage.DB
+	db    *pebble.DB
 	web   *Web
 	clock *clock
 	base  string
@@ -45,7 +46,7 @@ func startEnv(t *testing.T, mod func(*Options)) *env {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	quiet := slog.New(slog.DiscardHandler)
-	db, err := storage.Open(t.TempDir(), storage.Options{Now: c.Now, Logger: quiet, PurgeInterval: -1, CacheSize: 8 << 20, MemTableSize: 1 << 20})
+	db, err := pebble.Open(t.TempDir(), pebble.Options{Now: c.Now, Logger: quiet, PurgeInterval: -1, CacheSize: 8 << 20, MemTableSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/verifyd/verifyd/storage"
 )
 
-// Idempotency records (spec §7.3), as on Pebble (storage/idem.go), shared
+// Idempotency records (spec §7.3), as on Pebble (storage/pebble/idem.go), shared
 // by the fleet: a key begun on one box replays on any other. A pending
 // record names the boot processing its request; while that boot is alive
 // (on any box) a duplicate is IdemInFlight, and once it has stopped (see

@@ -14,6 +14,7 @@ import (
 
 	"github.com/verifyd/verifyd/internal/pgtest"
 	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 	"github.com/verifyd/verifyd/storage/storagetest"
 )
 
@@ -29,7 +30,7 @@ import (
 // history rows come after the imported ones. A second import is refused.
 func TestExportImport(t *testing.T) {
 	c := storagetest.NewClock()
-	src, err := storage.Open(t.TempDir(), storage.Options{Now: c.Now, PurgeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	src, err := pebble.Open(t.TempDir(), pebble.Options{Now: c.Now, PurgeInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

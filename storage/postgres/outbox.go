@@ -14,7 +14,7 @@ import (
 	"github.com/verifyd/verifyd/storage"
 )
 
-// The webhook outbox, shared by the fleet (storage/outbox.go has the
+// The webhook outbox, shared by the fleet (storage/pebble/outbox.go has the
 // contract). Any box's dispatcher delivers any event: DueEvents claims
 // the events it returns for this box (claim_boot) for claimTTL, so two
 // boxes do not post the same event at once; a claim ends with its

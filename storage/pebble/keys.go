@@ -1,9 +1,11 @@
-package storage
+package pebble
 
 import (
 	"crypto/sha256"
 	"encoding/binary"
 	"strings"
+
+	"github.com/verifyd/verifyd/storage"
 )
 
 // This file is the whole key layout of the database: every prefix, every
@@ -68,24 +70,6 @@ const (
 	histKindSingle = 's'
 	histKindBatch  = 'b'
 )
-
-// validID reports whether s may be a key component followed by "/": 1 to
-// 64 bytes of [A-Za-z0-9._:-]. Account ids, job ids and event ids are.
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
-			c == '.', c == '_', c == ':', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
 
 // keyBuf starts a key of the given prefix with room for n more bytes.
 func keyBuf(prefix string, n int) []byte {
@@ -194,7 +178,7 @@ func histPos(key []byte) int64 { return int64(^binary.BigEndian.Uint64(key[len(k
 func cacheKey(account, email string) []byte {
 	k := keyBuf(prefixCache, len(account)+1+len(email))
 	k = append(append(k, account...), '/')
-	return append(k, CacheEmail(email)...)
+	return append(k, storage.CacheEmail(email)...)
 }
 
 // --- idempotency

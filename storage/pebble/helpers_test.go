@@ -1,40 +1,18 @@
-package storage
+package pebble
 
 import (
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/storagetest"
 )
 
-// clock is a fake clock: time passes only when a test says so.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// clock is the suite's fake clock: time passes only when a test says so.
+type clock = storagetest.Clock
 
-func newClock() *clock {
-	return &clock{t: time.Date(2026, 11, 21, 10, 0, 0, 123_000_000, time.UTC)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
+func newClock() *clock { return storagetest.NewClock() }
 
 // testDB is an open DB in a temporary directory with a fake clock.
 type testDB struct {
@@ -93,7 +71,7 @@ func (tdb *testDB) reopen(t testing.TB) {
 // account creates an account with n credits.
 func (tdb *testDB) account(t testing.TB, n int64) string {
 	t.Helper()
-	a, err := tdb.CreateAccount("test", PlanGrowth)
+	a, err := tdb.CreateAccount("test", storage.PlanGrowth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +87,7 @@ func (tdb *testDB) account(t testing.TB, n int64) string {
 // entry's Balance and Held the previous ones plus its changes, never
 // negative, Held ≤ Balance, and the last entry what Credits reports. It
 // returns the entries.
-func checkLedger(t testing.TB, db *DB, account string) []Entry {
+func checkLedger(t testing.TB, db *DB, account string) []storage.Entry {
 	t.Helper()
 	es, err := db.Ledger(account, 0, 0)
 	if err != nil {
@@ -122,9 +100,9 @@ func checkLedger(t testing.TB, db *DB, account string) []Entry {
 		}
 		var heldDelta int64
 		switch e.Kind {
-		case EntryHold:
+		case storage.EntryHold:
 			heldDelta = e.Amount
-		case EntryCharge, EntryRelease:
+		case storage.EntryCharge, storage.EntryRelease:
 			if e.HoldSeq != 0 { // a charge without a hold: ChargeDirect
 				heldDelta = -e.Amount
 			}
@@ -138,15 +116,15 @@ func checkLedger(t testing.TB, db *DB, account string) []Entry {
 			t.Fatalf("entry %d (%v): balance %d, held %d", e.Seq, e.Kind, bal, held)
 		}
 		switch e.Kind {
-		case EntryAdd, EntryRefund:
+		case storage.EntryAdd, storage.EntryRefund:
 			if e.Delta != e.Amount {
 				t.Fatalf("entry %d (%v): delta %d, amount %d", e.Seq, e.Kind, e.Delta, e.Amount)
 			}
-		case EntryCharge, EntryReserve:
+		case storage.EntryCharge, storage.EntryReserve:
 			if e.Delta != -e.Amount {
 				t.Fatalf("entry %d (%v): delta %d, amount %d", e.Seq, e.Kind, e.Delta, e.Amount)
 			}
-		case EntryHold, EntryRelease, EntryUse:
+		case storage.EntryHold, storage.EntryRelease, storage.EntryUse:
 			if e.Delta != 0 {
 				t.Fatalf("entry %d (%v): delta %d", e.Seq, e.Kind, e.Delta)
 			}
@@ -163,18 +141,18 @@ func checkLedger(t testing.TB, db *DB, account string) []Entry {
 }
 
 // result returns a single result for email.
-func result(email, status string) Result {
-	return Result{Email: email, Status: status, Score: 90, LatencyMs: 42}
+func result(email, status string) storage.Result {
+	return storage.Result{Email: email, Status: status, Score: 90, LatencyMs: 42}
 }
 
 // validate runs the hot path of one validation: hold, then charge.
-func (tdb *testDB) validate(t testing.TB, account string, r Result) Charged {
+func (tdb *testDB) validate(t testing.TB, account string, r storage.Result) storage.Charged {
 	t.Helper()
 	h, err := tdb.Hold(account, 1, "req")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := tdb.Charge(h, ChargeRequest{Result: r})
+	c, err := tdb.Charge(h, storage.ChargeRequest{Result: r})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
-package storage
+package pebble
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/verifyd/verifyd/storage"
 )
 
 // Metrics of the package, shared by every DB of the process. README.md lists
@@ -27,20 +28,18 @@ var (
 
 // ledgerEntries[kind] counts verifyd_storage_ledger_entries_total.
 var ledgerEntries = func() []*metrics.Counter {
-	cs := make([]*metrics.Counter, len(entryKindNames))
-	for k, name := range entryKindNames {
-		if name != "" {
-			cs[k] = metrics.NewCounter(fmt.Sprintf(`verifyd_storage_ledger_entries_total{kind=%q}`, name))
-		}
+	cs := make([]*metrics.Counter, storage.EntryRefund+1)
+	for k := storage.EntryAdd; k <= storage.EntryRefund; k++ {
+		cs[k] = metrics.NewCounter(fmt.Sprintf(`verifyd_storage_ledger_entries_total{kind=%q}`, k.String()))
 	}
 	return cs
 }()
 
 // idemOutcomes[outcome] counts verifyd_storage_idem_begins_total.
 var idemOutcomes = func() []*metrics.Counter {
-	cs := make([]*metrics.Counter, len(idemOutcomeNames))
-	for o, name := range idemOutcomeNames {
-		cs[o] = metrics.NewCounter(fmt.Sprintf(`verifyd_storage_idem_begins_total{outcome=%q}`, name))
+	cs := make([]*metrics.Counter, storage.IdemMismatch+1)
+	for o := storage.IdemNew; o <= storage.IdemMismatch; o++ {
+		cs[o] = metrics.NewCounter(fmt.Sprintf(`verifyd_storage_idem_begins_total{outcome=%q}`, o.String()))
 	}
 	return cs
 }()
@@ -54,7 +53,7 @@ func countCommit(sync bool, d time.Duration) {
 	}
 }
 
-func countEntries(es []Entry) {
+func countEntries(es []storage.Entry) {
 	for _, e := range es {
 		if int(e.Kind) < len(ledgerEntries) && ledgerEntries[e.Kind] != nil {
 			ledgerEntries[e.Kind].Inc()

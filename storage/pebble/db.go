@@ -1,4 +1,4 @@
-package storage
+package pebble
 
 import (
 	"crypto/rand"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/verifyd/verifyd/storage"
 )
 
 // DB is verifyd's durable state: one Pebble database. Its methods are safe
@@ -37,8 +38,8 @@ type DB struct {
 	// at Open and kept by the methods that change them (this process is
 	// the only writer), so authentication reads no disk.
 	mu       sync.RWMutex
-	accounts map[string]Account
-	keys     map[string]APIKey
+	accounts map[string]storage.Account
+	keys     map[string]storage.APIKey
 	// stats caches the daily counts of settled days (stats.go).
 	stats dayStats
 	// keyUse holds each key's last use not yet written (prefix → *keyUse).
@@ -55,7 +56,7 @@ type DB struct {
 
 	// jobsMu guards jobs, the in-memory copies of queued and running jobs.
 	jobsMu sync.Mutex
-	jobs   map[string]*Job
+	jobs   map[string]*storage.Job
 
 	idemLocks [idemStripes]sync.Mutex
 	outboxMu  sync.Mutex
@@ -114,9 +115,9 @@ func Open(dir string, opts Options) (*DB, error) {
 		now:      func() time.Time { return opts.Now().UTC() },
 		log:      log,
 		bootID:   binary.LittleEndian.Uint64(boot[:]),
-		accounts: make(map[string]Account),
-		keys:     make(map[string]APIKey),
-		jobs:     make(map[string]*Job),
+		accounts: make(map[string]storage.Account),
+		keys:     make(map[string]storage.APIKey),
+		jobs:     make(map[string]*storage.Job),
 		stop:     make(chan struct{}),
 		histIDs:  seqAlloc{key: keyMetaHistSeq, block: histIDBlock},
 		pacer:    pacer,
@@ -140,7 +141,7 @@ func Open(dir string, opts Options) (*DB, error) {
 func (db *DB) load() error {
 	v, err := db.get(keyMetaVersion)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, storage.ErrNotFound):
 		b := db.pdb.NewBatch()
 		b.Set(keyMetaVersion, []byte(schemaVersion), nil)
 		if err := db.commit(b, pebble.Sync); err != nil {
@@ -172,7 +173,7 @@ func (db *DB) load() error {
 // Close stops the background loop and closes the database.
 func (db *DB) Close() error {
 	if db.closed.Swap(true) {
-		return ErrClosed
+		return storage.ErrClosed
 	}
 	exported.CompareAndSwap(db, nil)
 	snapMu.Lock() // wait out a scrape reading this DB
@@ -216,7 +217,7 @@ func (db *DB) LoadEgressState() ([]byte, error) {
 		return nil, err
 	}
 	v, err := db.get(keyMetaEgress)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
 	return v, err
@@ -238,7 +239,7 @@ func (db *DB) SaveEgressState(state []byte) error {
 
 func (db *DB) check() error {
 	if db.closed.Load() {
-		return ErrClosed
+		return storage.ErrClosed
 	}
 	if err := db.failed.Load(); err != nil {
 		return *err
@@ -258,7 +259,7 @@ func (db *DB) fail(err error) {
 func (db *DB) get(key []byte) ([]byte, error) {
 	v, closer, err := db.pdb.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, ErrNotFound
+		return nil, storage.ErrNotFound
 	}
 	if err != nil {
 		return nil, err
@@ -337,7 +338,7 @@ func (db *DB) scan(lower, upper []byte, fn func(k, v []byte) (bool, error)) erro
 	for ok := it.First(); ok; ok = it.Next() {
 		if db.closed.Load() {
 			it.Close()
-			return ErrClosed // a long scan lets Close go on
+			return storage.ErrClosed // a long scan lets Close go on
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
@@ -395,7 +396,7 @@ const histIDBlock = 1 << 14
 
 func (a *seqAlloc) init(db *DB) error {
 	v, err := db.get(a.key)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, storage.ErrNotFound) {
 		a.next, a.ceil = 1, 0
 		return nil
 	}
@@ -460,7 +461,7 @@ func (db *DB) iter(o *pebble.IterOptions) (*readIter, error) {
 	db.readMu.Lock()
 	if db.readsClosed {
 		db.readMu.Unlock()
-		return nil, ErrClosed
+		return nil, storage.ErrClosed
 	}
 	db.reads++
 	db.readMu.Unlock()
@@ -495,4 +496,10 @@ func (db *DB) waitReads() {
 		db.readsDone.Wait()
 	}
 	db.readMu.Unlock()
+}
+
+var _ storage.Store = (*DB)(nil)
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{storage.ErrInvalid}, args...)...)
 }

@@ -1,9 +1,11 @@
-package storage
+package pebble
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/verifyd/verifyd/storage"
 )
 
 const testHash = "$argon2id$v=19$m=8192,t=1,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaA"
@@ -13,11 +15,11 @@ const testHash = "$argon2id$v=19$m=8192,t=1,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXN
 // between the two writes.
 func TestOpenRegistrationGrant(t *testing.T) {
 	db := openTest(t)
-	u, a, err := db.RegisterWithAccount("ann@example.test", testHash, "Ann's shop", PlanFree, 100)
+	u, a, err := db.RegisterWithAccount("ann@example.test", testHash, "Ann's shop", storage.PlanFree, 100)
 	if err != nil || a.Grant != 0 {
 		t.Fatalf("register: %+v %v", a, err)
 	}
-	if r, _ := u.Role(a.ID); r != RoleOwner {
+	if r, _ := u.Role(a.ID); r != storage.RoleOwner {
 		t.Fatalf("role %q", r)
 	}
 	if n, _ := db.Balance(a.ID); n != 100 {
@@ -26,7 +28,7 @@ func TestOpenRegistrationGrant(t *testing.T) {
 	checkLedger(t, db.DB, a.ID)
 
 	// The crash: the first write done, the second not.
-	a2 := Account{ID: "acct_crashedbeforegrant", Name: "x", Plan: PlanFree, CreatedAt: db.clock.Now(), Grant: 25}
+	a2 := storage.Account{ID: "acct_crashedbeforegrant", Name: "x", Plan: storage.PlanFree, CreatedAt: db.clock.Now(), Grant: 25}
 	if err := db.putAccount(a2); err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +52,8 @@ func TestNoUserSecretOnDisk(t *testing.T) {
 	acct := db.account(t, 0)
 	u, _ := db.CreateUser("ann@example.test", testHash, false)
 	stok, _, _ := db.CreateSession(u.ID, acct, "", "", time.Hour)
-	itok, _, _ := db.CreateInvite(acct, RoleMember, "", u.ID, time.Hour)
-	secrets := []string{stok[strings.IndexByte(stok, '.')+1:], itok[len(itok)-tokenSecret:]}
+	itok, _, _ := db.CreateInvite(acct, storage.RoleMember, "", u.ID, time.Hour)
+	secrets := []string{stok[strings.IndexByte(stok, '.')+1:], itok[strings.LastIndexByte(itok, '_')+1:]}
 	db.Close()
 	noFileHolds(t, db.dir, secrets...)
 }

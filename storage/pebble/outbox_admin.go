@@ -1,4 +1,4 @@
-package storage
+package pebble
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/verifyd/verifyd/storage"
 )
 
 // What the operator sees of the outbox (verifyctl webhooks): the events
@@ -14,13 +15,13 @@ import (
 
 // OutboxEvents returns up to limit (≤ 0: all) events waiting in the
 // outbox for the account ("" for every account), soonest due first.
-func (db *DB) OutboxEvents(account string, limit int) ([]Event, error) {
+func (db *DB) OutboxEvents(account string, limit int) ([]storage.Event, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
-	var out []Event
+	var out []storage.Event
 	err := db.scanPrefix([]byte(prefixOutbox), func(k, v []byte) (bool, error) {
-		var ev Event
+		var ev storage.Event
 		if err := json.Unmarshal(v, &ev); err != nil {
 			return false, fmt.Errorf("%w: %s: %v", errCorrupt, k, err)
 		}
@@ -37,20 +38,20 @@ func (db *DB) OutboxEvents(account string, limit int) ([]Event, error) {
 // waiting in the outbox keeps its attempts and is moved to now. ErrNotFound
 // when neither holds it (it was delivered), or when account is not empty
 // and the event is another account's.
-func (db *DB) ResendEvent(account, id string) (Event, error) {
+func (db *DB) ResendEvent(account, id string) (storage.Event, error) {
 	ev, err := db.Redrive(account, id)
-	if err == nil || !errors.Is(err, ErrNotFound) {
+	if err == nil || !errors.Is(err, storage.ErrNotFound) {
 		return ev, err
 	}
 	if err := db.check(); err != nil {
-		return Event{}, err
+		return storage.Event{}, err
 	}
 	db.outboxMu.Lock()
 	defer db.outboxMu.Unlock()
-	var found *Event
+	var found *storage.Event
 	var from []byte
 	err = db.scanPrefix([]byte(prefixOutbox), func(k, v []byte) (bool, error) {
-		var e Event
+		var e storage.Event
 		if err := json.Unmarshal(v, &e); err != nil {
 			return false, fmt.Errorf("%w: %s: %v", errCorrupt, k, err)
 		}
@@ -64,19 +65,19 @@ func (db *DB) ResendEvent(account, id string) (Event, error) {
 		return false, nil
 	})
 	if err != nil {
-		return Event{}, err
+		return storage.Event{}, err
 	}
 	if found == nil {
-		return Event{}, fmt.Errorf("%w: event %s", ErrNotFound, id)
+		return storage.Event{}, fmt.Errorf("%w: event %s", storage.ErrNotFound, id)
 	}
 	nev := *found
 	nev.NextAttempt = db.now().UTC().Truncate(time.Millisecond)
 	v, err := json.Marshal(nev)
 	if err != nil {
-		return Event{}, err
+		return storage.Event{}, err
 	}
 	b := db.pdb.NewBatch()
 	b.Delete(from, nil)
-	b.Set(nev.key(), v, nil)
+	b.Set(eventKey(&nev), v, nil)
 	return nev, db.commit(b, pebble.Sync)
 }

@@ -1,4 +1,4 @@
-package storage
+package pebble
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/verifyd/verifyd/storage"
 )
 
 func TestCreditsArithmetic(t *testing.T) {
@@ -16,8 +18,8 @@ func TestCreditsArithmetic(t *testing.T) {
 	acct := db.account(t, 0)
 
 	_, err := db.Hold(acct, 1, "r0")
-	var ice *InsufficientCreditsError
-	if !errors.As(err, &ice) || !errors.Is(err, ErrInsufficientCredits) || ice.Current != 0 || ice.Needed != 1 || ice.Shortfall() != 1 {
+	var ice *storage.InsufficientCreditsError
+	if !errors.As(err, &ice) || !errors.Is(err, storage.ErrInsufficientCredits) || ice.Current != 0 || ice.Needed != 1 || ice.Shortfall() != 1 {
 		t.Fatalf("hold on an empty account: %v", err)
 	}
 	if _, err := db.AddCredits(acct, 3, "top-up"); err != nil {
@@ -43,21 +45,21 @@ func TestCreditsArithmetic(t *testing.T) {
 		t.Fatalf("hold of 2 with 1 available: %v", err)
 	}
 	// The balance cannot go below what is held.
-	if _, err := db.SetCredits(acct, 1, ""); !errors.Is(err, ErrInvalid) {
+	if _, err := db.SetCredits(acct, 1, ""); !errors.Is(err, storage.ErrInvalid) {
 		t.Fatalf("SetCredits below held: %v", err)
 	}
 
-	ch, err := db.Charge(h1, ChargeRequest{Result: result("a@example.com", "valid")})
+	ch, err := db.Charge(h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ch.Balance != 2 || ch.Entry.Kind != EntryCharge || ch.Entry.HoldSeq != h1.Seq || ch.Entry.Ref != ch.Result.ID {
+	if ch.Balance != 2 || ch.Entry.Kind != storage.EntryCharge || ch.Entry.HoldSeq != h1.Seq || ch.Entry.Ref != ch.Result.ID {
 		t.Errorf("charge: %+v", ch)
 	}
-	_, err = db.Charge(h1, ChargeRequest{Result: result("a@example.com", "valid")})
-	wantErr(t, err, ErrHoldNotActive)
+	_, err = db.Charge(h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
+	wantErr(t, err, storage.ErrHoldNotActive)
 	_, err = db.Release(h1, "")
-	wantErr(t, err, ErrHoldNotActive)
+	wantErr(t, err, storage.ErrHoldNotActive)
 
 	rel, err := db.Release(h2, "engine error")
 	if err != nil {
@@ -66,8 +68,8 @@ func TestCreditsArithmetic(t *testing.T) {
 	if rel.Balance != 2 || rel.Held != 0 || rel.Note != "engine error" {
 		t.Errorf("release: %+v", rel)
 	}
-	_, err = db.Charge(h2, ChargeRequest{Result: result("b@example.com", "valid")})
-	wantErr(t, err, ErrHoldNotActive)
+	_, err = db.Charge(h2, storage.ChargeRequest{Result: result("b@example.com", "valid")})
+	wantErr(t, err, storage.ErrHoldNotActive)
 
 	if e, err := db.SetCredits(acct, 10, "plan change"); err != nil || e.Delta != 8 || e.Balance != 10 {
 		t.Fatalf("SetCredits: %+v, %v", e, err)
@@ -88,20 +90,20 @@ func TestCreditsArithmetic(t *testing.T) {
 	}
 
 	// Arguments.
-	if _, err := db.Hold(acct, 0, ""); !errors.Is(err, ErrInvalid) {
+	if _, err := db.Hold(acct, 0, ""); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("Hold(0): %v", err)
 	}
 	_, err = db.Hold("acct_nope", 1, "")
-	wantErr(t, err, ErrNotFound)
+	wantErr(t, err, storage.ErrNotFound)
 	h, _ := db.Hold(acct, 1, "")
-	if _, err := db.Charge(h, ChargeRequest{Result: Result{Email: "x@y"}}); !errors.Is(err, ErrInvalid) {
+	if _, err := db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "x@y"}}); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("charge with a result without status: %v", err)
 	}
-	if _, err := db.Charge(h, ChargeRequest{Result: Result{Email: "x@y", Status: "valid", Kind: KindBatch}}); !errors.Is(err, ErrInvalid) {
+	if _, err := db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "x@y", Status: "valid", Kind: storage.KindBatch}}); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("charge with a batch result: %v", err)
 	}
 	// A refused charge leaves the hold active.
-	if _, err := db.Charge(h, ChargeRequest{Result: result("x@y", "valid")}); err != nil {
+	if _, err := db.Charge(h, storage.ChargeRequest{Result: result("x@y", "valid")}); err != nil {
 		t.Fatal(err)
 	}
 	checkLedger(t, db.DB, acct)
@@ -114,7 +116,7 @@ func TestHoldConcurrency(t *testing.T) {
 	acct := db.account(t, 100)
 	var ok, refused atomic.Int64
 	var wg sync.WaitGroup
-	holds := make(chan Hold, 200)
+	holds := make(chan storage.Hold, 200)
 	start := make(chan struct{})
 	for i := range 200 {
 		wg.Add(1)
@@ -122,7 +124,7 @@ func TestHoldConcurrency(t *testing.T) {
 			defer wg.Done()
 			<-start
 			h, err := db.Hold(acct, 1, fmt.Sprint("req-", i))
-			var ice *InsufficientCreditsError
+			var ice *storage.InsufficientCreditsError
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -151,7 +153,7 @@ func TestHoldConcurrency(t *testing.T) {
 			defer wg.Done()
 			var err error
 			if i%2 == 0 {
-				_, err = db.Charge(h, ChargeRequest{Result: result(fmt.Sprintf("u%d@example.com", i), "valid")})
+				_, err = db.Charge(h, storage.ChargeRequest{Result: result(fmt.Sprintf("u%d@example.com", i), "valid")})
 			} else {
 				_, err = db.Release(h, "")
 			}
@@ -184,13 +186,13 @@ func TestStaleHoldsReleasedAtOpen(t *testing.T) {
 	h1, _ := db.Hold(acct, 1, "a")
 	db.Hold(acct, 2, "b")
 	db.Hold(other, 1, "c")
-	db.Charge(h1, ChargeRequest{Result: result("a@example.com", "valid")})
+	db.Charge(h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
 	db.reopen(t)
 
 	for _, a := range []string{acct, other} {
 		es := checkLedger(t, db.DB, a)
 		last := es[len(es)-1]
-		if last.Kind != EntryRelease || last.Note != "released at open" || last.Held != 0 {
+		if last.Kind != storage.EntryRelease || last.Note != "released at open" || last.Held != 0 {
 			t.Errorf("%s: last entry %+v", a, last)
 		}
 		if hs, err := db.Holds(a); err != nil || len(hs) != 0 {
@@ -201,8 +203,8 @@ func TestStaleHoldsReleasedAtOpen(t *testing.T) {
 		t.Errorf("balance %d, want 4 (one charge)", bal)
 	}
 	// The released hold cannot be charged any more.
-	_, err := db.Charge(h1, ChargeRequest{Result: result("a@example.com", "valid")})
-	wantErr(t, err, ErrHoldNotActive)
+	_, err := db.Charge(h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
+	wantErr(t, err, storage.ErrHoldNotActive)
 	// Seqs go on after a restart.
 	h, err := db.Hold(acct, 1, "d")
 	if err != nil || h.Seq != uint64(len(checkLedger(t, db.DB, acct))) {
@@ -225,8 +227,8 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 	const n = 300
 	type charged struct {
 		sealed int64
-		c      Charged
-		idem   *IdemRef
+		c      storage.Charged
+		idem   *storage.IdemRef
 	}
 	out := make(chan charged, n)
 	stop := make(chan struct{})
@@ -276,34 +278,34 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 				return
 			}
 			var sealed int64
-			req := ChargeRequest{
+			req := storage.ChargeRequest{
 				Result: result(fmt.Sprintf("u%d@example.com", i), "valid"),
-				Seal: func(_ Result, balance int64) (Sealed, error) {
+				Seal: func(_ storage.Result, balance int64) (storage.Sealed, error) {
 					time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
 					if i%10 == 3 {
-						return Sealed{}, errors.New("signer down")
+						return storage.Sealed{}, errors.New("signer down")
 					}
 					sealed = balance
-					return Sealed{Receipt: fmt.Appendf(nil, "%d", balance), Response: IdemResponse{Status: 200}}, nil
+					return storage.Sealed{Receipt: fmt.Appendf(nil, "%d", balance), Response: storage.IdemResponse{Status: 200}}, nil
 				},
 			}
 			// Most charges complete an idempotency record: 300 keys
 			// share 64 lock stripes, so charges waiting for each other
 			// meet on them.
 			if i%3 != 0 {
-				ref := IdemRef{Account: acct, Endpoint: "POST /v1/validate", Key: fmt.Sprintf("key-%04d", i)}
-				if out, _, err := db.BeginIdem(ref, []byte("hash")); err != nil || out != IdemNew {
+				ref := storage.IdemRef{Account: acct, Endpoint: "POST /v1/validate", Key: fmt.Sprintf("key-%04d", i)}
+				if out, _, err := db.BeginIdem(ref, []byte("hash")); err != nil || out != storage.IdemNew {
 					t.Errorf("BeginIdem %d: %v %v", i, out, err)
 					return
 				}
 				req.Idem = &ref
 			}
-			var c Charged
+			var c storage.Charged
 			var err error
 			if i%2 == 0 {
 				c, err = db.ChargeDirect(acct, 1, req)
 			} else {
-				var h Hold
+				var h storage.Hold
 				if h, err = db.Hold(acct, 1, "r"); err == nil {
 					c, err = db.Charge(h, req)
 				}
@@ -330,7 +332,7 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 	for c := range out {
 		got++
 		e := es[c.c.Entry.Seq-1]
-		if e.Kind != EntryCharge || e.Ref != c.c.Result.ID || e.Balance != c.sealed || c.c.Balance != c.sealed {
+		if e.Kind != storage.EntryCharge || e.Ref != c.c.Result.ID || e.Balance != c.sealed || c.c.Balance != c.sealed {
 			t.Errorf("receipt sealed with balance %d, charge %+v, entry %+v", c.sealed, c.c, e)
 		}
 		r, err := db.GetResult(c.c.Result.ID)
@@ -338,14 +340,14 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 			t.Errorf("result %s: %q, %v", c.c.Result.ID, r.Receipt, err)
 		}
 		if c.idem != nil {
-			if o, _, err := db.BeginIdem(*c.idem, []byte("hash")); err != nil || o != IdemReplay {
+			if o, _, err := db.BeginIdem(*c.idem, []byte("hash")); err != nil || o != storage.IdemReplay {
 				t.Errorf("idempotency key %s after its charge: %v %v", c.idem.Key, o, err)
 			}
 		}
 	}
 	var voided int
 	for _, e := range es {
-		if e.Kind == EntryAdd && strings.HasPrefix(e.Note, "void charge") {
+		if e.Kind == storage.EntryAdd && strings.HasPrefix(e.Note, "void charge") {
 			voided++
 		}
 	}
@@ -354,7 +356,7 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for cursor := ""; ; {
-		page, err := db.ListHistory(acct, HistoryAll, cursor, 7)
+		page, err := db.ListHistory(acct, storage.HistoryAll, cursor, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,7 +413,7 @@ func TestLateProbesHistory(t *testing.T) {
 		var prev time.Time
 		cursor := ""
 		for {
-			p, err := db.ListHistory(acct, HistoryAll, cursor, limit)
+			p, err := db.ListHistory(acct, storage.HistoryAll, cursor, limit)
 			if err != nil {
 				t.Fatal(err)
 			}

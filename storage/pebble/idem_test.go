@@ -1,18 +1,20 @@
-package storage
+package pebble
 
 import (
 	"testing"
 	"time"
+
+	"github.com/verifyd/verifyd/storage"
 )
 
 func TestIdempotencyPurge(t *testing.T) {
 	db := openTest(t)
 	acct := db.account(t, 0)
-	ref := func(k string) IdemRef { return IdemRef{Account: acct, Endpoint: "validate", Key: k} }
+	ref := func(k string) storage.IdemRef { return storage.IdemRef{Account: acct, Endpoint: "validate", Key: k} }
 	for _, k := range []string{"old-0001", "old-0002", "old-0003"} {
 		db.BeginIdem(ref(k), []byte("h"))
 	}
-	db.CompleteIdem(ref("old-0001"), IdemResponse{Status: 200})
+	db.CompleteIdem(ref("old-0001"), storage.IdemResponse{Status: 200})
 	db.clock.Advance(12 * time.Hour)
 	db.BeginIdem(ref("new-0001"), []byte("h"))
 	db.clock.Advance(12 * time.Hour)
@@ -57,8 +59,8 @@ func TestIdempotencyPurgeLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	a, _ := db.CreateAccount("x", PlanFree)
-	db.BeginIdem(IdemRef{Account: a.ID, Endpoint: "e", Key: "k"}, nil)
+	a, _ := db.CreateAccount("x", storage.PlanFree)
+	db.BeginIdem(storage.IdemRef{Account: a.ID, Endpoint: "e", Key: "k"}, nil)
 	c.Advance(25 * time.Hour)
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		n := 0

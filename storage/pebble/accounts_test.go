@@ -1,4 +1,4 @@
-package storage
+package pebble
 
 import (
 	"bytes"
@@ -11,11 +11,12 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/verifyd/verifyd/storage"
 )
 
 func TestAccounts(t *testing.T) {
 	db := openTest(t)
-	a, err := db.CreateAccount("Acme", PlanStarter)
+	a, err := db.CreateAccount("Acme", storage.PlanStarter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestAccounts(t *testing.T) {
 	if !a.CreatedAt.Equal(db.clock.Now().Truncate(1e6)) {
 		t.Errorf("created at %v", a.CreatedAt)
 	}
-	b, err := db.CreateAccount("Beta", PlanFree)
+	b, err := db.CreateAccount("Beta", storage.PlanFree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestAccounts(t *testing.T) {
 		t.Error("unknown plan accepted")
 	}
 
-	if _, err := db.SetPlan(a.ID, PlanScale); err != nil {
+	if _, err := db.SetPlan(a.ID, storage.PlanScale); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.SetPlan(a.ID, "gold"); err == nil {
@@ -56,16 +57,16 @@ func TestAccounts(t *testing.T) {
 		t.Error("rotation kept the secret")
 	}
 	_, err = db.GetAccount("acct_nope")
-	wantErr(t, err, ErrNotFound)
-	_, err = db.SetPlan("acct_nope", PlanFree)
-	wantErr(t, err, ErrNotFound)
+	wantErr(t, err, storage.ErrNotFound)
+	_, err = db.SetPlan("acct_nope", storage.PlanFree)
+	wantErr(t, err, storage.ErrNotFound)
 
 	db.reopen(t)
 	got, err := db.GetAccount(a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Plan != PlanScale || got.WebhookSecret != rot.WebhookSecret || got.Name != "Acme" || got.SecretRotatedAt.IsZero() {
+	if got.Plan != storage.PlanScale || got.WebhookSecret != rot.WebhookSecret || got.Name != "Acme" || got.SecretRotatedAt.IsZero() {
 		t.Errorf("after reopen: %+v", got)
 	}
 	all, err := db.ListAccounts()
@@ -145,19 +146,19 @@ func TestOpenErrors(t *testing.T) {
 		t.Errorf("newer schema: %v", err)
 	}
 	_, err := db.GetAccount("x")
-	wantErr(t, err, ErrClosed)
-	wantErr(t, db.Close(), ErrClosed)
+	wantErr(t, err, storage.ErrClosed)
+	wantErr(t, db.Close(), storage.ErrClosed)
 }
 
 // Nothing secret is stored: no API key secret appears in any file.
 func TestNoSecretOnDisk(t *testing.T) {
 	db := openTest(t)
 	acct := db.account(t, 0)
-	key, _, err := db.MintKey(acct, []string{ScopeValidateRead}, "ci")
+	key, _, err := db.MintKey(acct, []string{storage.ScopeValidateRead}, "ci")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, secret, _ := ParseKey(key)
+	_, secret, _ := storage.ParseKey(key)
 	db.Close()
 	noFileHolds(t, db.dir, secret)
 }

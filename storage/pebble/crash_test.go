@@ -1,4 +1,4 @@
-package storage
+package pebble
 
 import (
 	"bufio"
@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/verifyd/verifyd/storage"
 )
 
 // The crash test: a child process (this test binary again, running
@@ -48,7 +50,8 @@ func TestCrashChild(t *testing.T) {
 		fmt.Println("open: the parent's clock:", err)
 		os.Exit(2)
 	}
-	c := &clock{t: now}
+	c := newClock()
+	c.Set(now)
 	db, err := Open(dir, Options{Now: c.Now, Logger: slog.New(slog.DiscardHandler), PurgeInterval: -1})
 	if err != nil {
 		fmt.Println("open:", err)
@@ -78,7 +81,7 @@ func TestCrashChild(t *testing.T) {
 					}
 					continue
 				}
-				c, err := db.Charge(h, ChargeRequest{Result: result(fmt.Sprintf("w%d-%d@example.com", w, i), "valid")})
+				c, err := db.Charge(h, storage.ChargeRequest{Result: result(fmt.Sprintf("w%d-%d@example.com", w, i), "valid")})
 				if err != nil {
 					fail(err)
 				}
@@ -88,7 +91,7 @@ func TestCrashChild(t *testing.T) {
 	}
 	go func() {
 		for {
-			j, err := db.CreateJob(JobSpec{Account: acct, Addresses: addresses(40)})
+			j, err := db.CreateJob(storage.JobSpec{Account: acct, Addresses: addresses(40)})
 			if err != nil {
 				fail(err)
 			}
@@ -100,20 +103,20 @@ func TestCrashChild(t *testing.T) {
 				n = rand.IntN(40) // fails midway
 			}
 			for i := 0; i < n; i += 8 {
-				var rs []JobResult
+				var rs []storage.JobResult
 				for k := i; k < min(n, i+8); k++ {
-					rs = append(rs, JobResult{Index: k, Result: result(fmt.Sprintf("user%d@example.com", k), "valid")})
+					rs = append(rs, storage.JobResult{Index: k, Result: result(fmt.Sprintf("user%d@example.com", k), "valid")})
 				}
 				if _, err := db.PutJobResults(j.ID, rs); err != nil {
 					fail(err)
 				}
 			}
-			status := JobCompleted
+			status := storage.JobCompleted
 			if n < 40 {
-				status = JobFailed
+				status = storage.JobFailed
 			}
-			j, err = db.FinishJob(j.ID, JobFinish{Status: status, Event: func(j Job) (*Event, error) {
-				return &Event{Account: j.Account, Type: "batch." + string(j.Status), URL: "https://h.example/", Body: []byte(j.ID)}, nil
+			j, err = db.FinishJob(j.ID, storage.JobFinish{Status: status, Event: func(j storage.Job) (*storage.Event, error) {
+				return &storage.Event{Account: j.Account, Type: "batch." + string(j.Status), URL: "https://h.example/", Body: []byte(j.ID)}, nil
 			}})
 			if err != nil {
 				fail(err)
@@ -226,20 +229,20 @@ func checkCrashInvariants(t *testing.T, db *DB, acct string, charged map[string]
 	var added int64
 	for _, e := range es {
 		switch e.Kind {
-		case EntryHold:
+		case storage.EntryHold:
 			holdEnds[e.Seq] += 0
-		case EntryCharge:
+		case storage.EntryCharge:
 			holdEnds[e.HoldSeq]++
 			charges[e.Ref]++
-		case EntryRelease:
+		case storage.EntryRelease:
 			holdEnds[e.HoldSeq]++
-		case EntryAdd:
+		case storage.EntryAdd:
 			added += e.Amount
-		case EntryReserve:
+		case storage.EntryReserve:
 			reserves[e.Ref] += e.Amount
-		case EntryUse:
+		case storage.EntryUse:
 			uses[e.Ref] += e.Amount
-		case EntryRefund:
+		case storage.EntryRefund:
 			refunds[e.Ref] += e.Amount
 		}
 	}
@@ -257,7 +260,7 @@ func checkCrashInvariants(t *testing.T, db *DB, acct string, charged map[string]
 	}
 	singles := 0
 	db.scanPrefix(histPrefix(acct, histKindSingle), func(_, v []byte) (bool, error) {
-		r, err := decodeRow(KindSingle, 0, v)
+		r, err := decodeRow(storage.KindSingle, 0, v)
 		if err != nil || charges[r.ResultID] != 1 {
 			t.Fatalf("history row %+v (%v) without its charge", r, err)
 		}

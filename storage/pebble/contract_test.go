@@ -1,24 +1,24 @@
-package storage_test
+package pebble_test
 
 import (
 	"log/slog"
 	"testing"
 
-	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/pebble"
 	"github.com/verifyd/verifyd/storage/storagetest"
 )
 
 // TestContract runs the shared compliance suite on the Pebble backend;
 // storage/postgres runs the same on PostgreSQL.
 func TestContract(t *testing.T) {
-	dirs := map[*storage.DB]string{}
-	clocks := map[*storage.DB]*storagetest.Clock{}
-	openAt := func(t *testing.T, dir string, c *storagetest.Clock) *storage.DB {
-		opts := storage.Options{Logger: slog.New(slog.DiscardHandler), PurgeInterval: -1}
+	dirs := map[*pebble.DB]string{}
+	clocks := map[*pebble.DB]*storagetest.Clock{}
+	openAt := func(t *testing.T, dir string, c *storagetest.Clock) *pebble.DB {
+		opts := pebble.Options{Logger: slog.New(slog.DiscardHandler), PurgeInterval: -1}
 		if c != nil {
 			opts.Now = c.Now
 		}
-		db, err := storage.Open(dir, opts)
+		db, err := pebble.Open(dir, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,9 +26,9 @@ func TestContract(t *testing.T) {
 		dirs[db], clocks[db] = dir, c
 		return db
 	}
-	be := storagetest.Backend[*storage.DB]{
-		Open: func(t *testing.T, c *storagetest.Clock) *storage.DB { return openAt(t, t.TempDir(), c) },
-		Reopen: func(t *testing.T, db *storage.DB) *storage.DB {
+	be := storagetest.Backend[*pebble.DB]{
+		Open: func(t *testing.T, c *storagetest.Clock) *pebble.DB { return openAt(t, t.TempDir(), c) },
+		Reopen: func(t *testing.T, db *pebble.DB) *pebble.DB {
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,10 @@
-package storage
+package pebble
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/verifyd/verifyd/storage"
+)
 
 // cacheMemo keeps recent cache entries (cacheKey → the result it names)
 // in memory, so that a validation with cache: true reads no Pebble key
@@ -23,7 +27,7 @@ type cacheMemo struct {
 }
 
 type memoEntry struct {
-	r    Result // with its receipt; never modified once in the memo
+	r    storage.Result // with its receipt; never modified once in the memo
 	size int
 }
 
@@ -32,26 +36,26 @@ func newCacheMemo(maxBytes int) *cacheMemo {
 }
 
 // entrySize is the memory an entry takes, roughly.
-func entrySize(key string, r *Result) int {
+func entrySize(key string, r *storage.Result) int {
 	return 160 + len(key) + len(r.ID) + len(r.Account) + len(r.Email) + len(r.Status) + len(r.CachedFrom) + len(r.Receipt)
 }
 
 // get returns the memo's result for key and the generation to pass to
 // add after a miss.
-func (c *cacheMemo) get(key []byte) (Result, bool, uint64) {
+func (c *cacheMemo) get(key []byte) (storage.Result, bool, uint64) {
 	if c == nil {
-		return Result{}, false, 0
+		return storage.Result{}, false, 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.m[string(key)]; ok {
 		return e.r, true, c.gen
 	}
-	return Result{}, false, c.gen
+	return storage.Result{}, false, c.gen
 }
 
 // add records what a lookup read from Pebble, unless a write came between.
-func (c *cacheMemo) add(key []byte, r Result, gen uint64) {
+func (c *cacheMemo) add(key []byte, r storage.Result, gen uint64) {
 	if c == nil {
 		return
 	}
@@ -63,7 +67,7 @@ func (c *cacheMemo) add(key []byte, r Result, gen uint64) {
 }
 
 // written records a cache entry just applied to Pebble.
-func (c *cacheMemo) written(key []byte, r Result) {
+func (c *cacheMemo) written(key []byte, r storage.Result) {
 	if c == nil {
 		return
 	}
@@ -86,7 +90,7 @@ func (c *cacheMemo) forget(keys [][]byte) {
 	c.mu.Unlock()
 }
 
-func (c *cacheMemo) put(key string, r Result) {
+func (c *cacheMemo) put(key string, r storage.Result) {
 	c.drop(key)
 	size := entrySize(key, &r)
 	if size > c.max {

@@ -1,4 +1,4 @@
-package storage
+package pebble
 
 import (
 	"errors"
@@ -6,17 +6,20 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/storagetest"
 )
 
 // putBatchRows writes n batch results for acct at the clock's time
 // through a job, in chunks.
-func (tdb *testDB) putBatchRows(t testing.TB, acct string, n int, chunk int) Job {
+func (tdb *testDB) putBatchRows(t testing.TB, acct string, n int, chunk int) storage.Job {
 	t.Helper()
 	addrs := make([]string, n)
 	for i := range addrs {
 		addrs[i] = fmt.Sprintf("b%d@example.com", i)
 	}
-	j, err := tdb.CreateJob(JobSpec{Account: acct, Addresses: addrs})
+	j, err := tdb.CreateJob(storage.JobSpec{Account: acct, Addresses: addrs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,9 +27,9 @@ func (tdb *testDB) putBatchRows(t testing.TB, acct string, n int, chunk int) Job
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i += chunk {
-		var rs []JobResult
+		var rs []storage.JobResult
 		for k := i; k < min(n, i+chunk); k++ {
-			rs = append(rs, JobResult{Index: k, Result: Result{Email: addrs[k], Status: "valid", Score: 80, LatencyMs: -1}})
+			rs = append(rs, storage.JobResult{Index: k, Result: storage.Result{Email: addrs[k], Status: "valid", Score: 80, LatencyMs: -1}})
 		}
 		if j, err = tdb.PutJobResults(j.ID, rs); err != nil {
 			t.Fatal(err)
@@ -36,35 +39,9 @@ func (tdb *testDB) putBatchRows(t testing.TB, acct string, n int, chunk int) Job
 }
 
 // walk pages through the account's history and returns every row.
-func walk(t *testing.T, db *DB, acct, kind string, limit int) []HistoryRow {
+func walk(t *testing.T, db *DB, acct, kind string, limit int) []storage.HistoryRow {
 	t.Helper()
-	var all []HistoryRow
-	cursor := ""
-	for pages := 0; ; pages++ {
-		if pages > 10_000 {
-			t.Fatal("paging does not end")
-		}
-		p, err := db.ListHistory(acct, kind, cursor, limit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p.Rows) > limit {
-			t.Fatalf("page of %d rows with limit %d", len(p.Rows), limit)
-		}
-		all = append(all, p.Rows...)
-		if p.NextCursor == "" {
-			return all
-		}
-		if len(p.Rows) != limit {
-			t.Fatalf("short page (%d of %d) with a next cursor", len(p.Rows), limit)
-		}
-		last := p.Rows[len(p.Rows)-1]
-		ct, err := time.Parse(time.RFC3339Nano, p.NextCursor)
-		if err != nil || !ct.Truncate(time.Millisecond).Equal(last.ProbedAt) {
-			t.Fatalf("cursor %q for a row probed at %v", p.NextCursor, last.ProbedAt)
-		}
-		cursor = p.NextCursor
-	}
+	return storagetest.WalkHistory(t, db, acct, kind, limit)
 }
 
 // Walking pages with any limit yields every row exactly once, newest first,
@@ -92,7 +69,7 @@ func TestHistoryPagingLossless(t *testing.T) {
 			for i := range 150 {
 				h, err := db.Hold(acct, 1, "")
 				if err == nil {
-					_, err = db.Charge(h, ChargeRequest{Result: result(fmt.Sprintf("s%d-%d@example.com", g, i), "valid")})
+					_, err = db.Charge(h, storage.ChargeRequest{Result: result(fmt.Sprintf("s%d-%d@example.com", g, i), "valid")})
 				}
 				if err != nil {
 					t.Error(err)
@@ -108,8 +85,8 @@ func TestHistoryPagingLossless(t *testing.T) {
 		db.validate(t, acct, result("late@example.com", "risky"))
 	}
 
-	want := map[string]int{HistoryAll: 1040, HistorySingle: 640, HistoryBatch: 400}
-	for _, kind := range []string{HistoryAll, HistorySingle, HistoryBatch} {
+	want := map[string]int{storage.HistoryAll: 1040, storage.HistorySingle: 640, storage.HistoryBatch: 400}
+	for _, kind := range []string{storage.HistoryAll, storage.HistorySingle, storage.HistoryBatch} {
 		for _, limit := range []int{1, 7, 50, 200} {
 			rows := walk(t, db.DB, acct, kind, limit)
 			if len(rows) != want[kind] {
@@ -122,7 +99,7 @@ func TestHistoryPagingLossless(t *testing.T) {
 					t.Fatalf("kind %s, limit %d: row %d twice", kind, limit, r.ID)
 				}
 				seen[r.ID] = true
-				if kind != HistoryAll && r.Kind != kind {
+				if kind != storage.HistoryAll && r.Kind != kind {
 					t.Fatalf("kind %s: a %s row", kind, r.Kind)
 				}
 				if r.ProbedAt.Equal(t0) {
@@ -140,7 +117,7 @@ func TestHistoryPagingLossless(t *testing.T) {
 						kind, limit, i, r.ProbedAt, r.ID, i-1, prev.ProbedAt, prev.ID)
 				}
 			}
-			if kind == HistoryAll && inT0 != 1000 {
+			if kind == storage.HistoryAll && inT0 != 1000 {
 				t.Errorf("%d rows in the shared millisecond", inT0)
 			}
 		}
@@ -148,34 +125,34 @@ func TestHistoryPagingLossless(t *testing.T) {
 
 	// A client's own millisecond cursor keeps the spec's meaning: rows
 	// probed strictly before that instant.
-	p, err := db.ListHistory(acct, HistoryAll, t0.Format(time.RFC3339Nano), 200)
+	p, err := db.ListHistory(acct, storage.HistoryAll, t0.Format(time.RFC3339Nano), 200)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Rows) != 20 || p.Rows[0].Email != "early@example.com" || !p.Rows[0].ProbedAt.Before(t0) {
 		t.Errorf("millisecond cursor: %d rows, first %+v", len(p.Rows), p.Rows[0])
 	}
-	if p, _ := db.ListHistory(acct, HistoryAll, "1970-01-01T00:00:00Z", 10); len(p.Rows) != 0 {
+	if p, _ := db.ListHistory(acct, storage.HistoryAll, "1970-01-01T00:00:00Z", 10); len(p.Rows) != 0 {
 		t.Errorf("cursor at the epoch: %d rows", len(p.Rows))
 	}
-	if _, err := db.ListHistory(acct, "weird", "", 10); !errors.Is(err, ErrInvalid) {
+	if _, err := db.ListHistory(acct, "weird", "", 10); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("unknown kind: %v", err)
 	}
-	if _, err := db.ListHistory(acct, HistoryAll, "not a time", 10); !errors.Is(err, ErrInvalid) {
+	if _, err := db.ListHistory(acct, storage.HistoryAll, "not a time", 10); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("bad cursor: %v", err)
 	}
-	if p, _ := db.ListHistory(acct, "", "", 0); len(p.Rows) != DefaultHistoryLimit {
+	if p, _ := db.ListHistory(acct, "", "", 0); len(p.Rows) != storage.DefaultHistoryLimit {
 		t.Errorf("default limit: %d rows", len(p.Rows))
 	}
 	// Another account sees only its own row.
-	if rows := walk(t, db.DB, other, HistoryAll, 5); len(rows) != 1 {
+	if rows := walk(t, db.DB, other, storage.HistoryAll, 5); len(rows) != 1 {
 		t.Errorf("other account: %d rows", len(rows))
 	}
 	// Positions survive a restart: new rows in t0 go on after the others.
 	db.reopen(t)
 	db.clock.Set(t0)
 	db.validate(t, acct, result("again@example.com", "valid"))
-	if rows := walk(t, db.DB, acct, HistoryAll, 50); len(rows) != 1041 {
+	if rows := walk(t, db.DB, acct, storage.HistoryAll, 50); len(rows) != 1041 {
 		t.Errorf("after reopen: %d rows", len(rows))
 	}
 }

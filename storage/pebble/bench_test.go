@@ -1,4 +1,4 @@
-package storage
+package pebble
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/verifyd/verifyd/storage"
 )
 
 // benchDB opens a database on the real clock.
@@ -23,7 +25,7 @@ func benchAccounts(b *testing.B, db *DB, n int, credits int64) []string {
 	b.Helper()
 	ids := make([]string, n)
 	for i := range ids {
-		a, err := db.CreateAccount("bench", PlanEnterprise)
+		a, err := db.CreateAccount("bench", storage.PlanEnterprise)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -64,9 +66,9 @@ func BenchmarkValidation(b *testing.B) {
 				for pb.Next() {
 					i := next.Add(1)
 					acct := accts[int(i)%len(accts)]
-					var ref *IdemRef
+					var ref *storage.IdemRef
 					if bc.idem {
-						ref = &IdemRef{Account: acct, Endpoint: "validate", Key: fmt.Sprint("key-", i)}
+						ref = &storage.IdemRef{Account: acct, Endpoint: "validate", Key: fmt.Sprint("key-", i)}
 						if _, _, err := db.BeginIdem(*ref, []byte("hash")); err != nil {
 							b.Fatal(err)
 						}
@@ -75,13 +77,13 @@ func BenchmarkValidation(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					req := ChargeRequest{Result: Result{
+					req := storage.ChargeRequest{Result: storage.Result{
 						Email: fmt.Sprintf("user%d@example.com", i), Status: "valid", Score: 97, LatencyMs: 120,
 					}}
 					if bc.idem {
 						req.Idem = ref
-						req.Seal = func(Result, int64) (Sealed, error) {
-							return Sealed{Receipt: receipt, Response: IdemResponse{Status: 200, Body: receipt}}, nil
+						req.Seal = func(storage.Result, int64) (storage.Sealed, error) {
+							return storage.Sealed{Receipt: receipt, Response: storage.IdemResponse{Status: 200, Body: receipt}}, nil
 						}
 					} else {
 						req.Result.Receipt = receipt
@@ -105,7 +107,7 @@ func BenchmarkCreateJob100k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := db.CreateJob(JobSpec{Account: acct, Addresses: addrs}); err != nil {
+		if _, err := db.CreateJob(storage.JobSpec{Account: acct, Addresses: addrs}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -116,7 +118,7 @@ func BenchmarkPutJobResults100(b *testing.B) {
 	db := benchDB(b)
 	acct := benchAccounts(b, db, 1, 1<<40)[0]
 	receipt := make([]byte, 900)
-	var j Job
+	var j storage.Job
 	next := 0
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -124,7 +126,7 @@ func BenchmarkPutJobResults100(b *testing.B) {
 		if next == 0 {
 			b.StopTimer()
 			var err error
-			if j, err = db.CreateJob(JobSpec{Account: acct, Addresses: addresses(100_000)}); err == nil {
+			if j, err = db.CreateJob(storage.JobSpec{Account: acct, Addresses: addresses(100_000)}); err == nil {
 				_, err = db.StartJob(j.ID)
 			}
 			if err != nil {
@@ -132,9 +134,9 @@ func BenchmarkPutJobResults100(b *testing.B) {
 			}
 			b.StartTimer()
 		}
-		rs := make([]JobResult, 100)
+		rs := make([]storage.JobResult, 100)
 		for k := range rs {
-			rs[k] = JobResult{Index: next + k, Result: Result{Email: fmt.Sprintf("user%d@example.com", next+k), Status: "valid", Receipt: receipt}}
+			rs[k] = storage.JobResult{Index: next + k, Result: storage.Result{Email: fmt.Sprintf("user%d@example.com", next+k), Status: "valid", Receipt: receipt}}
 		}
 		if _, err := db.PutJobResults(j.ID, rs); err != nil {
 			b.Fatal(err)
@@ -150,7 +152,7 @@ func BenchmarkListHistory50(b *testing.B) {
 	db := benchDB(b)
 	acct := benchAccounts(b, db, 1, 1<<40)[0]
 	addrs := addresses(10_000)
-	j, err := db.CreateJob(JobSpec{Account: acct, Addresses: addrs})
+	j, err := db.CreateJob(storage.JobSpec{Account: acct, Addresses: addrs})
 	if err == nil {
 		_, err = db.StartJob(j.ID)
 	}
@@ -158,9 +160,9 @@ func BenchmarkListHistory50(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := 0; i < len(addrs); i += 500 {
-		var rs []JobResult
+		var rs []storage.JobResult
 		for k := i; k < i+500; k++ {
-			rs = append(rs, JobResult{Index: k, Result: Result{Email: addrs[k], Status: "valid", Receipt: make([]byte, 900)}})
+			rs = append(rs, storage.JobResult{Index: k, Result: storage.Result{Email: addrs[k], Status: "valid", Receipt: make([]byte, 900)}})
 		}
 		if _, err := db.PutJobResults(j.ID, rs); err != nil {
 			b.Fatal(err)
@@ -169,20 +171,20 @@ func BenchmarkListHistory50(b *testing.B) {
 	for i := range 10_000 {
 		h, err := db.Hold(acct, 1, "")
 		if err == nil {
-			_, err = db.Charge(h, ChargeRequest{Result: Result{Email: addrs[i], Status: "valid", Receipt: make([]byte, 900)}})
+			_, err = db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: addrs[i], Status: "valid", Receipt: make([]byte, 900)}})
 		}
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
-	mid, err := db.ListHistory(acct, HistoryAll, "", 10_000)
+	mid, err := db.ListHistory(acct, storage.HistoryAll, "", 10_000)
 	if err != nil || mid.NextCursor == "" {
 		b.Fatal(err)
 	}
 	for _, bc := range []struct{ name, kind, cursor string }{
-		{"first-page-all", HistoryAll, ""},
-		{"deep-page-all", HistoryAll, mid.NextCursor},
-		{"deep-page-batch", HistoryBatch, mid.NextCursor},
+		{"first-page-all", storage.HistoryAll, ""},
+		{"deep-page-all", storage.HistoryAll, mid.NextCursor},
+		{"deep-page-batch", storage.HistoryBatch, mid.NextCursor},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -200,7 +202,7 @@ func BenchmarkListHistory50(b *testing.B) {
 func BenchmarkVerifyKey(b *testing.B) {
 	db := benchDB(b)
 	acct := benchAccounts(b, db, 1, 0)[0]
-	key, _, err := db.MintKey(acct, []string{ScopeValidateRead, ScopeValidateWrite}, "")
+	key, _, err := db.MintKey(acct, []string{storage.ScopeValidateRead, storage.ScopeValidateWrite}, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -220,7 +222,7 @@ func BenchmarkLookupCache(b *testing.B) {
 	acct := benchAccounts(b, db, 1, 1<<40)[0]
 	for i := range 1000 {
 		h, _ := db.Hold(acct, 1, "")
-		if _, err := db.Charge(h, ChargeRequest{Result: Result{Email: fmt.Sprintf("u%d@example.com", i), Status: "valid", Receipt: make([]byte, 900)}}); err != nil {
+		if _, err := db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("u%d@example.com", i), Status: "valid", Receipt: make([]byte, 900)}}); err != nil {
 			b.Fatal(err)
 		}
 	}

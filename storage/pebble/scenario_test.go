@@ -1,4 +1,4 @@
-package storage
+package pebble
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/verifyd/verifyd/storage"
 )
 
 // Scenario files in testdata/ script the credit arithmetic, in the manner
@@ -74,7 +76,7 @@ func parseScenario(t *testing.T, path string) []scenarioBlock {
 type scenario struct {
 	db       *testDB
 	accounts map[string]string // name → id
-	holds    map[string]Hold
+	holds    map[string]storage.Hold
 	jobs     map[string]string // name → job id
 	seen     map[string]uint64 // account name → last ledger seq shown
 }
@@ -83,7 +85,7 @@ func runScenario(t *testing.T, path string) {
 	s := &scenario{
 		db:       openTest(t),
 		accounts: map[string]string{},
-		holds:    map[string]Hold{},
+		holds:    map[string]storage.Hold{},
 		jobs:     map[string]string{},
 		seen:     map[string]uint64{},
 	}
@@ -124,7 +126,7 @@ func (s *scenario) run(t *testing.T, line string) string {
 	acct := func() string {
 		name := args["acct"]
 		if _, ok := s.accounts[name]; !ok {
-			a, err := s.db.CreateAccount(name, PlanFree)
+			a, err := s.db.CreateAccount(name, storage.PlanFree)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,38 +142,38 @@ func (s *scenario) run(t *testing.T, line string) string {
 	case "set":
 		_, err = s.db.SetCredits(acct(), n(), args["note"])
 	case "hold":
-		var h Hold
+		var h storage.Hold
 		if h, err = s.db.Hold(acct(), n(), args["as"]); err == nil {
 			s.holds[args["as"]] = h
 		}
 	case "charge":
-		_, err = s.db.Charge(s.holds[args["hold"]], ChargeRequest{Result: result(args["hold"]+"@example.com", "valid")})
+		_, err = s.db.Charge(s.holds[args["hold"]], storage.ChargeRequest{Result: result(args["hold"]+"@example.com", "valid")})
 	case "release":
 		_, err = s.db.Release(s.holds[args["hold"]], args["note"])
 	case "job":
 		addrs := addresses(int(n()))
-		var j Job
-		if j, err = s.db.CreateJob(JobSpec{Account: acct(), Addresses: addrs}); err == nil {
+		var j storage.Job
+		if j, err = s.db.CreateJob(storage.JobSpec{Account: acct(), Addresses: addrs}); err == nil {
 			s.jobs[args["as"]] = j.ID
 			_, err = s.db.StartJob(j.ID)
 		}
 	case "results":
 		j, _ := s.db.Job(job())
-		var rs []JobResult
+		var rs []storage.JobResult
 		for i := 0; i < int(n()); i++ {
 			idx := j.Processed + i
-			rs = append(rs, JobResult{Index: idx, Result: result(fmt.Sprintf("user%d@example.com", idx), "valid")})
+			rs = append(rs, storage.JobResult{Index: idx, Result: result(fmt.Sprintf("user%d@example.com", idx), "valid")})
 		}
 		if j, err = s.db.PutJobResults(job(), rs); err == nil {
 			return fmt.Sprintf("job %s %s processed=%d/%d\n", args["job"], j.Status, j.Processed, j.Total)
 		}
 	case "finish":
-		_, err = s.db.FinishJob(job(), JobFinish{Status: JobStatus(args["status"])})
+		_, err = s.db.FinishJob(job(), storage.JobFinish{Status: storage.JobStatus(args["status"])})
 	case "restart":
 		s.db.reopen(t)
 		s.db.clock.Advance(time.Second)
 	case "balance":
-		var c Credits
+		var c storage.Credits
 		if c, err = s.db.Credits(acct()); err == nil {
 			return fmt.Sprintf("balance=%d held=%d available=%d\n", c.Balance, c.Held, c.Available())
 		}
@@ -179,7 +181,7 @@ func (s *scenario) run(t *testing.T, line string) string {
 		t.Fatalf("unknown command %q", line)
 	}
 	if err != nil {
-		var ice *InsufficientCreditsError
+		var ice *storage.InsufficientCreditsError
 		if errors.As(err, &ice) {
 			return fmt.Sprintf("insufficient credits: current=%d held=%d needed=%d shortfall=%d\n", ice.Current, ice.Held, ice.Needed, ice.Shortfall())
 		}
