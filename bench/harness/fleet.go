@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -167,10 +168,10 @@ func (r *runner) scenarioFleet(ctx context.Context) error {
 	fr.Cache = &FleetPair{Concurrency: cc}
 	for _, side := range r.fleetOrder() {
 		if side == "single" {
-			fr.Cache.single(r.cacheLoad(ctx, single, cc, seed, false))
+			fr.Cache.single(r.cacheLoad(ctx, single, "fleet-cache", cc, seed, false))
 		} else {
 			fr.Cache.fleet(r.fleetLoads(ctx, boxes, pgPID, cc, seed, func(v *Verifyd, c int, part []string) Level {
-				return r.cacheLoad(ctx, v, c, part, true)
+				return r.cacheLoad(ctx, v, "fleet-cache", c, part, true)
 			}))
 		}
 		pause(ctx)
@@ -260,14 +261,15 @@ func (r *runner) fleetLoads(ctx context.Context, boxes []*Verifyd, pgPID, c int,
 	return levels
 }
 
-// cacheLoad asks for emails with cache: true at concurrency c.
-func (r *runner) cacheLoad(ctx context.Context, v *Verifyd, c int, emails []string, nested bool) Level {
+// cacheLoad asks v for emails with cache: true at concurrency c (a load
+// named name) and measures it; an answer not from the cache is a failure.
+func (r *runner) cacheLoad(ctx context.Context, v *Verifyd, name string, c int, emails []string, nested bool) Level {
 	bodies := validateBodies(emails, true)
 	client := NewClient(v.Addr, c, r.o.RequestTimeout)
 	defer client.CloseIdleConnections()
 	cached := []byte(`"cached":true`)
 	l := Load{
-		Name:   "fleet-cache",
+		Name:   name,
 		Client: client, Path: "/v1/validate", Key: v.Key,
 		Concurrency: c, Count: r.o.CacheCount, Duration: r.o.CacheDuration, Timeout: r.o.RequestTimeout,
 		Body: func(i int) []byte { return bodies[i%len(bodies)] },
@@ -275,7 +277,7 @@ func (r *runner) cacheLoad(ctx context.Context, v *Verifyd, c int, emails []stri
 			switch {
 			case status != http.StatusOK:
 				return httpFailure(status, body)
-			case !strings.Contains(string(body), string(cached)):
+			case !bytes.Contains(body, cached):
 				return "HTTP 200 but not from the cache"
 			}
 			return ""

@@ -520,7 +520,7 @@ func fleetSection(w io.Writer, res *Result) {
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("## 8. Fleet: %d boxes on one PostgreSQL against one Pebble box\n\n", fr.Boxes)
-	p("Binary A as %d boxes of a fleet (`storage.backend = \"postgres\"`, one PostgreSQL %s started by the harness on loopback, fsync on) and as the single Pebble box of this run, in the same world, alternating which side goes first. The load is split evenly over the boxes, as a balancer would. Every process (the boxes, PostgreSQL, the world, the load generator) shares this machine's cores: the figures are what the shared database costs, not what more machines give; docs/fleet.md turns them into N machines.\n\n", fr.Boxes, "server")
+	p("Binary A as %d boxes of a fleet (`storage.backend = \"postgres\"`, one PostgreSQL server started by the harness on loopback, fsync on) and as the single Pebble box of this run, in the same world, alternating which side goes first. The load is split evenly over the boxes, as a balancer would. Every process (the boxes, PostgreSQL, the world, the load generator) shares this machine's cores: the figures are what the shared database costs, not what more machines give; docs/fleet.md turns them into N machines.\n\n", fr.Boxes)
 	switch {
 	case fr.Skipped != "":
 		p("**Skipped: %s.**\n\n", fr.Skipped)

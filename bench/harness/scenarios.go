@@ -295,26 +295,7 @@ func (r *runner) scenarioCache(ctx context.Context) error {
 			if ctx.Err() != nil || len(s) == 0 {
 				continue
 			}
-			bodies := validateBodies(s, true)
-			client := NewClient(v.Addr, c, r.o.RequestTimeout)
-			cached := []byte(`"cached":true`)
-			l := Load{
-				Name:   "cache",
-				Client: client, Path: "/v1/validate", Key: v.Key,
-				Concurrency: c, Count: r.o.CacheCount, Duration: r.o.CacheDuration, Timeout: r.o.RequestTimeout,
-				Body: func(i int) []byte { return bodies[i%len(bodies)] },
-				Check: func(_, status int, body []byte, _ time.Duration) string {
-					switch {
-					case status != http.StatusOK:
-						return httpFailure(status, body)
-					case !bytes.Contains(body, cached):
-						return "HTTP 200 but not from the cache"
-					}
-					return ""
-				},
-			}
-			lv, _ := r.measured(ctx, v, l, false)
-			client.CloseIdleConnections()
+			lv := r.cacheLoad(ctx, v, "cache", c, s, false)
 			run.Scenarios.Cache.Levels = append(run.Scenarios.Cache.Levels, lv)
 			r.logf("cache %s c=%d: %d ok, %.0f/s sustained, p50 %.2f ms, p99 %.2f ms, verifyd %.3f ms CPU/request (%.2f cores)%s",
 				v.Label, c, lv.OK, lv.Throughput, lv.Latency.P50, lv.Latency.P99, lv.Verifyd.CPUPerRequestMs, lv.Verifyd.Cores, errSummary(lv.Errors))

@@ -350,40 +350,12 @@ func TestAPICrashLosesNoCredit(t *testing.T) {
 	in := startIn(t, dir, cfg)
 	c := &client{t: t, base: in.base, key: in.key}
 	const n = 50
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	answered := map[int][]byte{}
-	for i := range n {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			req, _ := http.NewRequest("POST", c.base+"/v1/validate", strings.NewReader(fmt.Sprintf(`{"email":"ann%d@catch.test"}`, i)))
-			req.Header.Set("Authorization", "Bearer "+c.key)
-			req.Header.Set("Idempotency-Key", fmt.Sprintf("crash-test-%03d", i))
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return // killed mid-request
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				mu.Lock()
-				answered[i] = b
-				mu.Unlock()
-			}
-		}(i)
-		if i == n/2-1 {
-			// The first half finishes (about 1 s of 150 ms replies); the
-			// second half is in flight when the kill comes.
-			waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(answered) >= n/4 })
-		}
-	}
-	time.Sleep(300 * time.Millisecond)
+	wait := keyedValidations(t, []string{c.base}, c.key, "crash-test-%03d", n)
 	if err := in.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	in.cmd.Wait()
-	wg.Wait()
+	answered := wait()
 	t.Logf("%d of %d validations answered before the kill", len(answered), n)
 
 	in2 := startIn(t, dir, cfg)
@@ -392,32 +364,7 @@ func TestAPICrashLosesNoCredit(t *testing.T) {
 	}
 	c2 := &client{t: t, base: in2.base, key: c.key}
 	before := int(c2.do("GET", "/v1/balance", c.key, "").json(t)["credits"].(float64))
-	replays := 0
-	var rmu sync.Mutex
-	var rwg sync.WaitGroup
-	for i := range n {
-		rwg.Add(1)
-		go func(i int) {
-			defer rwg.Done()
-			r := c2.do("POST", "/v1/validate", c.key, fmt.Sprintf(`{"email":"ann%d@catch.test"}`, i),
-				"Idempotency-Key", fmt.Sprintf("crash-test-%03d", i))
-			if r.status != 200 {
-				t.Errorf("retry %d: %d %s", i, r.status, r.body)
-				return
-			}
-			rmu.Lock()
-			defer rmu.Unlock()
-			if r.header.Get("Idempotent-Replay") == "true" {
-				replays++
-			} else if _, ok := answered[i]; ok {
-				t.Errorf("key %d was answered before the crash but not replayed: charged twice", i)
-			}
-			if prev, ok := answered[i]; ok && !bytes.Equal(prev, r.body) {
-				t.Errorf("key %d: the replay differs from the receipt answered before the crash", i)
-			}
-		}(i)
-	}
-	rwg.Wait()
+	replays := retryKeyed(t, c2, "crash-test-%03d", n, answered)
 	if before != 1000-replays {
 		t.Errorf("balance after restart %d, want 1000 − %d charged before the crash", before, replays)
 	}
@@ -431,6 +378,83 @@ func TestAPICrashLosesNoCredit(t *testing.T) {
 	if len(answered) == 0 || len(answered) == n {
 		t.Errorf("%d of %d answered before the kill: the test did not kill mid-way", len(answered), n)
 	}
+}
+
+// keyedValidations starts n validations of ann<i>@catch.test, each with
+// the Idempotency-Key keyFmt of i, the ith sent to bases[i%len(bases)]:
+// the first half, then, once a quarter are answered, the second (so it is
+// in flight when the caller kills a verifyd). wait returns, once every
+// request has ended, the bodies answered 200 by index.
+func keyedValidations(t *testing.T, bases []string, apiKey, keyFmt string, n int) (wait func() map[int][]byte) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	answered := map[int][]byte{}
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", bases[i%len(bases)]+"/v1/validate", strings.NewReader(fmt.Sprintf(`{"email":"ann%d@catch.test"}`, i)))
+			req.Header.Set("Authorization", "Bearer "+apiKey)
+			req.Header.Set("Idempotency-Key", fmt.Sprintf(keyFmt, i))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return // its verifyd was killed mid-request
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				mu.Lock()
+				answered[i] = b
+				mu.Unlock()
+			}
+		}()
+		if i == n/2-1 {
+			// The first half finishes (about 1 s of 150 ms replies); the
+			// second half is in flight when the kill comes.
+			waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(answered) >= n/4 })
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	return func() map[int][]byte {
+		wg.Wait()
+		return answered
+	}
+}
+
+// retryKeyed sends keyedValidations' n requests again to c, at once, and
+// checks each answer against what was answered before the kill: a key
+// answered then replays the same body, no key is charged twice. It
+// returns the replays.
+func retryKeyed(t *testing.T, c *client, keyFmt string, n int, answered map[int][]byte) int {
+	t.Helper()
+	replays := 0
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := c.do("POST", "/v1/validate", c.key, fmt.Sprintf(`{"email":"ann%d@catch.test"}`, i),
+				"Idempotency-Key", fmt.Sprintf(keyFmt, i))
+			if r.status != 200 {
+				t.Errorf("retry %d: %d %s", i, r.status, r.body)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if r.header.Get("Idempotent-Replay") == "true" {
+				replays++
+			} else if _, ok := answered[i]; ok {
+				t.Errorf("key %d was answered before the kill but not replayed: charged twice", i)
+			}
+			if prev, ok := answered[i]; ok && !bytes.Equal(prev, r.body) {
+				t.Errorf("key %d: the replay differs from the receipt answered before the kill", i)
+			}
+		}()
+	}
+	wg.Wait()
+	return replays
 }
 
 func waitFor(t *testing.T, cond func() bool) {

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +16,7 @@ import (
 	"github.com/verifyd/verifyd/server/admin/adminapi"
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/postgres"
+	"github.com/verifyd/verifyd/storage/storagetest"
 )
 
 // Fleet mode end to end: two and three verifyd processes on one
@@ -74,42 +73,6 @@ func startBoxes(t *testing.T, n int, dsn, cfg string) []*instance {
 	return boxes
 }
 
-// checkLedger walks the account's ledger in the database: every entry
-// follows from the one before, and the last is the account's credits.
-func checkLedger(t *testing.T, db *postgres.DB, account string) []storage.Entry {
-	t.Helper()
-	es, err := db.Ledger(account, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bal, held int64
-	for i, e := range es {
-		if e.Seq != uint64(i+1) {
-			t.Fatalf("entry %d has seq %d", i+1, e.Seq)
-		}
-		switch e.Kind {
-		case storage.EntrySet:
-			bal = e.Amount
-		default:
-			bal += e.Delta
-		}
-		switch {
-		case e.Kind == storage.EntryHold:
-			held += e.Amount
-		case (e.Kind == storage.EntryCharge || e.Kind == storage.EntryRelease) && e.HoldSeq != 0:
-			held -= e.Amount
-		}
-		if e.Balance != bal || e.Held != held || held < 0 || held > bal {
-			t.Fatalf("entry %d (%v): balance %d held %d, the chain says %d and %d", e.Seq, e.Kind, e.Balance, e.Held, bal, held)
-		}
-	}
-	c, err := db.Credits(account)
-	if err != nil || c.Balance != bal || c.Held != held {
-		t.Fatalf("credits %+v (%v), the ledger says %d held %d", c, err, bal, held)
-	}
-	return es
-}
-
 // TestFleetAPI: what a client sees of two (and of three) boxes behind a
 // balancer is one service. No overdraft when both charge one account at once; an
 // Idempotency-Key answered on one box replays on the other; history
@@ -156,7 +119,7 @@ func testFleetAPI(t *testing.T, n int) {
 	if codes[200] != 20 || codes[400] != 20 {
 		t.Fatalf("answers %v: want 20 charged and 20 refused for want of credits", codes)
 	}
-	checkLedger(t, db, acct.ID)
+	storagetest.CheckLedger(t, db, acct.ID)
 	for i, c := range cs {
 		if b := balance(t, c, key); b != 0 {
 			t.Fatalf("box %d: balance %d", i, b)
@@ -230,7 +193,7 @@ func testFleetAPI(t *testing.T, n int) {
 	if err != nil || len(rows) != 4 {
 		t.Fatalf("CSV %d rows, %v", len(rows), err)
 	}
-	checkLedger(t, db, acct.ID)
+	storagetest.CheckLedger(t, db, acct.ID)
 }
 
 // TestFleetCrashDuringValidations: kill -9 of one box of two while 50
@@ -245,71 +208,21 @@ func TestFleetCrashDuringValidations(t *testing.T) {
 	key := boxes[0].key
 	acct := demoAccount(t, adminClient(t, boxes[0]))
 	const n = 50
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	answered := map[int][]byte{}
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, _ := http.NewRequest("POST", boxes[i%2].base+"/v1/validate", strings.NewReader(fmt.Sprintf(`{"email":"ann%d@catch.test"}`, i)))
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Idempotency-Key", fmt.Sprintf("fleet-crash-%03d", i))
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return // its box was killed mid-request
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				mu.Lock()
-				answered[i] = b
-				mu.Unlock()
-			}
-		}()
-		if i == n/2-1 {
-			waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(answered) >= n/4 })
-		}
-	}
-	time.Sleep(300 * time.Millisecond)
+	wait := keyedValidations(t, []string{boxes[0].base, boxes[1].base}, key, "fleet-crash-%03d", n)
 	if err := boxes[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	boxes[0].cmd.Wait()
-	wg.Wait()
+	answered := wait()
 	t.Logf("%d of %d validations answered before the kill", len(answered), n)
 
 	// The survivor releases the dead box's holds after its lease.
 	waitFor(t, func() bool { c, err := db.Credits(acct.ID); return err == nil && c.Held == 0 })
-	checkLedger(t, db, acct.ID)
+	storagetest.CheckLedger(t, db, acct.ID)
 	before, _ := db.Balance(acct.ID)
 
 	c := &client{t: t, base: boxes[1].base, key: key}
-	replays := 0
-	var rwg sync.WaitGroup
-	for i := range n {
-		rwg.Add(1)
-		go func() {
-			defer rwg.Done()
-			r := c.do("POST", "/v1/validate", key, fmt.Sprintf(`{"email":"ann%d@catch.test"}`, i),
-				"Idempotency-Key", fmt.Sprintf("fleet-crash-%03d", i))
-			if r.status != 200 {
-				t.Errorf("retry %d: %d %s", i, r.status, r.body)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if r.header.Get("Idempotent-Replay") == "true" {
-				replays++
-			} else if _, ok := answered[i]; ok {
-				t.Errorf("key %d was answered before the kill but not replayed: charged twice", i)
-			}
-			if prev, ok := answered[i]; ok && !bytes.Equal(prev, r.body) {
-				t.Errorf("key %d: the replay differs from the receipt answered before the kill", i)
-			}
-		}()
-	}
-	rwg.Wait()
+	replays := retryKeyed(t, c, "fleet-crash-%03d", n, answered)
 	if before != int64(1000-replays) {
 		t.Errorf("balance after the kill %d, want 1000 − %d charged before it", before, replays)
 	}
@@ -322,7 +235,7 @@ func TestFleetCrashDuringValidations(t *testing.T) {
 	if len(answered) == 0 || len(answered) == n {
 		t.Errorf("%d of %d answered before the kill: the test did not kill mid-way", len(answered), n)
 	}
-	es := checkLedger(t, db, acct.ID)
+	es := storagetest.CheckLedger(t, db, acct.ID)
 	charges := 0
 	for _, e := range es {
 		if e.Kind == storage.EntryCharge {
@@ -430,7 +343,7 @@ func TestFleetBatchKill(t *testing.T) {
 			t.Fatalf("row %d: %q, want %s valid", i, row, addrs[i])
 		}
 	}
-	es := checkLedger(t, db, acct.ID)
+	es := storagetest.CheckLedger(t, db, acct.ID)
 	var reserved, used int64
 	for _, e := range es {
 		switch e.Kind {
@@ -508,7 +421,7 @@ func TestFleetDatabaseOutage(t *testing.T) {
 			t.Fatalf("credits %+v (%v) still held after the outage: holds %+v; verifyd logged:\n%s", cr, err, hs, strings.Join(boxes[0].stderr, "\n"))
 		}
 	}
-	checkLedger(t, db, acct.ID)
+	storagetest.CheckLedger(t, db, acct.ID)
 	if b := balance(t, c, key); b != 998 {
 		t.Fatalf("balance %d after two validations answered 200, want 998", b)
 	}

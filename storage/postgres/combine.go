@@ -215,8 +215,7 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 		}
 		lo, hi = min(lo, ms), max(hi, ms)
 	}
-	b.Queue(`SELECT max(pos) FROM results WHERE account = $1 AND pos >= $2 AND pos < $3 GROUP BY div(pos, $4)`,
-		account, lo*posPerMs, (hi+1)*posPerMs, int64(posPerMs))
+	b.Queue(topsSQL, topsArgs(account, lo, hi)...)
 	br := tx.SendBatch(ctx, b)
 	var acct acctRow
 	var seq int64
@@ -226,7 +225,7 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 	}
 	held := map[int64]int64{}
 	var ids []int64
-	top := map[int64]int64{}
+	places := newPositions(lo, hi)
 	if err == nil {
 		var s, amount int64
 		var rows pgx.Rows
@@ -244,7 +243,7 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 		var m int64
 		var rows pgx.Rows
 		if rows, err = br.Query(); err == nil {
-			_, err = pgx.ForEachRow(rows, []any{&m}, func() error { top[m/posPerMs] = m; return nil })
+			_, err = pgx.ForEachRow(rows, []any{&m}, func() error { places.addTop(m); return nil })
 		}
 	}
 	if cerr := br.Close(); err == nil {
@@ -291,24 +290,10 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 			outs[i] = chargeOutcome{err: &storage.InsufficientCreditsError{Current: acct.balance, Held: acct.held, Needed: p.n}}
 			continue
 		}
-		ms := r.ProbedAt.UnixMilli()
-		pos := ms * posPerMs
-		if t, ok := top[ms]; ok {
-			pos = t + 1
+		pos, err := places.next(ctx, tx, account, r.ProbedAt.UnixMilli())
+		if err != nil {
+			return err
 		}
-		if pos >= (ms+1)*posPerMs {
-			// A full millisecond (10⁶ rows): the next one's (what this
-			// transaction queued is not written yet: read what is).
-			if err := tx.SendBatch(ctx, w).Close(); err != nil {
-				return err
-			}
-			w = &pgx.Batch{}
-			var err error
-			if pos, err = allocPos(ctx, tx, account, ms+1); err != nil {
-				return err
-			}
-		}
-		top[pos/posPerMs] = max(top[pos/posPerMs], pos)
 		e, args := acct.next(account, p.now, storage.EntryCharge, amount, -amount, heldDelta, holdSeq, r.ID, "")
 		w.Queue(insertEntry, args...)
 		var sealed storage.Sealed

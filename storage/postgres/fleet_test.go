@@ -435,3 +435,33 @@ func TestCombinedOutcomes(t *testing.T) {
 		t.Fatalf("credits %+v, want 0 with none held", c)
 	}
 }
+
+// TestPositionsSpill: a full millisecond's rows spill into the next, and
+// two rows that spill in one write get two positions.
+func TestPositionsSpill(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	pool := newPool(t, srv, "spill")
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	const ms = 1_700_000_000_000
+	p := newPositions(ms, ms)
+	p.addTop((ms+1)*posPerMs - 1) // the millisecond is full
+	a, err := p.next(ctx, tx, "acct_none", ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.next(ctx, tx, "acct_none", ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != (ms+1)*posPerMs || b != a+1 {
+		t.Fatalf("spilled positions %d, %d; want %d and the next", a, b, (ms+1)*posPerMs)
+	}
+}

@@ -305,8 +305,7 @@ func slicesOf(ctx context.Context, tx pgx.Tx, id string, rs []storage.Result) (m
 
 // insertResults writes prepared results of one account, with their
 // history ids, positions and cache entries; tx holds the account's row
-// lock. Positions are taken as allocPos would, one query for the whole
-// write.
+// lock (positions: one query for the whole write).
 func insertResults(ctx context.Context, tx pgx.Tx, account string, rs []storage.Result) error {
 	if len(rs) == 0 {
 		return nil
@@ -327,15 +326,14 @@ func insertResults(ctx context.Context, tx pgx.Tx, account string, rs []storage.
 		lo, hi = min(lo, r.ProbedAt.UnixMilli()), max(hi, r.ProbedAt.UnixMilli())
 	}
 	// The highest position taken in each millisecond of the write's span.
-	top := map[int64]int64{}
-	rows, err = tx.Query(ctx, `SELECT max(pos) FROM results WHERE account = $1 AND pos >= $2 AND pos < $3
-		GROUP BY div(pos, $4)`, account, lo*posPerMs, (hi+1)*posPerMs, int64(posPerMs))
+	ps := newPositions(lo, hi)
+	rows, err = tx.Query(ctx, topsSQL, topsArgs(account, lo, hi)...)
 	if err != nil {
 		return err
 	}
 	var m int64
 	if _, err := pgx.ForEachRow(rows, []any{&m}, func() error {
-		top[m/posPerMs] = m
+		ps.addTop(m)
 		return nil
 	}); err != nil {
 		return err
@@ -347,18 +345,10 @@ func insertResults(ctx context.Context, tx pgx.Tx, account string, rs []storage.
 	for i := range rs {
 		r := &rs[i]
 		r.HistoryID = uint64(ids[i])
-		ms := r.ProbedAt.UnixMilli()
-		pos := ms * posPerMs
-		if t, ok := top[ms]; ok {
-			pos = t + 1
+		pos, err := ps.next(ctx, tx, account, r.ProbedAt.UnixMilli())
+		if err != nil {
+			return err
 		}
-		if pos >= (ms+1)*posPerMs {
-			// A full millisecond (10⁶ rows): rare enough for the slow way.
-			if pos, err = allocPos(ctx, tx, account, ms+1); err != nil {
-				return err
-			}
-		}
-		top[pos/posPerMs] = max(top[pos/posPerMs], pos)
 		var job *string
 		var index *int
 		if r.Kind == storage.KindBatch {

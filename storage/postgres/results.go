@@ -28,21 +28,59 @@ import (
 // posPerMs is how many positions a millisecond has.
 const posPerMs = 1_000_000
 
-// allocPos returns a free history position of the account for a row
-// probed at ms; tx holds the account's row lock. A full millisecond
-// (10⁶ rows) spills into the next.
-func allocPos(ctx context.Context, tx pgx.Tx, account string, ms int64) (int64, error) {
-	for lo := ms * posPerMs; ; lo += posPerMs {
-		var top *int64
-		err := tx.QueryRow(ctx, `SELECT max(pos) FROM results WHERE account = $1 AND pos >= $2 AND pos < $3`,
-			account, lo, lo+posPerMs).Scan(&top)
-		switch {
-		case err != nil:
-			return 0, err
-		case top == nil:
-			return lo, nil
-		case *top < lo+posPerMs-1:
-			return *top + 1, nil
+// positions gives out the history positions of one write of an account;
+// the transaction holds the account's row lock. It reads the highest
+// position taken in each millisecond of the write's span with one query
+// (tops, from the rows of topsSQL: a read of the caller's, often in a
+// batch), then gives out the next rank in a row's millisecond; a full
+// millisecond (10⁶ rows) spills into the next, whose top it reads then.
+// The positions it gave out count though their rows are not written yet.
+type positions struct {
+	top    map[int64]int64 // millisecond → highest position taken
+	lo, hi int64           // the span whose tops were read
+	extra  map[int64]bool  // milliseconds read besides
+}
+
+// topsSQL reads the highest position of each millisecond of the account
+// ($1) in [$2, $3) ($4 = posPerMs): one row per millisecond that has one.
+const topsSQL = `SELECT max(pos) FROM results WHERE account = $1 AND pos >= $2 AND pos < $3 GROUP BY div(pos, $4)`
+
+// topsArgs are topsSQL's arguments for the milliseconds lo to hi.
+func topsArgs(account string, lo, hi int64) []any {
+	return []any{account, lo * posPerMs, (hi + 1) * posPerMs, int64(posPerMs)}
+}
+
+// newPositions starts the positions of a write whose rows are probed in
+// the milliseconds lo to hi; the caller adds the rows of topsSQL with
+// addTop.
+func newPositions(lo, hi int64) *positions {
+	return &positions{top: map[int64]int64{}, lo: lo, hi: hi, extra: map[int64]bool{}}
+}
+
+// addTop takes in a row of topsSQL.
+func (p *positions) addTop(pos int64) { p.top[pos/posPerMs] = max(p.top[pos/posPerMs], pos) }
+
+// next returns the position of a row probed at ms.
+func (p *positions) next(ctx context.Context, tx pgx.Tx, account string, ms int64) (int64, error) {
+	for m := ms; ; m++ {
+		if (m < p.lo || m > p.hi) && !p.extra[m] {
+			var top *int64
+			if err := tx.QueryRow(ctx, `SELECT max(pos) FROM results WHERE account = $1 AND pos >= $2 AND pos < $3`,
+				account, m*posPerMs, (m+1)*posPerMs).Scan(&top); err != nil {
+				return 0, err
+			}
+			if top != nil {
+				p.addTop(*top)
+			}
+			p.extra[m] = true
+		}
+		pos := m * posPerMs
+		if t, ok := p.top[m]; ok {
+			pos = t + 1
+		}
+		if pos < (m+1)*posPerMs {
+			p.top[m] = pos
+			return pos, nil
 		}
 	}
 }

@@ -30,9 +30,11 @@ func RunCredits(t *testing.T, open func(t *testing.T) Credits) {
 	t.Run("NoOverdraft", func(t *testing.T) { testNoOverdraft(t, open(t)) })
 }
 
-// checkLedger checks that every entry's balance and held follow from the
-// one before, and that the last agrees with Credits.
-func checkLedger(t *testing.T, s Credits, account string) []storage.Entry {
+// CheckLedger checks that the account's entries are numbered 1, 2, 3…,
+// that every entry's balance and held follow from the one before and
+// never overdraw, and that the last agrees with Credits; it returns the
+// entries.
+func CheckLedger(t testing.TB, s Credits, account string) []storage.Entry {
 	t.Helper()
 	es, err := s.Ledger(account, 0, 0)
 	if err != nil {
@@ -56,7 +58,7 @@ func checkLedger(t *testing.T, s Credits, account string) []storage.Entry {
 				held -= e.Amount
 			}
 		}
-		if e.Balance != bal || e.Held != held || bal-held < 0 {
+		if e.Balance != bal || e.Held != held || held < 0 || bal-held < 0 {
 			t.Fatalf("entry %+v: want balance %d, held %d", e, bal, held)
 		}
 	}
@@ -113,7 +115,7 @@ func testLedger(t *testing.T, s Credits) {
 	if hs, _ := s.Holds(a.ID); len(hs) != 0 {
 		t.Fatalf("Holds after the release: %+v", hs)
 	}
-	es := checkLedger(t, s, a.ID)
+	es := CheckLedger(t, s, a.ID)
 	if len(es) != 4 {
 		t.Fatalf("%d entries, want 4", len(es))
 	}
@@ -174,7 +176,7 @@ func testNoOverdraft(t *testing.T, s Credits) {
 			t.Fatal(err)
 		}
 	}
-	checkLedger(t, s, a.ID)
+	CheckLedger(t, s, a.ID)
 	if c, _ := s.Credits(a.ID); c.Balance != 20 || c.Held != 0 {
 		t.Fatalf("after releasing every hold: %+v", c)
 	}

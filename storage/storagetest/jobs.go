@@ -191,7 +191,7 @@ func testJobLifecycle[S Store](t *testing.T, b Backend[S]) {
 	if bal, _ := s.Balance(acct); bal != 5 {
 		t.Errorf("balance %d", bal)
 	}
-	es := checkLedger(t, s, acct)
+	es := CheckLedger(t, s, acct)
 	last := es[len(es)-1]
 	if last.Kind != storage.EntryUse || last.Amount != 5 || last.Ref != j.ID {
 		t.Errorf("last entry %+v", last)
@@ -239,7 +239,7 @@ func testJobFailRefund[S Store](t *testing.T, b Backend[S]) {
 	if bal, _ := s.Balance(acct); bal != 85 {
 		t.Errorf("balance %d", bal)
 	}
-	es := checkLedger(t, s, acct)
+	es := CheckLedger(t, s, acct)
 	var kinds []string
 	for _, e := range es {
 		kinds = append(kinds, fmt.Sprintf("%s:%d", e.Kind, e.Delta))
@@ -264,7 +264,7 @@ func testJobFailRefund[S Store](t *testing.T, b Backend[S]) {
 	if k, _ = s.Job(k.ID); k.Status != storage.JobQueued {
 		t.Errorf("job %s after a failed finish", k.Status)
 	}
-	checkLedger(t, s, acct)
+	CheckLedger(t, s, acct)
 }
 
 // The 202 response is recorded in the job's batch.
@@ -321,7 +321,7 @@ func testJobsConcurrentReservations[S Store](t *testing.T, b Backend[S]) {
 	if bal < 0 || bal != 100-reserved {
 		t.Errorf("balance %d, spent %d", bal, reserved)
 	}
-	checkLedger(t, s, acct)
+	CheckLedger(t, s, acct)
 }
 
 // Batch results are history rows of kind batch beside the single ones,

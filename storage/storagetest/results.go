@@ -186,7 +186,7 @@ func testChargeSealAndIdem[S Charges](t *testing.T, b Backend[S]) {
 	if bal, _ := s.Balance(acct); bal != 4 {
 		t.Errorf("balance %d", bal)
 	}
-	entries := checkLedger(t, s, acct)
+	entries := CheckLedger(t, s, acct)
 	last := entries[len(entries)-2:]
 	if last[0].Kind != storage.EntryCharge || last[1].Kind != storage.EntryAdd || last[1].Amount != 1 || last[1].Balance != 4 {
 		t.Errorf("ledger ends with %+v", last)
@@ -304,7 +304,7 @@ func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 	if err != nil || len(page.Rows) != 72 {
 		t.Fatalf("history rows %d (%v), want 72", len(page.Rows), err)
 	}
-	checkLedger(t, s, acct)
+	CheckLedger(t, s, acct)
 }
 
 // Holds a stopped process left are released when the data is opened again
@@ -323,7 +323,7 @@ func testStaleHolds[S Charges](t *testing.T, b Backend[S]) {
 	}
 	s = b.Reopen(t, s)
 	for _, a := range []string{acct, other} {
-		es := checkLedger(t, s, a)
+		es := CheckLedger(t, s, a)
 		last := es[len(es)-1]
 		if last.Kind != storage.EntryRelease || last.Held != 0 || last.Note == "" {
 			t.Errorf("%s: last entry %+v", a, last)
@@ -338,7 +338,7 @@ func testStaleHolds[S Charges](t *testing.T, b Backend[S]) {
 	_, err := s.Charge(h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
 	wantErr(t, err, storage.ErrHoldNotActive)
 	h, err := s.Hold(acct, 1, "d")
-	if err != nil || h.Seq != uint64(len(checkLedger(t, s, acct))) {
+	if err != nil || h.Seq != uint64(len(CheckLedger(t, s, acct))) {
 		t.Errorf("hold after reopen: %+v, %v", h, err)
 	}
 }

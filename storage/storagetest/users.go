@@ -215,7 +215,7 @@ func testOpenRegistration[S storage.Store](t *testing.T, b Backend[S]) {
 	if n, _ := s.Balance(a.ID); n != 100 {
 		t.Fatalf("balance %d", n)
 	}
-	checkLedger(t, s, a.ID)
+	CheckLedger(t, s, a.ID)
 }
 
 func testSecret[S storage.Store](t *testing.T, b Backend[S]) {
