@@ -27,7 +27,7 @@ import (
 func init() {
 	commands = append(commands,
 		command{"db", "migrate", "[--dsn DSN]", "apply to a fleet's PostgreSQL database the schema versions it lacks (DSN: --dsn or $VERIFYD_PG_DSN)", dbMigrate},
-		command{"db", "status", "[--dsn DSN]", "show a fleet database's schema version and whether this verifyctl's verifyd can use it", dbStatus},
+		command{"db", "status", "[--dsn DSN]", "show a fleet database's schema version and whether this verifyctl's verifyd can use it (exit status 1 when it cannot)", dbStatus},
 	)
 }
 
@@ -92,9 +92,16 @@ func dbStatus(c *cli, args []string) error {
 			usable = "no: " + strings.TrimPrefix(err.Error(), "postgres: schema: ")
 		}
 		if c.json {
-			return c.printJSON(map[string]any{"version": last(have), "known": known, "usable": usable == "yes", "detail": usable})
+			err = c.printJSON(map[string]any{"version": last(have), "known": known, "usable": usable == "yes", "detail": usable})
+		} else {
+			err = c.printKV("version", fmt.Sprint(last(have)), "this verifyctl knows", fmt.Sprint(known), "usable", usable)
 		}
-		return c.printKV("version", fmt.Sprint(last(have)), "this verifyctl knows", fmt.Sprint(known), "usable", usable)
+		if err == nil && usable != "yes" {
+			// Scripts and health checks read the exit status: a
+			// schema this binary cannot use is a failure.
+			return failure{}
+		}
+		return err
 	})
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/verifyd/verifyd/internal/pgtest"
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/pebble"
@@ -32,8 +34,8 @@ func TestDBCommands(t *testing.T) {
 		Detail  string `json:"detail"`
 	}
 	r := execCtl(t, "", nil, "-json", "db", "status", "--dsn", dsn)
-	if r.code != 0 {
-		t.Fatalf("db status: %d %s", r.code, r.stderr)
+	if r.code != 1 {
+		t.Fatalf("db status of an empty database exits %d, want 1: %s", r.code, r.stderr)
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Usable || st.Version != 0 || st.Known < 1 {
 		t.Fatalf("status of an empty database: %+v, %v", st, err)
@@ -49,9 +51,26 @@ func TestDBCommands(t *testing.T) {
 	}
 	contains(t, "second db migrate", r.stdout, "already up to date")
 	r = execCtl(t, "", nil, "-json", "db", "status", "--dsn", dsn)
-	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || !st.Usable || st.Version != st.Known {
-		t.Fatalf("status after migrate: %+v, %v (%s)", st, err, r.stderr)
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || !st.Usable || st.Version != st.Known || r.code != 0 {
+		t.Fatalf("status after migrate: %d %+v, %v (%s)", r.code, st, err, r.stderr)
 	}
+	// A schema newer than this binary (a later release migrated it):
+	// not usable, exit status 1, in text as in JSON.
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, 'from_the_future', now())`, st.Known+1); err != nil {
+		t.Fatal(err)
+	}
+	r = execCtl(t, "", nil, "db", "status", "--dsn", dsn)
+	if r.code != 1 || !strings.Contains(r.stdout, "usable") || !strings.Contains(r.stdout, "no:") {
+		t.Fatalf("status of a newer schema: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if _, err := conn.Exec(context.Background(), `DELETE FROM schema_migrations WHERE version = $1`, st.Known+1); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(context.Background())
 	if r := execCtl(t, "", nil, "db", "status", "--dsn", "postgres://[::1"); r.code != 2 {
 		t.Fatalf("a DSN that does not parse: %d %s", r.code, r.stderr)
 	}

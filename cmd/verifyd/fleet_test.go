@@ -4,12 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/verifyd/verifyd/bench/world"
 	"github.com/verifyd/verifyd/internal/pgtest"
@@ -461,4 +468,90 @@ func TestFleetSharedCatchAll(t *testing.T) {
 	if probes != 1 {
 		t.Fatalf("%d catch-all probes of catch.test, want the first box's only", probes)
 	}
+}
+
+// TestStartErrors: a verifyd that cannot start says why and exits with
+// status 1 — no panic — for each error after its Pebble opened: the
+// fleet's database down, a schema older and one newer than the binary,
+// and lists that cannot be read.
+func TestStartErrors(t *testing.T) {
+	dsn, _ := fleetDB(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	migs, err := postgres.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := migs[len(migs)-1].Version
+	fleet := func(dsn string) string {
+		return testConfig + fmt.Sprintf("\n[storage]\nbackend = \"postgres\"\ndsn = %q\nbox = \"start\"\n", dsn)
+	}
+	notDir := filepath.Join(t.TempDir(), "lists")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	down := fmt.Sprintf("postgres://%s@127.0.0.1:%d/fleet?sslmode=disable&connect_timeout=2", pgtest.Superuser, freePort(t))
+	for _, tc := range []struct {
+		name   string
+		config string
+		before func()
+		want   string
+	}{
+		{"database down", fleet(down), nil, "cannot open the fleet's database"},
+		{"schema older", fleet(dsn), func() {
+			exec1(t, conn, `DELETE FROM schema_migrations WHERE version = $1`, last)
+		}, "verifyctl db migrate"},
+		{"schema newer", fleet(dsn), func() {
+			exec1(t, conn, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, 'old', now()) ON CONFLICT DO NOTHING`, last)
+			exec1(t, conn, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, 'from_the_future', now())`, last+1)
+		}, "newer"},
+		{"lists unreadable", testConfig + "\n[probe]\nlists_dir = " + quote(notDir) + "\n", nil, "not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.before != nil {
+				tc.before()
+			}
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "verifyd.toml")
+			body := "data_dir = " + quote(filepath.Join(dir, "data")) + "\n" + tc.config
+			if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(cctx, binary, "-config", cfg).CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("exit: %v, want status 1; output:\n%s", err, out)
+			}
+			if strings.Contains(string(out), "panic") || strings.Contains(string(out), "goroutine ") {
+				t.Fatalf("verifyd panicked:\n%s", out)
+			}
+			if !strings.Contains(string(out), "verifyd stopped") || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("the output does not say %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
+
+func exec1(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freePort returns a loopback TCP port nothing listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -51,12 +51,13 @@ type app struct {
 
 // open builds every part in dependency order; on error it closes what it
 // opened.
-func open(cfg config.Config, log *slog.Logger) (a *app, err error) {
-	a = &app{}
+func open(cfg config.Config, log *slog.Logger) (_ *app, err error) {
+	// a is what was built so far, closed on error: the result is nil
+	// then, so the deferred close must not go through it.
+	a := &app{}
 	defer func() {
 		if err != nil {
 			a.close(log)
-			a = nil
 		}
 	}()
 	if a.local, err = pebble.Open(filepath.Join(cfg.DataDir, "db"), pebble.Options{Logger: log}); err != nil {
