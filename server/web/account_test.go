@@ -213,7 +213,7 @@ func TestPages(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	if r := get("/dashboard/keys", ""); r.StatusCode != 303 || r.Header.Get("Location") != e.base+"/login?next=%2Fdashboard%2Fkeys" {
+	if r := get("/dashboard/keys", ""); r.StatusCode != 303 || r.Header.Get("Location") != "/login?next=%2Fdashboard%2Fkeys" {
 		t.Errorf("signed out: %d %s", r.StatusCode, r.Header.Get("Location"))
 	}
 	b := e.signIn("ann@x.test")
@@ -241,8 +241,58 @@ func TestPages(t *testing.T) {
 			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
 		}
 	}
-	if r := get("/login?next=//evil.test", b.cookie); r.Header.Get("Location") != e.base+"/dashboard" {
+	if r := get("/login?next=//evil.test", b.cookie); r.Header.Get("Location") != "/dashboard" {
 		t.Errorf("login with a session and an off-site next: %s", r.Header.Get("Location"))
+	}
+}
+
+// TestRedirectsRelative: every redirect of the pages is a relative
+// Location, whatever Host the request names; fasthttp's ctx.Redirect made
+// it absolute with the client's Host, so Host: evil.test sent the browser
+// to evil.test.
+func TestRedirectsRelative(t *testing.T) {
+	e := startEnv(t, nil)
+	e.newUser("ann@x.test")
+	ann := e.signIn("ann@x.test")
+	// A user in no account yet is sent to /link.
+	h, err := e.web.HashPassword(pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.CreateUser("bob@x.test", h, false); err != nil {
+		t.Fatal(err)
+	}
+	lone := e.signIn("bob@x.test")
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct {
+		path, cookie, want string
+	}{
+		{"/dashboard", "", "/login?next=%2Fdashboard"},
+		{"/dashboard/keys?x=1", "", "/login?next=%2Fdashboard%2Fkeys%3Fx%3D1"},
+		{"/link", "", "/login?next=%2Flink"},
+		{"/login", ann.cookie, "/dashboard"},
+		{"/login?next=/dashboard/batch", ann.cookie, "/dashboard/batch"},
+		{"/login?next=https://evil.test/x", ann.cookie, "/dashboard"},
+		{"/dashboard", lone.cookie, "/link"},
+	} {
+		for _, host := range []string{"", "evil.test", "evil.test:443"} {
+			req, _ := http.NewRequest("GET", e.base+tc.path, nil)
+			if host != "" {
+				req.Host = host
+			}
+			if tc.cookie != "" {
+				req.Header.Set("Cookie", "verifyd_session="+tc.cookie)
+			}
+			resp, err := noFollow.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			loc := resp.Header.Get("Location")
+			if resp.StatusCode != 303 || loc != tc.want || strings.Contains(loc, "evil.test") {
+				t.Errorf("%s (Host %q): %d Location %q, want 303 %q", tc.path, host, resp.StatusCode, loc, tc.want)
+			}
+		}
 	}
 }
 

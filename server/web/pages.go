@@ -227,14 +227,14 @@ func (w *Web) page(p pageDef) fasthttp.RequestHandler {
 		}
 		switch {
 		case p.signedIn && !ok:
-			ctx.Redirect("/login?next="+url.QueryEscape(string(ctx.RequestURI())), fasthttp.StatusSeeOther)
+			seeOther(ctx, "/login?next="+url.QueryEscape(string(ctx.URI().RequestURI())))
 			return
 		case !p.signedIn && ok && p.path == "/login":
-			ctx.Redirect(safeNext(string(ctx.QueryArgs().Peek("next"))), fasthttp.StatusSeeOther)
+			seeOther(ctx, safeNext(string(ctx.QueryArgs().Peek("next"))))
 			return
 		case ok && p.need >= 0 && s.Account == "" && !(p.need == needOperator && u.Operator):
 			// Signed in but in no account yet: joining one is all to do.
-			ctx.Redirect("/link", fasthttp.StatusSeeOther)
+			seeOther(ctx, "/link")
 			return
 		case ok && p.need >= 0:
 			if aerr := allowed(p.need, s, u); aerr != nil {
@@ -251,6 +251,16 @@ func (w *Web) page(p pageDef) fasthttp.RequestHandler {
 		ctx.Response.Header.SetContentType("text/html; charset=utf-8")
 		ctx.SetBody(buf.Bytes())
 	}
+}
+
+// seeOther answers 303 See Other to path, a path of this server, as a
+// relative Location (RFC 9110 §10.2.2 allows one; browsers resolve it
+// against the page's own address). fasthttp's ctx.Redirect would make it
+// absolute with the request's Host header, which the client chose: a
+// request with Host: evil.test would be sent to evil.test.
+func seeOther(ctx *fasthttp.RequestCtx, path string) {
+	ctx.Response.Header.Set(fasthttp.HeaderLocation, path)
+	ctx.SetStatusCode(fasthttp.StatusSeeOther)
 }
 
 // navFor is the navigation for the user's role.
