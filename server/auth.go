@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/verifyd/verifyd/server/conns"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -63,7 +64,7 @@ type handler func(ctx *fasthttp.RequestCtx, c *caller)
 func (s *Server) guard(r route, scope string, h handler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if conf := s.ipConf.Load(); !conf.disabled {
-			if ok, wait := s.ipLimits.allow(s.clientIP(ctx), r, conf.limits[r]); !ok {
+			if ok, wait := s.ipLimits.allow(s.ClientKey(ctx), r, conf.limits[r]); !ok {
 				rateLimited(ctx, wait)
 				return
 			}
@@ -169,10 +170,20 @@ func rateLimited(ctx *fasthttp.RequestCtx, wait time.Duration) {
 		Details: map[string]any{"retryAfter": secs}})
 }
 
-// ClientIP is the address the per-IP limits key on: the socket's peer,
-// or, when the peer is a trusted proxy, the right-most address of
+// ClientIP is the client's address, for logs and sessions: the socket's
+// peer, or, when the peer is a trusted proxy, the right-most address of
 // X-Forwarded-For that is not a trusted proxy.
-func (s *Server) ClientIP(ctx *fasthttp.RequestCtx) string { return s.clientIP(ctx) }
+func (s *Server) ClientIP(ctx *fasthttp.RequestCtx) string { return s.clientAddr(ctx).String() }
+
+// ClientKey is what the per source IP limits key on (spec §8's windows
+// here, the /auth/* limits and failed-login delays of server/web): the
+// client ClientIP counts as, conns.ClientPrefix of it. An IPv6 client is
+// its /64 (Options.IPv6PrefixLen), so one host cannot rotate past the
+// limits through the addresses of its prefix; an IPv4 client (IPv4-mapped
+// included) is its address.
+func (s *Server) ClientKey(ctx *fasthttp.RequestCtx) string {
+	return conns.ClientPrefix(s.clientAddr(ctx), s.opts.IPv6PrefixLen).String()
+}
 
 // ViaTrustedProxy reports whether the request came through a trusted
 // proxy, whose X-Forwarded-Proto may then be believed.
@@ -181,13 +192,13 @@ func (s *Server) ViaTrustedProxy(ctx *fasthttp.RequestCtx) bool {
 	return s.trusted(peer.Unmap())
 }
 
-// clientIP is the socket's peer, or, when the peer is a trusted proxy, the
-// right-most address of X-Forwarded-For that is not a trusted proxy.
-func (s *Server) clientIP(ctx *fasthttp.RequestCtx) string {
+// clientAddr is the socket's peer, or, when the peer is a trusted proxy,
+// the right-most address of X-Forwarded-For that is not a trusted proxy.
+func (s *Server) clientAddr(ctx *fasthttp.RequestCtx) netip.Addr {
 	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
 	peer = peer.Unmap()
 	if !s.trusted(peer) {
-		return peer.String()
+		return peer
 	}
 	xff := ctx.Request.Header.Peek("X-Forwarded-For")
 	for len(xff) > 0 {
@@ -200,13 +211,13 @@ func (s *Server) clientIP(ctx *fasthttp.RequestCtx) string {
 		}
 		a = a.Unmap()
 		if !s.trusted(a) {
-			return a.String()
+			return a
 		}
 		if i < 0 {
 			break
 		}
 	}
-	return peer.String()
+	return peer
 }
 
 func (s *Server) trusted(a netip.Addr) bool {

@@ -55,10 +55,11 @@ type Options struct {
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration
 	// MaxConns and MaxConnsPerIP cap the open connections, in total and
-	// per client address (the socket's; trusted proxies are exempt); 0
-	// means no cap. A connection over a cap is answered 429 in the
-	// envelope and closed. LingerTimeout and LingerBytes bound the
-	// lingering close (package conns); zero means the defaults.
+	// per client (the socket's address, grouped as IPv6PrefixLen says;
+	// trusted proxies are exempt); 0 means no cap. A connection over a
+	// cap is answered 429 in the envelope and closed. LingerTimeout and
+	// LingerBytes bound the lingering close (package conns); zero means
+	// the defaults.
 	MaxConns      int
 	MaxConnsPerIP int
 	LingerTimeout time.Duration
@@ -77,8 +78,13 @@ type Options struct {
 	IPLimitsDisabled bool
 	// TrustedProxies may name the client in X-Forwarded-For.
 	TrustedProxies []netip.Prefix
-	Now            func() time.Time
-	Logger         *slog.Logger
+	// IPv6PrefixLen is how many leading bits of an IPv6 client address
+	// name one client for every per-client limit (the connection caps,
+	// IPLimits, the /auth/* limits of server/web): conns.ClientPrefix.
+	// 0 means conns.DefaultIPv6PrefixLen (64).
+	IPv6PrefixLen int
+	Now           func() time.Time
+	Logger        *slog.Logger
 	// Ready reports whether verifyd can serve; /healthz answers 503 while
 	// it is false. Nil means always ready.
 	Ready func() bool
@@ -314,6 +320,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	cl := conns.New(ln, conns.Options{
 		MaxConns:      s.opts.MaxConns,
 		MaxConnsPerIP: s.opts.MaxConnsPerIP,
+		IPv6PrefixLen: s.opts.IPv6PrefixLen,
 		Exempt:        s.opts.TrustedProxies,
 		LingerTimeout: s.opts.LingerTimeout,
 		LingerBytes:   s.opts.LingerBytes,

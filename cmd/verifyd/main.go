@@ -163,6 +163,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		IPLimits:         server.DefaultIPLimits(limits.Window, limits.Validate, limits.Batch, limits.Results, limits.Other),
 		IPLimitsDisabled: limits.Disabled,
 		TrustedProxies:   proxies,
+		IPv6PrefixLen:    cfg.HTTP.IPv6PrefixLen,
 		Logger:           log,
 	})
 	// --- batch jobs and webhooks (server/jobs): resume the jobs left

@@ -4,8 +4,9 @@
 //
 // The flow of one connection:
 //
-//  1. Accept counts it against the total cap and its address's cap. Over
-//     either, the connection gets a complete HTTP/1.1 answer at once (the
+//  1. Accept counts it against the total cap and its client's cap (the
+//     client being its address's ClientPrefix: an IPv4 address, or an
+//     IPv6 address's /64). Over either, the connection gets a complete HTTP/1.1 answer at once (the
 //     caller's Reject writes it, in the API's error envelope, with
 //     Connection: close) and a lingering close; Accept goes on to the next
 //     connection and never blocks on a client.
@@ -42,7 +43,35 @@ const (
 	DefaultLingerTimeout = 5 * time.Second
 	DefaultLingerBytes   = 32 << 20
 	DefaultMaxLingering  = 1024
+	// DefaultIPv6PrefixLen is how many leading bits of an IPv6 address
+	// name one client: a /64, the prefix one host or one site is given
+	// (RFC 6177, RFC 7421), within which it may use any address.
+	DefaultIPv6PrefixLen = 64
 )
+
+// ClientPrefix is the client an address counts as, for every per-client
+// limit of verifyd: the connection caps here, spec §8's per source IP
+// windows and the /auth/* limits and failed-login delays (package server
+// and server/web key on it through Server.ClientKey). An IPv4 address,
+// or an IPv4-mapped IPv6 one (::ffff:192.0.2.1), is itself, a /32. An
+// IPv6 address counts by its first v6Bits bits (DefaultIPv6PrefixLen when
+// v6Bits is not 1 to 128): a host given a /64 can take any of its 2^64
+// addresses, and would rotate past a limit kept per address. A zone is
+// dropped. The zero Addr gives the zero Prefix.
+func ClientPrefix(a netip.Addr, v6Bits int) netip.Prefix {
+	a = a.Unmap().WithZone("")
+	if a.Is4() {
+		return netip.PrefixFrom(a, 32)
+	}
+	if v6Bits < 1 || v6Bits > 128 {
+		v6Bits = DefaultIPv6PrefixLen
+	}
+	p, err := a.Prefix(v6Bits)
+	if err != nil {
+		return netip.Prefix{}
+	}
+	return p
+}
 
 // Reason says why Accept refused a connection.
 type Reason int
@@ -68,9 +97,11 @@ type Options struct {
 	// MaxConns caps the connections open at once; 0 means no cap.
 	MaxConns int
 	// MaxConnsPerIP caps the connections open at once from one client
-	// address; 0 means no cap. Addresses in Exempt are not capped (a
-	// trusted reverse proxy carries many clients).
+	// (ClientPrefix of the peer's address, with IPv6PrefixLen); 0 means no
+	// cap. Addresses in Exempt are not capped (a trusted reverse proxy
+	// carries many clients).
 	MaxConnsPerIP int
+	IPv6PrefixLen int
 	Exempt        []netip.Prefix
 	// Reject writes the complete answer to a refused connection (status
 	// line, headers with Connection: close, body). Nil writes a bare 503.
@@ -93,7 +124,7 @@ type Listener struct {
 	open      atomic.Int64
 	lingering atomic.Int64
 	mu        sync.Mutex
-	perIP     map[netip.Addr]int
+	perIP     map[netip.Prefix]int
 
 	// stopped (under mu) and stop: Shutdown was called.
 	stopped bool
@@ -122,7 +153,7 @@ func New(ln net.Listener, opts Options) *Listener {
 	if opts.Name == "" {
 		opts.Name = "api"
 	}
-	l := &Listener{Listener: ln, opts: opts, perIP: make(map[netip.Addr]int), stop: make(chan struct{})}
+	l := &Listener{Listener: ln, opts: opts, perIP: make(map[netip.Prefix]int), stop: make(chan struct{})}
 	n := opts.Name
 	l.mOpen = metrics.GetOrCreateGauge(`verifyd_http_connections_open{listener="`+n+`"}`, func() float64 { return float64(l.open.Load()) })
 	l.mRejTotal = metrics.GetOrCreateCounter(`verifyd_http_connections_refused_total{listener="` + n + `",reason="total"}`)
@@ -140,7 +171,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		ip, capped := l.clientAddr(c)
+		client, capped := l.client(c)
 		if l.opts.MaxConns > 0 && l.open.Load() >= int64(l.opts.MaxConns) {
 			l.mRejTotal.Inc()
 			l.refuse(c, OverTotal)
@@ -148,36 +179,37 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		if capped {
 			l.mu.Lock()
-			if l.perIP[ip] >= l.opts.MaxConnsPerIP {
+			if l.perIP[client] >= l.opts.MaxConnsPerIP {
 				l.mu.Unlock()
 				l.mRejPerIP.Inc()
 				l.refuse(c, OverPerIP)
 				continue
 			}
-			l.perIP[ip]++
+			l.perIP[client]++
 			l.mu.Unlock()
 		}
 		l.open.Add(1)
-		return &Conn{Conn: c, l: l, ip: ip, capped: capped}, nil
+		return &Conn{Conn: c, l: l, client: client, capped: capped}, nil
 	}
 }
 
-// clientAddr is c's peer address, and whether the per-IP cap applies to it.
-func (l *Listener) clientAddr(c net.Conn) (netip.Addr, bool) {
+// client is the client c's peer counts as (ClientPrefix), and whether
+// the per-IP cap applies to it.
+func (l *Listener) client(c net.Conn) (netip.Prefix, bool) {
 	if l.opts.MaxConnsPerIP <= 0 {
-		return netip.Addr{}, false
+		return netip.Prefix{}, false
 	}
 	ta, ok := c.RemoteAddr().(*net.TCPAddr)
 	if !ok {
-		return netip.Addr{}, false // a unix socket: one peer, the operator
+		return netip.Prefix{}, false // a unix socket: one peer, the operator
 	}
 	ip := ta.AddrPort().Addr().Unmap()
 	for _, p := range l.opts.Exempt {
 		if p.Contains(ip) {
-			return ip, false
+			return netip.Prefix{}, false
 		}
 	}
-	return ip, true
+	return ClientPrefix(ip, l.opts.IPv6PrefixLen), true
 }
 
 // refuse answers a connection over a cap and closes it lingering.
@@ -268,7 +300,7 @@ func (l *Listener) linger(c net.Conn) {
 type Conn struct {
 	net.Conn
 	l      *Listener
-	ip     netip.Addr
+	client netip.Prefix
 	capped bool
 	closed atomic.Bool
 }
@@ -282,8 +314,8 @@ func (c *Conn) Close() error {
 	c.l.open.Add(-1)
 	if c.capped {
 		c.l.mu.Lock()
-		if c.l.perIP[c.ip]--; c.l.perIP[c.ip] <= 0 {
-			delete(c.l.perIP, c.ip)
+		if c.l.perIP[c.client]--; c.l.perIP[c.client] <= 0 {
+			delete(c.l.perIP, c.client)
 		}
 		c.l.mu.Unlock()
 	}

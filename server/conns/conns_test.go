@@ -280,3 +280,120 @@ func TestCloseFreesPlaces(t *testing.T) {
 		t.Fatal("the address's place was not freed")
 	}
 }
+
+func TestClientPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		bits int
+		want string
+	}{
+		{"192.0.2.7", 64, "192.0.2.7/32"},
+		{"::ffff:192.0.2.7", 64, "192.0.2.7/32"}, // IPv4-mapped: IPv4
+		{"::ffff:192.0.2.7", 48, "192.0.2.7/32"},
+		{"2001:db8:1:2:3:4:5:6", 64, "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", 0, "2001:db8:1:2::/64"}, // 0: the default
+		{"2001:db8:1:2:3:4:5:6", 48, "2001:db8:1::/48"},
+		{"2001:db8:1:2:3:4:5:6", 128, "2001:db8:1:2:3:4:5:6/128"},
+		{"2001:db8:1:2:3:4:5:6", 129, "2001:db8:1:2::/64"}, // out of range: the default
+		{"fe80::1%eth0", 64, "fe80::/64"},
+		{"::1", 64, "::/64"},
+	} {
+		if got := ClientPrefix(netip.MustParseAddr(tc.addr), tc.bits).String(); got != tc.want {
+			t.Errorf("ClientPrefix(%s, %d) = %s, want %s", tc.addr, tc.bits, got, tc.want)
+		}
+	}
+	// One /64 is one client; the next /64 another.
+	a := ClientPrefix(netip.MustParseAddr("2001:db8:0:1::1"), 64)
+	b := ClientPrefix(netip.MustParseAddr("2001:db8:0:1:8000::2"), 64)
+	c := ClientPrefix(netip.MustParseAddr("2001:db8:0:2::1"), 64)
+	if a != b || a == c {
+		t.Errorf("%s %s %s: want the first two equal, the third apart", a, b, c)
+	}
+	if p := ClientPrefix(netip.Addr{}, 64); p.IsValid() {
+		t.Errorf("the zero Addr: %s", p)
+	}
+}
+
+// fakePeers is a listener whose connections claim the next address of
+// peers as their remote address: loopback has one IPv6 address (::1),
+// and the per-client cap must be seen on many.
+type fakePeers struct {
+	net.Listener
+	mu    sync.Mutex
+	peers []string
+}
+
+func (f *fakePeers) Accept() (net.Conn, error) {
+	c, err := f.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.peers) == 0 {
+		c.Close()
+		return nil, fmt.Errorf("no fake peer left")
+	}
+	p := f.peers[0]
+	f.peers = f.peers[1:]
+	return peerConn{c, &net.TCPAddr{IP: net.ParseIP(p), Port: 40000}}, nil
+}
+
+type peerConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c peerConn) RemoteAddr() net.Addr { return c.remote }
+
+// TestCapsPerIPv6Prefix: addresses of one /64 share one per-client cap,
+// another /64 has its own; an IPv4-mapped address is its IPv4 address.
+func TestCapsPerIPv6Prefix(t *testing.T) {
+	reject := func(w io.Writer, why Reason) {
+		fmt.Fprintf(w, "HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(why.String()), why)
+	}
+	fp := &fakePeers{Listener: listen(t), peers: []string{
+		"2001:db8:1:2::a", "2001:db8:1:2:ffff::b", // one /64: its cap of 2
+		"2001:db8:1:2:8000::c",          // the same /64: refused
+		"2001:db8:1:3::a",               // the next /64: its own place
+		"192.0.2.1", "::ffff:192.0.2.1", // one IPv4 client
+		"::ffff:192.0.2.1", // refused
+	}}
+	l := New(fp, Options{Name: "test-v6", MaxConnsPerIP: 2, Reject: reject})
+	t.Cleanup(l.Shutdown)
+	holdOpen(t, l)
+	addr := l.Addr().String()
+	dial := func(open int) {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		waitUntil(t, func() bool { return l.Open() == open })
+	}
+	dial(1)
+	dial(2)
+	if got := answer(t, addr, "127.0.0.1"); got != "429 Too Many Requests per_ip" {
+		t.Fatalf("a third connection from the /64: %q", got)
+	}
+	dial(3)
+	dial(4)
+	dial(5)
+	if got := answer(t, addr, "127.0.0.1"); got != "429 Too Many Requests per_ip" {
+		t.Fatalf("a third connection from 192.0.2.1, IPv4-mapped: %q", got)
+	}
+	// With a /128 per client, each address has its own place.
+	fp2 := &fakePeers{Listener: listen(t), peers: []string{"2001:db8:1:2::a", "2001:db8:1:2::b", "2001:db8:1:2::c"}}
+	l2 := New(fp2, Options{Name: "test-v6-128", MaxConnsPerIP: 1, IPv6PrefixLen: 128, Reject: reject})
+	t.Cleanup(l2.Shutdown)
+	holdOpen(t, l2)
+	for i := range 3 {
+		c, err := net.Dial("tcp", l2.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		waitUntil(t, func() bool { return l2.Open() == i+1 })
+	}
+}

@@ -62,9 +62,10 @@ func (w *Web) sessionView(s storage.Session, u storage.User) SessionView {
 	return v
 }
 
-// limit applies one of spec §8's per source IP limits of /auth/*.
+// limit applies one of spec §8's per source IP limits of /auth/*, keyed
+// as the API's (server.ClientKey: an IPv6 client by its /64).
 func (w *Web) limit(ctx *fasthttp.RequestCtx, name string, lim server.Limit) bool {
-	if ok, wait := w.limits.Allow(name+"|"+w.api.ClientIP(ctx), lim); !ok {
+	if ok, wait := w.limits.Allow(name+"|"+w.api.ClientKey(ctx), lim); !ok {
 		w.log.Info("auth rate limit", "endpoint", name, "ip", w.api.ClientIP(ctx))
 		rateLimited(name).Inc()
 		server.RateLimited(ctx, wait)
@@ -171,7 +172,9 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	ip := w.api.ClientIP(ctx)
-	acctKey, ipKey := "user|"+strings.ToLower(strings.TrimSpace(email)), "ip|"+ip
+	// The address's failures count per client as the limits do: an IPv6
+	// client by its /64, which it could otherwise rotate through.
+	acctKey, ipKey := "user|"+strings.ToLower(strings.TrimSpace(email)), "ip|"+w.api.ClientKey(ctx)
 	if wait := max(w.failures.wait(acctKey), w.failures.wait(ipKey)); wait > 0 {
 		w.log.Info("login throttled", "ip", ip)
 		loginsThrottled.Inc()

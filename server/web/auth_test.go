@@ -2,10 +2,12 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +46,12 @@ var testArgon2 = Argon2Params{MemoryKiB: 64, Iterations: 1, Parallelism: 1}
 
 func startEnv(t *testing.T, mod func(*Options)) *env {
 	t.Helper()
+	return startEnvAPI(t, nil, mod)
+}
+
+// startEnvAPI is startEnv with the API's options changed by apiMod too.
+func startEnvAPI(t *testing.T, apiMod func(*server.Options), mod func(*Options)) *env {
+	t.Helper()
 	c := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	quiet := slog.New(slog.DiscardHandler)
 	db, err := pebble.Open(t.TempDir(), pebble.Options{Now: c.Now, Logger: quiet, PurgeInterval: -1, CacheSize: 8 << 20, MemTableSize: 1 << 20})
@@ -51,7 +59,11 @@ func startEnv(t *testing.T, mod func(*Options)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	api := server.New(server.Options{DB: db, Now: c.Now, Logger: quiet})
+	apiOpts := server.Options{DB: db, Now: c.Now, Logger: quiet}
+	if apiMod != nil {
+		apiMod(&apiOpts)
+	}
+	api := server.New(apiOpts)
 	opts := Options{DB: db, API: api, Registration: RegistrationInvite, Argon2: testArgon2, Now: c.Now, Logger: quiet}
 	if mod != nil {
 		mod(&opts)
@@ -346,6 +358,57 @@ func TestAuthRateLimits(t *testing.T) {
 	check("login", 30, 10*time.Minute, func(int) answer {
 		return (&browser{e: e}).do("POST", "/auth/login", js(map[string]string{"email": "ann@x.test", "password": pw}))
 	})
+}
+
+// TestAuthLimitsPerIPv6Prefix: the /auth/* limits and the failed-login
+// delay of an address key an IPv6 client by its /64, as the API's limits
+// do: a client cannot rotate past them through the addresses of its
+// prefix; another /64 is another client.
+func TestAuthLimitsPerIPv6Prefix(t *testing.T) {
+	e := startEnvAPI(t, func(o *server.Options) {
+		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	}, func(o *Options) { o.LoginLimit = server.Limit{N: 3, Window: 10 * time.Minute} })
+	e.newUser("ann@x.test")
+	login := func(from, password string) answer {
+		t.Helper()
+		return (&browser{e: e}).do("POST", "/auth/login", js(map[string]string{"email": "ann@x.test", "password": password}), "X-Forwarded-For", from)
+	}
+	for i, from := range []string{"2001:db8:7:1::1", "2001:db8:7:1::2", "2001:db8:7:1:ffff::3"} {
+		if r := login(from, pw); r.status != 200 {
+			t.Fatalf("login %d from %s: %d %s", i, from, r.status, r.body)
+		}
+	}
+	if r := login("2001:db8:7:1::4", pw); r.status != 429 || r.code(t) != "RATE_LIMITED" {
+		t.Fatalf("a 4th login from the /64: %d %s", r.status, r.body)
+	}
+	if r := login("2001:db8:7:2::1", pw); r.status != 200 {
+		t.Fatalf("a login from another /64: %d %s", r.status, r.body)
+	}
+
+	// Failed logins from many addresses of one /64 add up to one
+	// address's delay: after 5, the next attempt from the /64 waits, even
+	// for another account; another /64 does not.
+	e = startEnvAPI(t, func(o *server.Options) {
+		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	}, nil)
+	for _, email := range []string{"a@x.test", "b@x.test", "c@x.test", "d@x.test", "e@x.test", "f@x.test"} {
+		e.newUser(email)
+	}
+	try := func(email, from string) answer {
+		t.Helper()
+		return (&browser{e: e}).do("POST", "/auth/login", js(map[string]string{"email": email, "password": "wrong password!"}), "X-Forwarded-For", from)
+	}
+	for i, email := range []string{"a@x.test", "b@x.test", "c@x.test", "d@x.test", "e@x.test"} {
+		if r := try(email, fmt.Sprintf("2001:db8:9:1::%x", i+1)); r.status != 401 {
+			t.Fatalf("failure %d: %d %s", i, r.status, r.body)
+		}
+	}
+	if r := try("f@x.test", "2001:db8:9:1:abcd::1"); r.status != 429 {
+		t.Fatalf("a 6th guess from the /64: %d %s, want 429 (the address's delay)", r.status, r.body)
+	}
+	if r := try("f@x.test", "2001:db8:9:2::1"); r.status != 401 {
+		t.Fatalf("a guess from another /64: %d %s, want 401", r.status, r.body)
+	}
 }
 
 // TestLoginThrottle: five wrong passwords in a row for one account make

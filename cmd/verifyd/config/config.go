@@ -138,6 +138,14 @@ type HTTP struct {
 	// header is believed for the client address (rate limits key on it).
 	// Default none: the socket's peer is the client.
 	TrustedProxies []string `toml:"trusted_proxies"`
+	// IPv6PrefixLen is how many leading bits of an IPv6 client address
+	// name one client for every per-client limit: max_conns_per_ip,
+	// [rate_limits], the /auth/* limits and the failed-login delays. A
+	// host is commonly given a whole /64 and can use any of its
+	// addresses, so one address per client would let it rotate past them.
+	// An IPv4 address (IPv4-mapped ones too) is always one client.
+	// Default 64; 1 to 128.
+	IPv6PrefixLen int `toml:"ipv6_prefix_len"`
 	// ReadTimeout bounds reading one request. Default 30s.
 	ReadTimeout time.Duration `toml:"read_timeout"`
 	// WriteTimeout bounds writing one response. Default 60s.
@@ -418,6 +426,7 @@ func Defaults() Config {
 			ShutdownTimeout: 20 * time.Second,
 			MaxConns:        8192,
 			MaxConnsPerIP:   512,
+			IPv6PrefixLen:   64,
 			LingerTimeout:   5 * time.Second,
 			LingerBytes:     32 << 20,
 		},
@@ -664,6 +673,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.LingerBytes <= 0 {
 		add("http.linger_bytes", "must be positive, not %d", c.HTTP.LingerBytes)
+	}
+	if c.HTTP.IPv6PrefixLen < 1 || c.HTTP.IPv6PrefixLen > 128 {
+		add("http.ipv6_prefix_len", "must be 1 to 128, not %d", c.HTTP.IPv6PrefixLen)
 	}
 
 	if c.Admin.Socket == "" {
