@@ -144,6 +144,7 @@ func validateReq(addr, key string, body func(i int) string) func(i int, r *fasth
 		r.SetRequestURI("http://" + addr + "/v1/validate")
 		r.Header.SetMethod("POST")
 		r.Header.Set("Authorization", "Bearer "+key)
+		r.Header.SetContentType("application/json")
 		r.SetBodyString(body(i))
 	}
 }

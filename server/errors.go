@@ -34,6 +34,10 @@ type APIError struct {
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
+	// Status is the HTTP status when it is not the code's own: spec §7's
+	// enumeration has no code for 408, 415 or 431, which answer
+	// BAD_REQUEST, the closest. Zero means the code's status.
+	Status int `json:"-"`
 }
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
@@ -50,6 +54,8 @@ func writeError(ctx *fasthttp.RequestCtx, e *APIError) {
 	if !ok {
 		e = &APIError{Code: CodeInternal, Message: "internal error"}
 		status = fasthttp.StatusInternalServerError
+	} else if e.Status != 0 {
+		status = e.Status
 	}
 	b, err := json.Marshal(struct {
 		Error *APIError `json:"error"`

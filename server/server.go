@@ -209,6 +209,11 @@ func New(opts Options) *Server {
 		WriteTimeout:       opts.WriteTimeout,
 		IdleTimeout:        opts.IdleTimeout,
 		MaxRequestBodySize: opts.MaxBodyBytes,
+		// No route takes a form: a multipart body is not parsed before the
+		// handler, which answers 415 for it like any body not declared
+		// JSON (parsed, a body that is not multipart answered a bare
+		// 400 "malformed request").
+		DisablePreParseMultipartForm: true,
 		// Each route's body limit applies as soon as the head is read, so
 		// an oversized body is refused on its Content-Length (or as soon
 		// as a chunked one passes the limit) without being buffered.

@@ -34,6 +34,9 @@ func (s *Server) validate(ctx *fasthttp.RequestCtx, c *caller) {
 		writeError(ctx, BodyTooLarge(s.opts.MaxSmallBody))
 		return
 	}
+	if !RequireJSON(ctx) {
+		return
+	}
 	idem, done := s.beginIdem(ctx, c, endpointValidate, body)
 	if done {
 		return

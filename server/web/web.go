@@ -249,11 +249,21 @@ func decodeStrings(body []byte, fields map[string]*string, required ...string) [
 // grants; Origin, when sent, must be this server's; and Sec-Fetch-Site,
 // when sent, must not say cross-site. A request with a session must also
 // carry its CSRF token in X-CSRF-Token (csrfOK).
+//
+// A body of another type, or of none, is refused as cross-site (403): a
+// form can send it, and so can a no-cors fetch of a Blob without a type.
+// application/json with a parameter other than charset=utf-8
+// (charset=utf-16) is not a form's; it answers 415 as on /v1
+// (server.CheckJSONType).
 func (w *Web) browserWrite(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if reason := w.crossSite(ctx); reason != "" {
 			w.log.Info("cross-site request refused", "path", string(ctx.Path()), "reason", reason, "ip", w.api.ClientIP(ctx))
 			server.WriteError(ctx, csrfRefused("cross-site request refused: "+reason))
+			return
+		}
+		if e := server.CheckJSONType(&ctx.Request.Header); e != nil {
+			server.WriteError(ctx, e)
 			return
 		}
 		h(ctx)
