@@ -143,15 +143,16 @@ func (e *testEnv) do(method, path, body string, hdr ...string) reply {
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		name := http.CanonicalHeaderKey(hdr[i])
 		switch {
-		case seen[hdr[i]]:
-			req.Header.Add(hdr[i], hdr[i+1])
+		case seen[name]:
+			req.Header.Add(name, hdr[i+1])
 		case hdr[i+1] == "":
-			req.Header.Del(hdr[i])
+			req.Header.Del(name)
 		default:
-			req.Header.Set(hdr[i], hdr[i+1])
+			req.Header.Set(name, hdr[i+1])
 		}
-		seen[hdr[i]] = true
+		seen[name] = true
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

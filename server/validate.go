@@ -247,20 +247,41 @@ func CheckIdemKey(key []byte) *APIError {
 		Details: map[string]any{"issues": []Issue{{Path: headerIdemKey, Message: msg}}}}
 }
 
-// beginIdem handles the Idempotency-Key header (spec §7.3): a bad key
-// answers 400; a replay answers the stored response with
+// IdemKey reads the Idempotency-Key header (spec §7.3) for POST
+// /v1/validate and POST /v1/batch: the key, nil when there is none, or the
+// 400 answer to a bad one, whose details.issues name Idempotency-Key: not
+// 8 to 128 characters (CheckIdemKey; an empty value too), or sent on more
+// than one header line. Of two keys, taking either would be a guess: a
+// client that retries with the other would be charged twice.
+func IdemKey(h *fasthttp.RequestHeader) ([]byte, *APIError) {
+	vals := h.PeekAll(headerIdemKey)
+	switch len(vals) {
+	case 0:
+		return nil, nil
+	case 1:
+		if e := CheckIdemKey(vals[0]); e != nil {
+			return nil, e
+		}
+		return vals[0], nil
+	}
+	return nil, &APIError{Code: CodeBadRequest, Message: "Idempotency-Key must be sent once",
+		Details: map[string]any{"issues": []Issue{{Path: headerIdemKey, Message: fmt.Sprintf("appears %d times", len(vals))}}}}
+}
+
+// beginIdem handles the Idempotency-Key header (spec §7.3): a bad key, or
+// two, answer 400 (IdemKey); a replay answers the stored response with
 // Idempotent-Replay: true; another body under the same key answers 409; a
 // concurrent duplicate waits for the first request's answer and replays
 // it. done reports that the request was answered. When the store fails,
 // the request goes on without idempotency (fail-open).
 func (s *Server) beginIdem(ctx *fasthttp.RequestCtx, c *caller, endpoint string, body []byte) (ref *storage.IdemRef, done bool) {
-	key := ctx.Request.Header.Peek(headerIdemKey)
-	if key == nil {
-		return nil, false
-	}
-	if e := CheckIdemKey(key); e != nil {
+	key, e := IdemKey(&ctx.Request.Header)
+	if e != nil {
 		writeError(ctx, e)
 		return nil, true
+	}
+	if key == nil {
+		return nil, false
 	}
 	r := storage.IdemRef{Account: c.account, Endpoint: endpoint, Key: string(key)}
 	sum := sha256.Sum256(body)
