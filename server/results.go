@@ -42,7 +42,8 @@ type historyPage struct {
 
 // QueryIssues reports the query parameters outside known, and those given
 // more than once (limit=50&limit=abc is refused, not read as its first
-// value).
+// value). The /v1 routes and the dashboard's JSON routes (server/web)
+// check their queries with it.
 func QueryIssues(args *fasthttp.Args, known ...string) []Issue {
 	var issues []Issue
 	seen := make(map[string]bool, args.Len())
@@ -62,21 +63,22 @@ func QueryIssues(args *fasthttp.Args, known ...string) []Issue {
 }
 
 // results is GET /v1/results (spec §4.6). The cursor is lossless: see
-// storage.FormatCursor.
+// storage.FormatCursor. A parameter given is checked even when empty
+// (cursor=, limit=): only an absent one takes its default.
 func (s *Server) results(ctx *fasthttp.RequestCtx, c *caller) {
 	args := ctx.QueryArgs()
 	var issues []Issue
 	limit := 50
-	if v := args.Peek("limit"); v != nil {
-		n, err := strconv.Atoi(string(v))
+	if args.Has("limit") {
+		n, err := strconv.Atoi(string(args.Peek("limit")))
 		if err != nil || n < 1 || n > 200 {
 			issues = append(issues, Issue{Path: "limit", Message: "must be an integer from 1 to 200"})
 		}
 		limit = n
 	}
 	kind := storage.HistoryAll
-	if v := args.Peek("kind"); v != nil {
-		switch string(v) {
+	if args.Has("kind") {
+		switch v := args.Peek("kind"); string(v) {
 		case "single", "batch", "all":
 			kind = string(v)
 		default:
@@ -84,8 +86,8 @@ func (s *Server) results(ctx *fasthttp.RequestCtx, c *caller) {
 		}
 	}
 	cursor := string(args.Peek("cursor"))
-	if cursor != "" {
-		if _, err := storage.ParseCursor(cursor); err != nil {
+	if args.Has("cursor") {
+		if _, err := storage.ParseCursor(cursor); cursor == "" || err != nil {
 			issues = append(issues, Issue{Path: "cursor", Message: "must be an ISO 8601 date-time (the next_cursor of the previous page)"})
 		}
 	}

@@ -103,9 +103,10 @@ func allowed(n need, s storage.Session, u storage.User) *server.APIError {
 type dashFunc func(ctx *fasthttp.RequestCtx, s storage.Session, u storage.User) (any, error)
 
 // dash wraps a dashboard JSON route: the session (401), on a write the
-// same-site checks and the CSRF token (403 csrf), the role (403), then h;
-// its answer is JSON, never cached.
-func (w *Web) dash(n need, h dashFunc) fasthttp.RequestHandler {
+// same-site checks and the CSRF token (403 csrf), the role (403), the
+// query (400: a parameter outside query, or one given twice, as on /v1:
+// server.QueryIssues), then h; its answer is JSON, never cached.
+func (w *Web) dash(n need, h dashFunc, query ...string) fasthttp.RequestHandler {
 	inner := func(ctx *fasthttp.RequestCtx) {
 		s, u, ok := w.signedIn(ctx)
 		if !ok {
@@ -113,6 +114,10 @@ func (w *Web) dash(n need, h dashFunc) fasthttp.RequestHandler {
 		}
 		if aerr := allowed(n, s, u); aerr != nil {
 			server.WriteError(ctx, aerr)
+			return
+		}
+		if issues := server.QueryIssues(ctx.QueryArgs(), query...); issues != nil {
+			server.WriteError(ctx, badRequest(issues...))
 			return
 		}
 		admin.WithActor(ctx, u.ID)
@@ -144,12 +149,13 @@ func (w *Web) shared(n need, h admin.HandlerFunc) fasthttp.RequestHandler {
 }
 
 // hook serves a webhook admin handler on the session's account: those
-// read it from ?account=, which is set here whatever the browser sent.
-func (w *Web) hook(h admin.HandlerFunc) fasthttp.RequestHandler {
+// read it from ?account=, which is set here (a browser that sends one is
+// refused: it is not among query).
+func (w *Web) hook(h admin.HandlerFunc, query ...string) fasthttp.RequestHandler {
 	return w.dash(needOwner, func(ctx *fasthttp.RequestCtx, s storage.Session, _ storage.User) (any, error) {
 		ctx.QueryArgs().Set("account", s.Account)
 		return h(ctx)
-	})
+	}, query...)
 }
 
 // writeErr answers a shared handler's error in the envelope; an internal
@@ -182,14 +188,14 @@ func (w *Web) Register(r *router.Router, a Actions) {
 
 	const p = "/dashboard/api"
 	r.GET(p+"/account", w.shared(needMember, a.Admin.GetAccount))
-	r.GET(p+"/stats", w.dash(needMember, w.stats))
+	r.GET(p+"/stats", w.dash(needMember, w.stats, "days"))
 	r.GET(p+"/jobs", w.dash(needMember, func(ctx *fasthttp.RequestCtx, s storage.Session, _ storage.User) (any, error) {
 		n, err := intArg(ctx, "limit", 20, 1, 1000)
 		if err != nil {
 			return nil, err
 		}
 		return a.Jobs(s.Account, n)
-	}))
+	}, "limit"))
 	r.GET(p+"/members", w.dash(needMember, w.members))
 	r.POST(p+"/members/{user}/role", w.dash(needOwner, w.setRole))
 	r.GET(p+"/invites", w.shared(needOwner, a.Admin.ListInvites))
@@ -207,9 +213,9 @@ func (w *Web) Register(r *router.Router, a Actions) {
 	}))
 	r.GET(p+"/webhook-secret", w.shared(needOwner, a.Admin.WebhookSecret))
 	r.POST(p+"/webhook-secret/rotate", w.shared(needOwner, a.Admin.RotateWebhookSecret))
-	r.GET(p+"/webhooks/outbox", w.hook(a.Hooks.Outbox))
-	r.GET(p+"/webhooks/dead-letters", w.hook(a.Hooks.DeadLetters))
-	r.GET(p+"/webhooks/attempts", w.hook(a.Hooks.Attempts))
+	r.GET(p+"/webhooks/outbox", w.hook(a.Hooks.Outbox, "limit"))
+	r.GET(p+"/webhooks/dead-letters", w.hook(a.Hooks.DeadLetters, "limit"))
+	r.GET(p+"/webhooks/attempts", w.hook(a.Hooks.Attempts, "limit"))
 	r.POST(p+"/webhooks/events/{id}/resend", w.hook(a.Hooks.Resend))
 	r.POST(p+"/webhooks/test", w.hook(func(ctx *fasthttp.RequestCtx) (any, error) {
 		// The latest payload goes to the URL it was made for: an owner
@@ -238,13 +244,13 @@ func (w *Web) Register(r *router.Router, a Actions) {
 	w.registerPages(r)
 }
 
-// intArg reads ?name= as an integer in [lo, hi], def when absent.
+// intArg reads ?name= as an integer in [lo, hi], def when absent (given
+// empty, it is checked: days= is a 400).
 func intArg(ctx *fasthttp.RequestCtx, name string, def, lo, hi int) (int, error) {
-	v := ctx.QueryArgs().Peek(name)
-	if v == nil {
+	if !ctx.QueryArgs().Has(name) {
 		return def, nil
 	}
-	n, err := strconv.Atoi(string(v))
+	n, err := strconv.Atoi(string(ctx.QueryArgs().Peek(name)))
 	if err != nil || n < lo || n > hi {
 		return 0, badRequest(server.Issue{Path: name, Message: "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)})
 	}
