@@ -68,6 +68,11 @@ type Options struct {
 	// that of every other request. Larger ones answer 400.
 	MaxBodyBytes int
 	MaxSmallBody int
+	// MaxHeaderBytes is the largest request head (request line and
+	// header fields): fasthttp's per-connection read buffer, so each open
+	// connection holds this much. A larger head answers 431 in the
+	// envelope. 0 means DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
 	// RealtimeBudget bounds one single validation.
 	RealtimeBudget time.Duration
 	// CacheMaxAge is how old a result cache: true may reuse.
@@ -89,6 +94,11 @@ type Options struct {
 	// it is false. Nil means always ready.
 	Ready func() bool
 }
+
+// DefaultMaxHeaderBytes is the default of Options.MaxHeaderBytes: 16 KiB,
+// room for a 5,000-byte Cookie (the dashboard shares its host's cookies)
+// and a long URL; fasthttp's own 4 KiB answered a bare 400 to them.
+const DefaultMaxHeaderBytes = 16 << 10
 
 // DefaultIPLimits are spec §8's per-endpoint limits.
 func DefaultIPLimits(window time.Duration, validate, batch, results, other int) [numRoutes]Limit {
@@ -151,6 +161,9 @@ func New(opts Options) *Server {
 	if opts.MaxBodyBytes == 0 {
 		opts.MaxBodyBytes = 8 << 20
 	}
+	if opts.MaxHeaderBytes == 0 {
+		opts.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
 	if opts.RealtimeBudget == 0 {
 		opts.RealtimeBudget = 15 * time.Second
 	}
@@ -209,6 +222,9 @@ func New(opts Options) *Server {
 		WriteTimeout:       opts.WriteTimeout,
 		IdleTimeout:        opts.IdleTimeout,
 		MaxRequestBodySize: opts.MaxBodyBytes,
+		// The head must fit in the read buffer; a larger one is
+		// fasthttp's *ErrSmallBuffer, answered 431 below.
+		ReadBufferSize: opts.MaxHeaderBytes,
 		// No route takes a form: a multipart body is not parsed before the
 		// handler, which answers 415 for it like any body not declared
 		// JSON (parsed, a body that is not multipart answered a bare
@@ -231,11 +247,20 @@ func New(opts Options) *Server {
 			// client reads this answer even if it writes its whole body
 			// first.
 			limit, chunked := s.chunkedLimits.LoadAndDelete(&ctx.Request.Header)
-			if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+			var small *fasthttp.ErrSmallBuffer
+			switch {
+			case errors.Is(err, fasthttp.ErrBodyTooLarge):
 				if !chunked {
 					limit = s.bodyLimit(ctx.Method(), ctx.RequestURI())
 				}
 				writeError(ctx, BodyTooLarge(limit.(int)))
+				return
+			case errors.As(err, &small):
+				// The request line and header fields do not fit in the
+				// read buffer (RFC 6585 §5).
+				writeError(ctx, &APIError{Code: CodeBadRequest, Status: fasthttp.StatusRequestHeaderFieldsTooLarge,
+					Message: fmt.Sprintf("the request line and header fields exceed the limit of %d bytes", s.opts.MaxHeaderBytes),
+					Details: map[string]any{"maxHeaderBytes": s.opts.MaxHeaderBytes}})
 				return
 			}
 			writeError(ctx, &APIError{Code: CodeBadRequest, Message: "malformed request"})

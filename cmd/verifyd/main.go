@@ -152,6 +152,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		ReadTimeout:      cfg.HTTP.ReadTimeout,
 		WriteTimeout:     cfg.HTTP.WriteTimeout,
 		IdleTimeout:      cfg.HTTP.IdleTimeout,
+		MaxHeaderBytes:   cfg.HTTP.MaxHeaderBytes,
 		MaxConns:         cfg.HTTP.MaxConns,
 		MaxConnsPerIP:    cfg.HTTP.MaxConnsPerIP,
 		LingerTimeout:    cfg.HTTP.LingerTimeout,

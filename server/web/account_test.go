@@ -430,3 +430,22 @@ func TestDashboardQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestBigCookie: the dashboard shares its host's cookies; a browser that
+// carries 5,000 bytes of another application's next to the session
+// still gets its pages and JSON (the server's 4 KiB read buffer answered
+// a bare 400).
+func TestBigCookie(t *testing.T) {
+	e := startEnv(t, nil)
+	e.newUser("ann@x.test")
+	b := e.signIn("ann@x.test")
+	cookie := "analytics=" + strings.Repeat("a", 5000) + "; verifyd_session=" + b.cookie
+	for _, p := range []string{"/dashboard", "/dashboard/api/account", "/auth/session", "/v1/balance"} {
+		if r := b.do("GET", p, "", "Cookie", cookie); r.status != 200 {
+			t.Errorf("GET %s with a 5,000-byte cookie: %d %.200s", p, r.status, r.body)
+		}
+	}
+	if r := b.do("POST", "/dashboard/api/keys", `{"scopes":["validate:read"]}`, "Cookie", cookie); r.status != 201 {
+		t.Errorf("POST keys with a 5,000-byte cookie: %d %s", r.status, r.body)
+	}
+}

@@ -152,6 +152,10 @@ type HTTP struct {
 	WriteTimeout time.Duration `toml:"write_timeout"`
 	// IdleTimeout closes idle keep-alive connections. Default 2m.
 	IdleTimeout time.Duration `toml:"idle_timeout"`
+	// MaxHeaderBytes bounds a request's head (request line and header
+	// fields); a larger one is answered 431. Each open connection holds a
+	// read buffer of this size. Default 16384 (16 KiB); 4096 to 1048576.
+	MaxHeaderBytes int `toml:"max_header_bytes"`
 	// ShutdownTimeout bounds the graceful drain on SIGTERM. Default 20s.
 	ShutdownTimeout time.Duration `toml:"shutdown_timeout"`
 	// MaxConns caps the connections open at once; MaxConnsPerIP those
@@ -423,6 +427,7 @@ func Defaults() Config {
 			ReadTimeout:     30 * time.Second,
 			WriteTimeout:    60 * time.Second,
 			IdleTimeout:     2 * time.Minute,
+			MaxHeaderBytes:  16 << 10,
 			ShutdownTimeout: 20 * time.Second,
 			MaxConns:        8192,
 			MaxConnsPerIP:   512,
@@ -673,6 +678,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.LingerBytes <= 0 {
 		add("http.linger_bytes", "must be positive, not %d", c.HTTP.LingerBytes)
+	}
+	if c.HTTP.MaxHeaderBytes < 4<<10 || c.HTTP.MaxHeaderBytes > 1<<20 {
+		add("http.max_header_bytes", "must be 4096 to 1048576, not %d", c.HTTP.MaxHeaderBytes)
 	}
 	if c.HTTP.IPv6PrefixLen < 1 || c.HTTP.IPv6PrefixLen > 128 {
 		add("http.ipv6_prefix_len", "must be 1 to 128, not %d", c.HTTP.IPv6PrefixLen)
