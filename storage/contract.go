@@ -93,6 +93,10 @@ type JobLeases interface {
 	// ReturnSlice gives back a slice this box leased and will not work
 	// on: another box may lease it at once.
 	ReturnSlice(id string, slice int) error
+	// LeasedSlices returns the slices this box holds (Job.ID and Slice
+	// set, the rest of Job zero), for the scheduler to give back those it
+	// is not working on.
+	LeasedSlices() ([]JobSlice, error)
 }
 
 // JobSlice is a slice of a job leased to this box.

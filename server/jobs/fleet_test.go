@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/verifyd/verifyd/internal/pgtest"
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/postgres"
@@ -107,4 +109,53 @@ func TestFleetJob(t *testing.T) {
 	}
 	t.Logf("box a probed %d groups, box b %d", va.calls, vb.calls)
 	_ = sb
+}
+
+// TestFleetStraySlice: a slice the database says a live box holds, but
+// which that box's scheduler never took (its lease's answer was lost), is
+// given back by that box, leased again and processed: the job completes,
+// where on b4dd917 it stood still for as long as the box lived. The
+// lease is long (a minute), so the job cannot be rescued by it running
+// out.
+func TestFleetStraySlice(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	if err := srv.CreateDatabase(ctx, "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := postgres.MigrateDSN(ctx, srv.DSN("fleet")); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(ctx, srv.DSN("fleet"), postgres.Options{Box: "a", Lease: time.Minute, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := pgx.Connect(ctx, srv.DSN("fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+
+	acct := newAccount(t, db, 3000)
+	addrs := normalize(addresses("s", 3000, 300))
+	j, err := db.CreateJob(storage.JobSpec{Account: acct, Addresses: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The box holds one slice before its scheduler runs: a lease whose
+	// answer never reached it.
+	tag, err := conn.Exec(ctx, `UPDATE job_slices SET owner = $1, leased_at = now() WHERE job_id = $2 AND slice = 0`, db.Boot(), j.ID)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("marking slice 0 held: %v %v", tag, err)
+	}
+	before := slicesGivenBack.Get()
+	startService(t, db, newFake(), func(o *Options) { o.Concurrency = 16 })
+	done := waitJob(t, db, j.ID, 2*time.Minute)
+	if done.Status != storage.JobCompleted || done.Processed != 3000 {
+		t.Fatalf("job %+v", done)
+	}
+	if n := slicesGivenBack.Get() - before; n != 1 {
+		t.Fatalf("%d slices given back, want 1", n)
+	}
 }

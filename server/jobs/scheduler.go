@@ -120,6 +120,9 @@ type jobRun struct {
 
 	queued   int // addresses in domains and retries
 	inflight int // groups in flight
+	// slices are the slices of the job this box leased and works on (in
+	// a fleet; see giveBack).
+	slices   map[int]bool
 	deferred int // addresses waiting for their RetryAt
 
 	buf      []storage.JobResult // results not yet written
@@ -211,7 +214,7 @@ func (sc *scheduler) resume() error {
 				return fmt.Errorf("job %s: %w", j.ID, err)
 			}
 			sc.mu.Lock()
-			sc.register(j, b)
+			sc.register(j, -1, b)
 			sc.mu.Unlock()
 			jobsResumed.Inc()
 			sc.s.log.Info("job resumed", "job", j.ID, "account", j.Account, "status", j.Status,
@@ -235,7 +238,7 @@ func (sc *scheduler) add(j storage.Job, addrs []string) {
 	}
 	sc.mu.Lock()
 	if !sc.closing {
-		sc.register(j, b)
+		sc.register(j, -1, b)
 	}
 	sc.mu.Unlock()
 	sc.wake()
@@ -284,7 +287,7 @@ func domainOf(addr string) string {
 
 // register adds a job to the rotation; the caller holds mu. In a fleet a
 // job already here takes the addresses of another slice.
-func (sc *scheduler) register(j storage.Job, b *builder) {
+func (sc *scheduler) register(j storage.Job, slice int, b *builder) {
 	if r, dup := sc.jobs[j.ID]; dup {
 		if sc.leases != nil && !r.done {
 			for _, q := range b.domains {
@@ -294,6 +297,9 @@ func (sc *scheduler) register(j storage.Job, b *builder) {
 			}
 			r.domains = append(r.domains, b.domains...)
 			r.queued += b.n
+			if slice >= 0 {
+				r.slices[slice] = true
+			}
 		}
 		return
 	}
@@ -303,6 +309,10 @@ func (sc *scheduler) register(j storage.Job, b *builder) {
 		queued:    b.n,
 		unwritten: j.Total - j.Processed,
 		started:   j.Status == storage.JobRunning,
+		slices:    map[int]bool{},
+	}
+	if slice >= 0 {
+		r.slices[slice] = true
 	}
 	for _, q := range b.domains {
 		for _, g := range q.chunks {
@@ -405,12 +415,18 @@ func (sc *scheduler) leaseNeed() int {
 	return 0
 }
 
+// leaseGuard is how often a box of a fleet gives back the slices it
+// holds but does not work on (giveBack).
+const leaseGuard = 10 * time.Second
+
 // leaseLoop leases slices of the active jobs while this box has room
-// (see Fleet mode above), until stop.
+// (see Fleet mode above), and gives back those it holds but does not
+// work on, until stop.
 func (sc *scheduler) leaseLoop() {
 	defer sc.wg.Done()
 	t := time.NewTicker(leasePoll)
 	defer t.Stop()
+	var guarded time.Time
 	for {
 		select {
 		case <-sc.stopCh:
@@ -420,6 +436,49 @@ func (sc *scheduler) leaseLoop() {
 		}
 		for sc.leaseMore() {
 		}
+		// Monotonic: a step of the wall clock neither stops the guard
+		// nor makes it run at every tick.
+		if time.Since(guarded) >= leaseGuard {
+			sc.giveBack()
+			guarded = time.Now()
+		}
+	}
+}
+
+// giveBack returns the slices the database says this box holds but that
+// no job this box schedules works on: leased by a call whose answer was
+// lost (the database failed after its commit), or kept by any mistake.
+// Held by a live box, they would otherwise wait for its end while their
+// job stood still. It runs on the lease loop, so no lease is in flight
+// meanwhile.
+func (sc *scheduler) giveBack() {
+	held, err := sc.leases.LeasedSlices()
+	if err != nil {
+		sc.s.log.Warn("cannot list the job slices this box holds", "err", err)
+		return
+	}
+	var stray []storage.JobSlice
+	sc.mu.Lock()
+	if sc.closing {
+		sc.mu.Unlock()
+		return
+	}
+	for _, js := range held {
+		if r := sc.jobs[js.Job.ID]; r == nil || r.done || !r.slices[js.Slice] {
+			stray = append(stray, js)
+		}
+	}
+	sc.mu.Unlock()
+	for _, js := range stray {
+		if err := sc.leases.ReturnSlice(js.Job.ID, js.Slice); err != nil {
+			sc.s.log.Error("cannot give back a job slice this box does not work on", "job", js.Job.ID, "slice", js.Slice, "err", err)
+			continue
+		}
+		slicesGivenBack.Inc()
+		sc.s.log.Warn("gave back a job slice this box held but did not work on", "job", js.Job.ID, "slice", js.Slice)
+	}
+	if len(stray) > 0 {
+		sc.wakeLease()
 	}
 }
 
@@ -460,7 +519,7 @@ func (sc *scheduler) leaseMore() bool {
 		}
 		sc.mu.Lock()
 		if !sc.closing {
-			sc.register(js.Job, b)
+			sc.register(js.Job, js.Slice, b)
 		}
 		sc.mu.Unlock()
 	}

@@ -343,7 +343,7 @@ func TestPickFewestInFlight(t *testing.T) {
 		for i, a := range addresses(prefix, n, n) {
 			b.add(i, a)
 		}
-		sc.register(storage.Job{ID: id, Account: acct, Total: n}, b)
+		sc.register(storage.Job{ID: id, Account: acct, Total: n}, -1, b)
 	}
 	next := func() string {
 		t.Helper()

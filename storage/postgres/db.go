@@ -74,6 +74,8 @@ type DB struct {
 
 	charges combiner
 
+	idem idemLocal // this box's requests holding idempotency keys
+
 	orphanMu sync.Mutex
 	orphans  []orphan // holds to release again (see Release)
 	stop     chan struct{}
@@ -173,6 +175,12 @@ func (db *DB) Close() error {
 		db.wg.Wait()
 		ctx, cancel := db.ctx()
 		defer cancel()
+		// Its job slices are free at once (freeSlice would make the
+		// others wait for the lease), then its boot goes.
+		_, err = db.pool.Exec(ctx, `UPDATE job_slices SET owner = '', leased_at = NULL WHERE owner = $1`, db.boot)
+		if err != nil {
+			db.log.Error("cannot give this box's job slices back; the others take them after the lease", "err", err)
+		}
 		if _, err = db.pool.Exec(ctx, `DELETE FROM boots WHERE id = $1`, db.boot); err == nil {
 			_, err = db.Reap()
 		}

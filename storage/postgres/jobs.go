@@ -121,6 +121,7 @@ func (db *DB) CreateJob(spec storage.JobSpec) (storage.Job, error) {
 	if err != nil {
 		return storage.Job{}, err
 	}
+	db.charged(spec.Idem, nil)
 	return j, nil
 }
 
@@ -521,7 +522,7 @@ func (db *DB) JobResults(id string, fn func(storage.Result) error) error {
 
 // LeaseSlices leases up to n free slices to this box (storage.JobLeases):
 // a slice is free when no box holds it or its box stopped (its boot not
-// seen for the lease). The accounts with the fewest slices held go first,
+// seen for the lease; see freeSlice). The accounts with the fewest slices held go first,
 // then round-robin, each account's oldest job first. Rows are taken with
 // FOR UPDATE SKIP LOCKED, so boxes leasing at once take different slices.
 func (db *DB) LeaseSlices(n int) ([]storage.JobSlice, error) {
@@ -536,7 +537,7 @@ func (db *DB) LeaseSlices(n int) ([]storage.JobSlice, error) {
 	for _, j := range stuck {
 		out = append(out, storage.JobSlice{Job: j, Slice: -1})
 	}
-	free := fmt.Sprintf(deadBoot, "s.owner")
+	free := freeSlice
 	rows, err := db.pool.Query(ctx, `SELECT account, sum(CASE WHEN `+free+` THEN 0 ELSE 1 END) AS held
 		FROM job_slices s GROUP BY account HAVING sum(CASE WHEN `+free+` THEN 1 ELSE 0 END) > 0 ORDER BY held, account`, db.lease)
 	if err != nil {
@@ -558,31 +559,64 @@ func (db *DB) LeaseSlices(n int) ([]storage.JobSlice, error) {
 			if leased >= n {
 				break
 			}
-			var id string
-			var slice int
-			err := db.pool.QueryRow(ctx, `UPDATE job_slices SET owner = $3, leased_at = now()
-				WHERE (job_id, slice) IN (SELECT s.job_id, s.slice FROM job_slices s WHERE s.account = $2 AND `+free+`
+			// The slice is picked and locked once, in a materialised
+			// CTE, and the update joins that one row: an IN (SELECT …
+			// LIMIT 1 FOR UPDATE SKIP LOCKED) may be re-evaluated (per
+			// row scanned, or in a concurrent update's recheck) and
+			// then leased slices it did not return, or returned one
+			// another box leased (TestLeaseExactly). Every row
+			// returned is read.
+			rows, err := db.pool.Query(ctx, `WITH pick AS MATERIALIZED (
+					SELECT s.job_id, s.slice FROM job_slices s WHERE s.account = $2 AND `+free+`
 					ORDER BY s.created_at, s.job_id, s.slice LIMIT 1 FOR UPDATE SKIP LOCKED)
-				RETURNING job_id, slice`, db.lease, a, db.boot).Scan(&id, &slice)
-			if errors.Is(err, pgx.ErrNoRows) {
+				UPDATE job_slices js SET owner = $3, leased_at = now() FROM pick
+				WHERE js.job_id = pick.job_id AND js.slice = pick.slice
+				RETURNING js.job_id, js.slice`, db.lease, a, db.boot)
+			if err != nil {
+				return out, err
+			}
+			type picked struct {
+				id    string
+				slice int
+			}
+			got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (picked, error) {
+				var p picked
+				return p, r.Scan(&p.id, &p.slice)
+			})
+			if err != nil {
+				return out, err
+			}
+			if len(got) == 0 {
 				continue // none left of this account
 			}
-			if err != nil {
-				return out, err
+			for _, p := range got {
+				j, err := db.Job(p.id)
+				if err != nil {
+					// Leased but not returned: give it back.
+					if rerr := db.ReturnSlice(p.id, p.slice); rerr != nil {
+						db.log.Error("cannot give a slice back; it is free again when this box stops", "job", p.id, "slice", p.slice, "err", rerr)
+					}
+					return out, err
+				}
+				out = append(out, storage.JobSlice{Job: j, Slice: p.slice})
+				leased++
+				slicesLeased.Inc()
 			}
-			j, err := db.Job(id)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, storage.JobSlice{Job: j, Slice: slice})
-			leased++
-			slicesLeased.Inc()
 			next = append(next, a)
 		}
 		accounts = next
 	}
 	return out, nil
 }
+
+// freeSlice is the SQL condition, on a row s of job_slices, that no live
+// box holds it: nobody leased it, or its box stopped (its boot not seen
+// for the lease $1) and the lease is older than that. The test of the
+// row's own leased_at matters: when the row is locked after another box
+// leased it (READ COMMITTED rechecks the condition on the new version),
+// PostgreSQL does not run the NOT EXISTS again on that version, so only
+// the row's own columns can say that it was just leased.
+var freeSlice = `(s.owner = '' OR (s.leased_at < now() - $1::interval AND ` + fmt.Sprintf(deadBoot, "s.owner") + `))`
 
 // HeldSlices returns how many slices of the job the live boxes named box
 // hold (for operators and tests).
@@ -593,6 +627,20 @@ func (db *DB) HeldSlices(job, box string) (int, error) {
 	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM job_slices s JOIN boots b ON b.id = s.owner
 		WHERE s.job_id = $1 AND b.box = $2 AND b.seen_at >= now() - $3::interval`, job, box, db.lease).Scan(&n)
 	return n, err
+}
+
+// LeasedSlices returns the slices this box holds (storage.JobLeases).
+func (db *DB) LeasedSlices() ([]storage.JobSlice, error) {
+	ctx, cancel := db.ctx()
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT job_id, slice FROM job_slices WHERE owner = $1 ORDER BY job_id, slice`, db.boot)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (storage.JobSlice, error) {
+		var js storage.JobSlice
+		return js, r.Scan(&js.Job.ID, &js.Slice)
+	})
 }
 
 // ReturnSlice gives back a slice this box leased (storage.JobLeases).
