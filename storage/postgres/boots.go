@@ -79,6 +79,7 @@ func (db *DB) heartbeat() {
 				continue
 			}
 			db.releaseOrphans()
+			db.endStrays()
 		case <-reap.C:
 			if _, err := db.Reap(); err != nil {
 				db.log.Warn("cannot reap stopped boxes", "err", err)

@@ -48,6 +48,24 @@ func (db *DB) BeginIdem(ref storage.IdemRef, requestHash []byte) (storage.IdemOu
 	}
 	ctx, cancel := db.ctx()
 	defer cancel()
+	// Under the key's lock, this box's requests holding it cannot change
+	// (see idemlocal.go).
+	lk := db.idem.lock(ref)
+	lk.Lock()
+	defer lk.Unlock()
+	running := db.idem.running(ref)
+	out, rec, err := db.beginIdem(ctx, ref, requestHash, running)
+	switch {
+	case err != nil && !running:
+		// It may have committed: a pending record no request holds.
+		db.idem.lost(ref)
+	case out == storage.IdemNew:
+		db.idem.begin(ref)
+	}
+	return out, rec, err
+}
+
+func (db *DB) beginIdem(ctx context.Context, ref storage.IdemRef, requestHash []byte, running bool) (storage.IdemOutcome, storage.IdemRecord, error) {
 	now := db.now().Truncate(time.Millisecond)
 	for {
 		var out storage.IdemOutcome
@@ -55,11 +73,15 @@ func (db *DB) BeginIdem(ref storage.IdemRef, requestHash []byte) (storage.IdemOu
 		raced := false
 		err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
 			raced = false
-			var alive bool
-			old, err := scanIdem(ref, tx.QueryRow(ctx, `SELECT `+idemCols+`,
-				boot = $4 OR EXISTS (SELECT 1 FROM boots WHERE boots.id = idem.boot AND boots.seen_at >= now() - $5::interval)
+			var mine, alive bool
+			old, err := scanIdem(ref, tx.QueryRow(ctx, `SELECT `+idemCols+`, boot = $4,
+				EXISTS (SELECT 1 FROM boots WHERE boots.id = idem.boot AND boots.seen_at >= now() - $5::interval)
 				FROM idem WHERE account = $1 AND endpoint = $2 AND key = $3 FOR UPDATE`,
-				ref.Account, ref.Endpoint, ref.Key, db.boot, db.lease), &alive)
+				ref.Account, ref.Endpoint, ref.Key, db.boot, db.lease), &mine, &alive)
+			if mine {
+				// This box knows whether its request still runs.
+				alive = running
+			}
 			found := err == nil
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return err
@@ -76,8 +98,9 @@ func (db *DB) BeginIdem(ref storage.IdemRef, requestHash []byte) (storage.IdemOu
 					out, rec = storage.IdemInFlight, old
 					return nil
 				}
-				// Pending in a boot that stopped: that request never
-				// answered, so this one takes the key over.
+				// Pending in a boot that stopped, or in a request of
+				// this box that ended: that request never answered, so
+				// this one takes the key over.
 			}
 			rec = storage.IdemRecord{IdemRef: ref, RequestHash: append([]byte{}, requestHash...), CreatedAt: now, ExpiresAt: now.Add(db.idemTTL)}
 			out = storage.IdemNew
@@ -148,7 +171,9 @@ func (db *DB) CompleteIdem(ref storage.IdemRef, resp storage.IdemResponse) error
 	}
 	ctx, cancel := db.ctx()
 	defer cancel()
-	return completeIdem(ctx, db.pool, ref, resp, db.now())
+	err := completeIdem(ctx, db.pool, ref, resp, db.now())
+	db.idem.end(ref, err == nil)
+	return err
 }
 
 // AbortIdem deletes the pending record of ref, so a retry with the same
@@ -161,6 +186,7 @@ func (db *DB) AbortIdem(ref storage.IdemRef) error {
 	defer cancel()
 	_, err := db.pool.Exec(ctx, `DELETE FROM idem WHERE account = $1 AND endpoint = $2 AND key = $3 AND NOT done`,
 		ref.Account, ref.Endpoint, ref.Key)
+	db.idem.end(ref, err == nil)
 	return err
 }
 

@@ -9,4 +9,9 @@ var (
 	staleHoldsReleased = metrics.NewCounter("verifyd_storage_pg_stale_holds_released_total")
 	slicesLeased       = metrics.NewCounter("verifyd_storage_pg_job_slices_leased_total")
 	chargesPerTx       = metrics.NewHistogram("verifyd_storage_pg_charges_per_transaction")
+	// idemStray is the pending idempotency keys of this box whose
+	// requests ended without writing their end (idemlocal.go); idemStrayEnded
+	// counts those the heartbeat then ended.
+	idemStray      = metrics.NewGauge("verifyd_storage_pg_idem_stray_keys", nil)
+	idemStrayEnded = metrics.NewCounter("verifyd_storage_pg_idem_stray_ended_total")
 )

@@ -132,7 +132,17 @@ func scanResult(row scanner) (storage.Result, int64, error) {
 // in one transaction. ErrHoldNotActive when the hold was already charged
 // or released (by this box, or by another that found its boot stopped).
 func (db *DB) Charge(h storage.Hold, req storage.ChargeRequest) (storage.Charged, error) {
-	return db.charge(h.Account, &h, 0, req)
+	c, err := db.charge(h.Account, &h, 0, req)
+	db.charged(req.Idem, err)
+	return c, err
+}
+
+// charged ends the request holding idem when its charge completed the
+// record (on an error the caller aborts it).
+func (db *DB) charged(idem *storage.IdemRef, err error) {
+	if idem != nil && err == nil {
+		db.idem.end(*idem, true)
+	}
 }
 
 // ChargeDirect charges n credits without a hold, for a result already
@@ -141,7 +151,9 @@ func (db *DB) ChargeDirect(account string, n int64, req storage.ChargeRequest) (
 	if n <= 0 {
 		return storage.Charged{}, invalid("credits to charge must be positive, not %d", n)
 	}
-	return db.charge(account, nil, n, req)
+	c, err := db.charge(account, nil, n, req)
+	db.charged(req.Idem, err)
+	return c, err
 }
 
 // charge is Charge (h set) and ChargeDirect (h nil: n credits checked
