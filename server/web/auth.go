@@ -194,7 +194,7 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 	u, err := w.db.UserByEmail(email)
 	hash := u.PasswordHash
 	if err != nil {
-		hash = w.hash.dummyHash() // the same work whether or not the user exists
+		hash = w.hash.dummy // the same work whether or not the user exists
 	}
 	ok, stale, verr := w.hash.verify(hctx, hash, pw)
 	if verr != nil && !errors.Is(verr, errBadHash) {

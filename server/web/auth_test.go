@@ -554,3 +554,26 @@ func TestLoginThrottlePerAddress(t *testing.T) {
 		t.Fatalf("the count did not start again: %d", r.status)
 	}
 }
+
+// TestDummyHashAtNew: the dummy hash checked for unknown emails exists
+// once New returns, at the configured cost, so the first login for an
+// unknown email does the same work as any other (made at that login, it
+// took a hash more: twice as long, which told that the email has no
+// user). The logins that use it leave it as it is.
+func TestDummyHashAtNew(t *testing.T) {
+	e := startEnv(t, nil)
+	d := e.web.hash.dummy
+	if d == "" {
+		t.Fatal("no dummy hash after New")
+	}
+	ok, stale, err := e.web.hash.verify(t.Context(), d, pw)
+	if ok || stale || err != nil {
+		t.Fatalf("the dummy hash %q: ok %v, stale %v (not the configured cost), %v", d, ok, stale, err)
+	}
+	if r := (&browser{e: e}).do("POST", "/auth/login", js(map[string]string{"email": "nobody@x.test", "password": pw})); r.status != 401 {
+		t.Fatalf("unknown email: %d %s", r.status, r.body)
+	}
+	if e.web.hash.dummy != d {
+		t.Error("a login remade the dummy hash")
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
@@ -46,9 +45,10 @@ type hasher struct {
 	slots  chan struct{}
 	// dummy is a hash of nothing anyone can type, checked for unknown
 	// emails so that a login takes as long whether or not the user
-	// exists; made at the first such login, not at start-up.
-	dummyOnce sync.Once
-	dummy     string
+	// exists. New makes it (makeDummy), before the first login: made at
+	// the first unknown email, it made that login take twice as long as
+	// any other, which told that the email has no user.
+	dummy string
 }
 
 func newHasher(p Argon2Params, slots int) (*hasher, error) {
@@ -58,18 +58,14 @@ func newHasher(p Argon2Params, slots int) (*hasher, error) {
 	return &hasher{params: p, slots: make(chan struct{}, max(slots, 1))}, nil
 }
 
-// dummyHash is a hash with the current cost of random bytes.
-func (h *hasher) dummyHash() string {
-	h.dummyOnce.Do(func() {
-		var junk [32]byte
-		rand.Read(junk[:])
-		p := h.params
-		salt := make([]byte, saltLen)
-		rand.Read(salt)
-		sum := argon2.IDKey(junk[:], salt, p.Iterations, p.MemoryKiB, p.Parallelism, hashLen)
-		h.dummy = phc(p, salt, sum)
-	})
-	return h.dummy
+// makeDummy makes the dummy hash: random bytes at the current cost.
+func (h *hasher) makeDummy() {
+	var junk [32]byte
+	rand.Read(junk[:])
+	p := h.params
+	salt := make([]byte, saltLen)
+	rand.Read(salt)
+	h.dummy = phc(p, salt, argon2.IDKey(junk[:], salt, p.Iterations, p.MemoryKiB, p.Parallelism, hashLen))
 }
 
 // phc is the PHC string of an Argon2id hash:

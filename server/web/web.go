@@ -109,6 +109,9 @@ func New(opts Options) (*Web, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The dummy hash of unknown emails, now: made at the first such
+	// login, it doubled that login's time (one hash made, one checked).
+	h.makeDummy()
 	key, err := opts.DB.Secret("csrf")
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the CSRF key: %w", err)
