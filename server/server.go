@@ -242,12 +242,27 @@ func New(opts Options) *Server {
 		},
 		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
 			// fasthttp calls this for requests it could not read: bodies
-			// over the limit, malformed heads, read timeouts. The
+			// over the limit, malformed heads, read timeouts, and a
+			// connection's first request when nothing of it came. The
 			// connection then closes lingering (package conns), so the
 			// client reads this answer even if it writes its whole body
 			// first.
 			limit, chunked := s.chunkedLimits.LoadAndDelete(&ctx.Request.Header)
+			if c, ok := ctx.Conn().(*conns.Conn); ok && !c.Used() {
+				// Nothing was sent on the connection: a client (a pool's
+				// spare, a preconnect) opened it and let http.read_timeout
+				// pass, or reset it. There is no request to answer: it
+				// closes without a word. fasthttp says nothing itself
+				// only after a connection's first request (ErrNothingRead,
+				// which it unwraps for the first); an answer here came
+				// unasked on a connection the client held idle, and a
+				// client that then sent a request on it read it as the
+				// answer.
+				c.Mute()
+				return
+			}
 			var small *fasthttp.ErrSmallBuffer
+			var nerr net.Error
 			switch {
 			case errors.Is(err, fasthttp.ErrBodyTooLarge):
 				if !chunked {
@@ -261,6 +276,12 @@ func New(opts Options) *Server {
 				writeError(ctx, &APIError{Code: CodeBadRequest, Status: fasthttp.StatusRequestHeaderFieldsTooLarge,
 					Message: fmt.Sprintf("the request line and header fields exceed the limit of %d bytes", s.opts.MaxHeaderBytes),
 					Details: map[string]any{"maxHeaderBytes": s.opts.MaxHeaderBytes}})
+				return
+			case errors.As(err, &nerr) && nerr.Timeout():
+				// Part of a request came, not the rest within
+				// http.read_timeout (RFC 9110 §15.5.9).
+				writeError(ctx, &APIError{Code: CodeBadRequest, Status: fasthttp.StatusRequestTimeout,
+					Message: "the request did not arrive in full within the read timeout"})
 				return
 			}
 			writeError(ctx, &APIError{Code: CodeBadRequest, Message: "malformed request"})

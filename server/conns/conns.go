@@ -10,7 +10,10 @@
 //     caller's Reject writes it, in the API's error envelope, with
 //     Connection: close) and a lingering close; Accept goes on to the next
 //     connection and never blocks on a client.
-//  2. The server (fasthttp) serves it.
+//  2. The server (fasthttp) serves it. Conn.Used tells it whether the
+//     client sent a byte: a read error on a connection that sent nothing
+//     (a pool's spare connection timing out) has no request to answer, and
+//     Conn.Mute drops what the server would write to it.
 //  3. Close is a lingering close (RFC 9112 §9.6): the write side is shut
 //     first, so the client has the whole answer and a FIN; then what the
 //     client still sends is read and thrown away, until it closes its side,
@@ -303,6 +306,37 @@ type Conn struct {
 	client netip.Prefix
 	capped bool
 	closed atomic.Bool
+	// used: a byte was read from the client; muted: writes are dropped.
+	used  atomic.Bool
+	muted atomic.Bool
+}
+
+// Read reads from the client, noting that it sent something.
+func (c *Conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.used.Load() {
+		c.used.Store(true)
+	}
+	return n, err
+}
+
+// Used reports whether the client has sent a byte on the connection. A
+// read error on a connection not Used is no malformed request: the
+// client opened it and never sent one (a pool's spare connection) before
+// the server's timeout, or closed it.
+func (c *Conn) Used() bool { return c.used.Load() }
+
+// Mute drops everything written to the connection from now on (Write
+// reports it written): for the answer a server would send to a request
+// nobody made.
+func (c *Conn) Mute() { c.muted.Store(true) }
+
+// Write writes to the client, unless the connection is muted.
+func (c *Conn) Write(p []byte) (int, error) {
+	if c.muted.Load() {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
 }
 
 // Close shuts the write side, drains what the client still sends (bounded)

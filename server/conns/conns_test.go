@@ -397,3 +397,47 @@ func TestCapsPerIPv6Prefix(t *testing.T) {
 		waitUntil(t, func() bool { return l2.Open() == i+1 })
 	}
 }
+
+// TestUsedAndMute: Used says whether the client sent a byte; a muted
+// connection drops what is written, and the client reads only the close.
+func TestUsedAndMute(t *testing.T) {
+	l := New(listen(t), Options{Name: "test-mute"})
+	t.Cleanup(l.Shutdown)
+	accepted := make(chan *Conn, 2)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c.(*Conn)
+		}
+	}()
+	for _, send := range []string{"", "GET / HTTP/1.1\r\n"} {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		s := <-accepted
+		if send != "" {
+			io.WriteString(c, send)
+			buf := make([]byte, len(send))
+			if _, err := io.ReadFull(s, buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.Used() != (send != "") {
+			t.Errorf("sent %q: Used %v", send, s.Used())
+		}
+		s.Mute()
+		if n, err := io.WriteString(s, "HTTP/1.1 400 Bad Request\r\n\r\n"); n == 0 || err != nil {
+			t.Errorf("a muted write: %d %v", n, err)
+		}
+		s.Close()
+		if b, err := io.ReadAll(c); len(b) != 0 || err != nil {
+			t.Errorf("the client read %q, %v; want only the close", b, err)
+		}
+	}
+}
