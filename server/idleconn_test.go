@@ -19,11 +19,13 @@ import (
 // 400. A client that then sent a request on it read that 400 as the
 // answer. A request cut off mid-head answers 408 in the envelope.
 func TestIdleConnections(t *testing.T) {
+	// Timeouts long enough that a client on a loaded machine sends its
+	// request before they pass; the cases run side by side.
 	e := startServer(t, func(o *Options) {
-		o.ReadTimeout = 200 * time.Millisecond
-		o.IdleTimeout = 300 * time.Millisecond
+		o.ReadTimeout = 1500 * time.Millisecond
+		o.IdleTimeout = 2 * time.Second
 	})
-	dial := func() (net.Conn, *bufio.Reader) {
+	dial := func(t *testing.T) (net.Conn, *bufio.Reader) {
 		t.Helper()
 		c, err := net.Dial("tcp", e.addr)
 		if err != nil {
@@ -35,7 +37,7 @@ func TestIdleConnections(t *testing.T) {
 		return c, bufio.NewReader(c)
 	}
 	// rest is what the server sends before it closes the connection.
-	rest := func(br *bufio.Reader) string {
+	rest := func(t *testing.T, br *bufio.Reader) string {
 		t.Helper()
 		b, err := io.ReadAll(br)
 		if err != nil {
@@ -44,59 +46,67 @@ func TestIdleConnections(t *testing.T) {
 		return string(b)
 	}
 
-	// Keep-alive: a request, its answer, then idle.
-	c, br := dial()
-	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-	if r := readReply(t, br); r.status != 200 {
-		t.Fatalf("healthz: %d %s", r.status, r.body)
-	}
-	if b := rest(br); b != "" {
-		t.Errorf("idle after a request: the server sent %q", b)
-	}
-
-	// A spare connection: nothing sent, then idle.
-	_, br = dial()
-	if b := rest(br); b != "" {
-		t.Errorf("idle before any request: the server sent %q", b)
-	}
-
-	// Two requests on one connection, then idle.
-	c, br = dial()
-	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/balance HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+e.key+"\r\n\r\n")
-	if r := readReply(t, br); r.status != 200 {
-		t.Fatalf("healthz: %d", r.status)
-	}
-	if r := readReply(t, br); r.status != 200 {
-		t.Fatalf("balance: %d", r.status)
-	}
-	if b := rest(br); b != "" {
-		t.Errorf("idle after two requests: the server sent %q", b)
-	}
-
+	t.Run("after a request", func(t *testing.T) {
+		t.Parallel()
+		c, br := dial(t)
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		if r := readReply(t, br); r.status != 200 {
+			t.Fatalf("healthz: %d %s", r.status, r.body)
+		}
+		if b := rest(t, br); b != "" {
+			t.Errorf("idle after a request: the server sent %q", b)
+		}
+	})
+	t.Run("before any request", func(t *testing.T) {
+		t.Parallel()
+		_, br := dial(t)
+		if b := rest(t, br); b != "" {
+			t.Errorf("idle before any request: the server sent %q", b)
+		}
+	})
+	t.Run("after two requests", func(t *testing.T) {
+		t.Parallel()
+		c, br := dial(t)
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/balance HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+e.key+"\r\n\r\n")
+		if r := readReply(t, br); r.status != 200 {
+			t.Fatalf("healthz: %d", r.status)
+		}
+		if r := readReply(t, br); r.status != 200 {
+			t.Fatalf("balance: %d", r.status)
+		}
+		if b := rest(t, br); b != "" {
+			t.Errorf("idle after two requests: the server sent %q", b)
+		}
+	})
 	// Part of a head, then nothing: 408 in the envelope, first request or
 	// a later one.
-	for _, first := range []string{"", "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"} {
-		c, br = dial()
-		io.WriteString(c, first+"GET /v1/balance HTTP/1.1\r\nHost: x\r\n")
-		if first != "" {
-			if r := readReply(t, br); r.status != 200 {
-				t.Fatalf("healthz: %d", r.status)
+	for name, first := range map[string]string{"head cut off": "", "head cut off after a request": "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c, br := dial(t)
+			io.WriteString(c, first+"GET /v1/balance HTTP/1.1\r\nHost: x\r\n")
+			if first != "" {
+				if r := readReply(t, br); r.status != 200 {
+					t.Fatalf("healthz: %d", r.status)
+				}
 			}
-		}
-		r := readReply(t, br)
-		if code, _, _ := r.errorEnvelope(t); r.status != 408 || code != CodeBadRequest {
-			t.Errorf("a head cut off (after %q): %d %s, want 408", first, r.status, r.body)
-		}
-		if b := rest(br); b != "" {
-			t.Errorf("after the 408: %q", b)
-		}
+			r := readReply(t, br)
+			if code, _, _ := r.errorEnvelope(t); r.status != 408 || code != CodeBadRequest {
+				t.Errorf("%d %s, want 408", r.status, r.body)
+			}
+			if b := rest(t, br); b != "" {
+				t.Errorf("after the 408: %q", b)
+			}
+		})
 	}
-
 	// A malformed head is still a 400 at once.
-	c, br = dial()
-	io.WriteString(c, "NOT HTTP AT ALL\r\n\r\n")
-	r := readReply(t, br)
-	if code, msg, _ := r.errorEnvelope(t); r.status != 400 || code != CodeBadRequest || !strings.Contains(msg, "malformed") {
-		t.Errorf("a malformed head: %d %s", r.status, r.body)
-	}
+	t.Run("malformed", func(t *testing.T) {
+		t.Parallel()
+		c, br := dial(t)
+		io.WriteString(c, "NOT HTTP AT ALL\r\n\r\n")
+		r := readReply(t, br)
+		if code, msg, _ := r.errorEnvelope(t); r.status != 400 || code != CodeBadRequest || !strings.Contains(msg, "malformed") {
+			t.Errorf("a malformed head: %d %s", r.status, r.body)
+		}
+	})
 }
