@@ -107,6 +107,10 @@ var specialPrefixes = []struct {
 var (
 	nat64   = netip.MustParsePrefix("64:ff9b::/96")
 	sixToFo = netip.MustParsePrefix("2002::/16")
+	// translated is RFC 2765's IPv4-translated addresses (SIIT),
+	// ::ffff:0:a.b.c.d: not routed on the Internet, and a translator
+	// on the path may deliver them to the embedded IPv4 address.
+	translated = netip.MustParsePrefix("::ffff:0:0:0/96")
 )
 
 // classify names why ip is not a public unicast address ("" when it is),
@@ -139,6 +143,13 @@ func classify(ip netip.Addr) (reason string, always bool) {
 			return "NAT64 of a " + r, a
 		}
 		return "", false
+	}
+	if translated.Contains(ip) {
+		b := ip.As16()
+		if r, a := classify(netip.AddrFrom4([4]byte(b[12:16]))); r != "" {
+			return "IPv4-translated (RFC 2765) of a " + r, a
+		}
+		return "IPv4-translated (RFC 2765)", false
 	}
 	if sixToFo.Contains(ip) {
 		b := ip.As16()

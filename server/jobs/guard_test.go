@@ -41,6 +41,10 @@ func TestClassify(t *testing.T) {
 		{"240.0.0.1", "reserved", false},
 		{"64:ff9b::a00:1", "NAT64 of a private", false},
 		{"64:ff9b::5db8:d70e", "", false},
+		{"::ffff:0:7f00:1", "IPv4-translated (RFC 2765) of a loopback", false},
+		{"::ffff:0:a00:1", "IPv4-translated (RFC 2765) of a private", false},
+		{"::ffff:0:5db8:d70e", "IPv4-translated (RFC 2765)", false},
+		{"::ffff:0:0:0", "IPv4-translated (RFC 2765) of a unspecified", true},
 		{"2002:7f00:1::", "6to4 of a loopback", false},
 		{"2001:db8::1", "documentation", false},
 		{"2001:0:4136:e378::1", "Teredo", false},
@@ -93,6 +97,7 @@ func TestCheckURL(t *testing.T) {
 		{"http://0x/", "unspecified"},
 		{"http://[::ffff:127.0.0.1]/", "loopback"},
 		{"http://[::ffff:7f00:1]/", "loopback"},
+		{"http://[::ffff:0:7f00:1]/", "IPv4-translated (RFC 2765) of a loopback"},
 		// Hosts a browser refuses are refused.
 		{"http://1.2.3.4.5/", "not a valid host"},
 		{"http://256.1.1.1/", "not a valid host"},
@@ -190,6 +195,7 @@ func TestGuardControlHook(t *testing.T) {
 	for addr, refused := range map[string]bool{
 		"127.0.0.1:80":         true,
 		"[::ffff:10.0.0.1]:80": true,
+		"[::ffff:0:a00:1]:80":  true,
 		"[fe80::1%eth0]:80":    true,
 		"93.184.215.14:443":    false,
 		"not an address":       true,
