@@ -65,8 +65,7 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *caller, idem *storag
 	var ice *storage.InsufficientCreditsError
 	switch {
 	case errors.As(err, &ice):
-		s.answer(ctx, idem, badRequest(fmt.Sprintf("insufficient credits: 1 needed, %d available", ice.Available()),
-			map[string]any{"currentCredits": ice.Available()}))
+		s.insufficient(ctx, idem, ice)
 		return
 	case err != nil:
 		s.abortIdem(idem)
@@ -178,8 +177,7 @@ func (s *Server) charge(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemR
 	var ice *storage.InsufficientCreditsError
 	switch {
 	case hold == nil && errors.As(err, &ice):
-		s.answer(ctx, idem, badRequest(fmt.Sprintf("insufficient credits: 1 needed, %d available", ice.Available()),
-			map[string]any{"currentCredits": ice.Available()}))
+		s.insufficient(ctx, idem, ice)
 		return
 	case err != nil:
 		if hold != nil {
@@ -196,6 +194,17 @@ func (s *Server) charge(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemR
 	ctx.Response.Header.SetContentType("application/json")
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetBody(body)
+}
+
+// insufficient answers 400 for too few credits. It is not recorded
+// under the Idempotency-Key: it depends on the balance, not on the
+// request, so the same key retried after a top-up is processed (the IETF
+// idempotency draft lets a server leave client errors unrecorded;
+// README.md, "Idempotency").
+func (s *Server) insufficient(ctx *fasthttp.RequestCtx, idem *storage.IdemRef, ice *storage.InsufficientCreditsError) {
+	s.abortIdem(idem)
+	writeError(ctx, &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("insufficient credits: 1 needed, %d available", ice.Available()),
+		Details: map[string]any{"currentCredits": ice.Available()}})
 }
 
 // response is a non-200 answer that may be recorded for replay.

@@ -65,6 +65,19 @@ func TestAPIScopesRevocationAndCredits(t *testing.T) {
 	if m := c.do("GET", "/v1/balance", rw.Token, "").json(t); m["credits"] != float64(0) {
 		t.Errorf("balance %v after running out", m["credits"])
 	}
+	// Insufficient credits are not recorded under an Idempotency-Key:
+	// after a top-up, the same key is processed (then replayed).
+	c.do("POST", "/v1/validate", rw.Token, body, "Idempotency-Key", "short-of-credits").wantError(t, 400, "BAD_REQUEST")
+	one := int64(1)
+	if _, err := adm.AdjustCredits(ctx, acct.ID, adminapi.AdjustCredits{Add: &one}); err != nil {
+		t.Fatal(err)
+	}
+	for i, replay := range []string{"", "true"} {
+		r := c.do("POST", "/v1/validate", rw.Token, body, "Idempotency-Key", "short-of-credits")
+		if r.status != 200 || r.header.Get("Idempotent-Replay") != replay {
+			t.Fatalf("after a top-up, try %d: %d %s (replay %q)", i, r.status, r.body, r.header.Get("Idempotent-Replay"))
+		}
+	}
 
 	// Revoked: 401 from then on.
 	if _, err := adm.RevokeKey(ctx, rw.Prefix); err != nil {

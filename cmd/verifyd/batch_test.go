@@ -176,10 +176,10 @@ func TestBatchEndToEnd(t *testing.T) {
 	upload := []string{
 		"Ann@Shop.test", "ann@shop.test", "ANN@SHOP.TEST", "info@shop.test", "zed@shop.test",
 		"Any@Catch.test", "any@catch.test", `"john,doe"@catch.test`, `"say \"hi\""@catch.test`,
-		"x@mailinator.com", "x@gone.test", "not an address", "dan@grey.test", "Dan@Grey.test",
+		"x@mailinator.com", "x@gone.test", "not an address@", "dan@grey.test", "Dan@Grey.test",
 	}
 	unique := []string{"ann@shop.test", "info@shop.test", "zed@shop.test", "any@catch.test", `"john,doe"@catch.test`,
-		`"say \"hi\""@catch.test`, "x@mailinator.com", "x@gone.test", "not an address", "dan@grey.test"}
+		`"say \"hi\""@catch.test`, "x@mailinator.com", "x@gone.test", "not an address@", "dan@grey.test"}
 	body := batchBody(t, upload, map[string]any{"listName": "March signups", "webhookUrl": hook.URL + "/hooks/verifyd?token=t1"})
 	r := c.do("POST", "/v1/batch", c.key, body, "Idempotency-Key", "batch-key-0001")
 	if r.status != 202 {
@@ -407,7 +407,8 @@ func TestBatchRequestErrors(t *testing.T) {
 	c := &client{t: t, base: in.base, key: in.key}
 	for _, b := range []string{`{}`, `{"emails":[]}`, `{"emails":"a@b.test"}`, `{"emails":[1]}`, `{"emails":[""]}`,
 		`{"emails":["a@b.test"],"x":1}`, `{"emails":["a@b.test"],"listName":"` + strings.Repeat("l", 201) + `"}`,
-		`{"emails":["a@b.test"],"webhookUrl":"not a url"}`, `{"emails":["` + strings.Repeat("a", 321) + `"]}`, `nope`} {
+		`{"emails":["a@b.test"],"webhookUrl":"not a url"}`, `{"emails":["` + strings.Repeat("a", 321) + `"]}`, `nope`,
+		`{"emails":["nope"]}`, `{"emails":["a@b.test"],"listName":"a\u0000b"}`, `{"emails":["a@b.test"],"listName":"\udc00"}`} {
 		d := c.do("POST", "/v1/batch", c.key, b).wantError(t, 400, "BAD_REQUEST")
 		if is, _ := d["issues"].([]any); len(is) == 0 {
 			t.Errorf("%.60s: no details.issues: %v", b, d)
@@ -432,6 +433,18 @@ func TestBatchRequestErrors(t *testing.T) {
 	rows := append(slices.Clone(many[:999]), strings.ToUpper(many[0]))
 	if r := c.do("POST", "/v1/batch", c.key, batchBody(t, rows, nil)); r.status != 202 || r.json(t)["credits_reserved"] != 999.0 {
 		t.Fatalf("999 unique: %d %s", r.status, r.body)
+	}
+	// Insufficient credits are not recorded under an Idempotency-Key:
+	// after a top-up, the retry with the same key is processed.
+	short := batchBody(t, many[:10], nil)
+	c.do("POST", "/v1/batch", c.key, short, "Idempotency-Key", "short-of-credits-1").wantError(t, 400, "BAD_REQUEST")
+	ten := int64(10)
+	ac := adminClient(t, in)
+	if _, err := ac.AdjustCredits(context.Background(), demoAccount(t, ac).ID, adminapi.AdjustCredits{Add: &ten}); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.do("POST", "/v1/batch", c.key, short, "Idempotency-Key", "short-of-credits-1"); r.status != 202 || r.header.Get("Idempotent-Replay") != "" {
+		t.Fatalf("the retry after a top-up: %d %s (replay %q)", r.status, r.body, r.header.Get("Idempotent-Replay"))
 	}
 
 	// Over 8 MB: refused from the Content-Length, without the body.

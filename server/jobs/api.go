@@ -73,6 +73,9 @@ func (s *Service) postBatch(ctx *fasthttp.RequestCtx, account string) {
 		writeError(ctx, apiError{Code: e.Code, Message: e.Message, Details: e.Details})
 		return
 	}
+	if !server.RequireJSON(ctx) {
+		return
+	}
 	idem, done := s.beginIdem(ctx, account, body)
 	if done {
 		return
@@ -98,7 +101,11 @@ func (s *Service) postBatch(ctx *fasthttp.RequestCtx, account string) {
 	var ice *storage.InsufficientCreditsError
 	switch {
 	case errors.As(err, &ice):
-		s.answer(ctx, idem, apiError{Code: server.CodeBadRequest,
+		// Not recorded for the Idempotency-Key: the answer depends on
+		// the balance, not on the request, and a retry after a top-up
+		// must be processed (server/README.md, "Idempotency").
+		s.abortIdem(idem)
+		writeError(ctx, apiError{Code: server.CodeBadRequest,
 			Message: fmt.Sprintf("insufficient credits: %d needed, %d available", ice.Needed, ice.Available()),
 			Details: map[string]any{"currentCredits": ice.Available(), "needed": ice.Needed, "deltaShortfall": ice.Shortfall()}})
 		return
@@ -154,13 +161,13 @@ const idemWait = 30 * time.Second
 // for the first answer. When the store fails, the request goes on without
 // idempotency (fail-open).
 func (s *Service) beginIdem(ctx *fasthttp.RequestCtx, account string, body []byte) (*storage.IdemRef, bool) {
-	key := ctx.Request.Header.Peek(headerIdemKey)
+	key, e := server.IdemKey(&ctx.Request.Header)
+	if e != nil {
+		server.WriteError(ctx, e)
+		return nil, true
+	}
 	if key == nil {
 		return nil, false
-	}
-	if e := server.CheckIdemKey(key); e != nil {
-		writeError(ctx, apiError{Code: e.Code, Message: e.Message, Details: e.Details})
-		return nil, true
 	}
 	ref := storage.IdemRef{Account: account, Endpoint: endpointBatch, Key: string(key)}
 	sum := sha256.Sum256(body)

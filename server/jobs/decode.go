@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/verifyd/verifyd/server"
@@ -47,11 +48,12 @@ func (is *issues) result() []server.Issue {
 
 // decodeBatch reads a batch body strictly: one JSON object with "emails"
 // (an array of 1 to maxEmails non-empty strings of at most 320
-// characters), "listName" (a string of at most 200 characters) and
+// characters, each with an "@"), "listName" (a string of at most 200
+// characters, no control characters) and
 // "webhookUrl" (an absolute http or https URL the SSRF guard does not
 // refuse outright), nothing else, no member twice. Every problem is
-// reported (up to maxIssues). Address syntax is not checked here: an
-// address the engine finds malformed is a result row (invalid,
+// reported (up to maxIssues). Address syntax beyond the "@" is not
+// checked here: an address the engine finds malformed is a result row (invalid,
 // syntax_error), never a reason to refuse the upload (DESIGN.md).
 func decodeBatch(body []byte, maxEmails int, g *Guard) (batchRequest, []server.Issue) {
 	var req batchRequest
@@ -67,7 +69,12 @@ func decodeBatch(body []byte, maxEmails int, g *Guard) (batchRequest, []server.I
 			var s string
 			var ok bool
 			if s, ok, err = stringValue(dec, "listName", &is); ok {
-				if n := utf8.RuneCountInString(s); n > MaxListName {
+				switch n := utf8.RuneCountInString(s); {
+				case server.CheckText(s) != "":
+					is.add("listName", "%s", server.CheckText(s))
+				case strings.IndexFunc(s, unicode.IsControl) >= 0:
+					is.add("listName", "must not hold control characters (NUL, line breaks, …)")
+				case n > MaxListName:
 					is.add("listName", "must be at most %d characters, not %d", MaxListName, n)
 				}
 				req.ListName = s
@@ -129,6 +136,11 @@ func decodeEmails(dec *json.Decoder, maxEmails int, is *issues) ([]string, error
 				is.add(path(), "must not be empty")
 			case c > server.MaxEmailLength:
 				is.add(path(), "must be at most %d characters, not %d", server.MaxEmailLength, c)
+			case !strings.Contains(v, "@"):
+				// As /v1/validate: spec §2.2 items are in email format.
+				// Anything with an "@" is the engine's to judge: a
+				// malformed one is a result row (invalid, syntax_error).
+				is.add(path(), "must be an email address (no @)")
 			case n < maxEmails:
 				out = append(out, v)
 			}

@@ -23,7 +23,12 @@ func TestDecodeBatch(t *testing.T) {
 		issues []string // "path: message fragment"
 	}{
 		{`{"emails":["a@b.test"]}`, nil},
-		{`{"emails":["a@b.test","not an address"],"listName":"March","webhookUrl":"https://h.example/x"}`, nil},
+		{`{"emails":["a@b.test","not an address@"],"listName":"March","webhookUrl":"https://h.example/x"}`, nil},
+		{`{"emails":["a@b.test","nope","also nope"]}`, []string{"emails[1]: no @", "emails[2]: no @"}},
+		{`{"emails":["a@b.test"],"listName":"a\u0000b"}`, []string{"listName: control characters"}},
+		{`{"emails":["a@b.test"],"listName":"line\nbreak"}`, []string{"listName: control characters"}},
+		{`{"emails":["a@b.test"],"listName":"\ud800"}`, []string{"listName: lone surrogate"}},
+		{`{"emails":["a@b.test"],"listName":"März 2026 — ☃"}`, nil},
 		{`{"emails":["` + long + `"]}`, nil},
 		{` { "emails" : [ "a@b.test" ] } `, nil},
 		{`{}`, []string{"emails: is required"}},
@@ -97,7 +102,7 @@ func TestNormalize(t *testing.T) {
 // FuzzDecodeBatch: any body decodes without panicking, and a body without
 // issues yields 1 to max non-empty addresses of at most 320 characters.
 func FuzzDecodeBatch(f *testing.F) {
-	for _, s := range []string{`{"emails":["a@b.test"]}`, `{"emails":[1,[2,{}]],"x":{}}`, `{"emails":["a"],"listName":"x","webhookUrl":"https://h.example/"}`, `{`, `[`, `{"emails":[`} {
+	for _, s := range []string{`{"emails":["a@b.test"]}`, `{"emails":[1,[2,{}]],"x":{}}`, `{"emails":["a@"],"listName":"x","webhookUrl":"https://h.example/"}`, `{`, `[`, `{"emails":[`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
