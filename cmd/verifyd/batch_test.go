@@ -414,6 +414,20 @@ func TestBatchRequestErrors(t *testing.T) {
 			t.Errorf("%.60s: no details.issues: %v", b, d)
 		}
 	}
+	// A body not declared JSON: 415; two Idempotency-Key lines: 400.
+	if d := c.do("POST", "/v1/batch", c.key, `{"emails":["a@b.test"]}`, "Content-Type", "text/plain").wantError(t, 415, "BAD_REQUEST"); d["issues"] == nil {
+		t.Errorf("415 without details.issues: %v", d)
+	}
+	req, _ := http.NewRequest("POST", in.base+"/v1/batch", strings.NewReader(`{"emails":["a@b.test"]}`))
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Add("Idempotency-Key", "batch-twice-0001")
+	req.Header.Add("Idempotency-Key", "batch-twice-0002")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
+		t.Errorf("two Idempotency-Key lines: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	many := make([]string, 1001)
 	for i := range many {
 		many[i] = fmt.Sprintf("u%d@shop.test", i)
