@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func fleetServer(t *testing.T) (string, *postgres.DB, *pgtest.Server) {
 	if _, err := postgres.MigrateDSN(ctx, dsn); err != nil {
 		t.Fatal(err)
 	}
-	db, err := postgres.Open(ctx, dsn, postgres.Options{Box: "test"})
+	db, err := postgres.Open(ctx, dsn, postgres.Options{Box: "test", Lease: fleetLease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,4 +555,149 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestFleetJobRuns: three boxes run ten 20,000-address jobs of 20 slices
+// one after another, and every one completes, with one result per
+// address. On b4dd917 a lease statement could lease slices it did not
+// return (or return a slice another box had leased): a live box then
+// held slices it never worked on and the job stood still (4 runs of 7 in
+// an operator's test). The boxes also give back any slice they hold and
+// do not work on (verifyd_jobs_slices_given_back_total).
+func TestFleetJobRuns(t *testing.T) {
+	run, addrs := fleetWorld(t, 400, 50, time.Millisecond)
+	dsn, db := fleetDB(t)
+	boxes := startBoxes(t, 3, dsn, batchConfig(run, "", "concurrency = 64\n"))
+	key := boxes[0].key
+	ac := adminClient(t, boxes[0])
+	acct := demoAccount(t, ac)
+	const runs = 10
+	more := int64(runs * len(addrs))
+	if _, err := ac.AdjustCredits(context.Background(), acct.ID, adminapi.AdjustCredits{Add: &more}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range runs {
+		c := &client{t: t, base: boxes[i%len(boxes)].base, key: key}
+		r := c.do("POST", "/v1/batch", key, batchBody(t, addrs, nil))
+		if r.status != 202 {
+			t.Fatalf("run %d: %d %s", i, r.status, r.body)
+		}
+		id := r.json(t)["job_id"].(string)
+		start := time.Now()
+		job := waitDone(t, c, key, id, 5*time.Minute)
+		if job["status"] != "completed" || job["progress"].(map[string]any)["processed"] != float64(len(addrs)) {
+			t.Fatalf("run %d: job %v", i, job)
+		}
+		n := 0
+		if err := db.JobResults(id, func(storage.Result) error { n++; return nil }); err != nil || n != len(addrs) {
+			t.Fatalf("run %d: %d results for %d addresses (%v)", i, n, len(addrs), err)
+		}
+		t.Logf("run %d: completed in %v", i, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// TestFleetDatabaseRestart: PostgreSQL is killed and started again
+// (pg_ctl restart -m immediate) while two boxes answer validations with
+// Idempotency-Keys, three times. Every request answered 500 ("safe to
+// retry with the same Idempotency-Key") reaches a final answer when
+// retried with its key, on either box, within a lease of the database's
+// return; no key is charged twice and no credit stays held. On b4dd917
+// some keys answered 409 "still in progress" on every retry for as long
+// as their box lived.
+func TestFleetDatabaseRestart(t *testing.T) {
+	run := testWorld(t, 20*time.Millisecond)
+	dsn, db, srv := fleetServer(t)
+	boxes := startBoxes(t, 2, dsn, worldConfig(run, "[rate_limits]\ndisabled = true\n"))
+	key := boxes[0].key
+	acct := demoAccount(t, adminClient(t, boxes[0]))
+	clients := []*client{{t: t, base: boxes[0].base, key: key}, {t: t, base: boxes[1].base, key: key}}
+	const rounds, n = 3, 120
+	total500, worst := 0, time.Duration(0)
+	for round := range rounds {
+		type answer struct {
+			status int
+			body   []byte
+		}
+		answers := make([]answer, n)
+		var wg sync.WaitGroup
+		var answered atomic.Int32
+		sem := make(chan struct{}, 24)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				r := clients[i%2].do("POST", "/v1/validate", key, fmt.Sprintf(`{"email":"r%d-%d@catch.test"}`, round, i),
+					"Idempotency-Key", fmt.Sprintf("restart-%d-%03d", round, i))
+				answers[i] = answer{r.status, r.body}
+				answered.Add(1)
+			}()
+		}
+		waitFor(t, func() bool { return answered.Load() >= n/4 })
+		srv.Kill()
+		time.Sleep(200 * time.Millisecond)
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		back := time.Now()
+		wg.Wait()
+		// Every request answered 500 is retried with its key, on the
+		// other box first, until a final answer; all at once, as their
+		// clients would.
+		failed := 0
+		var mu sync.Mutex
+		for i, a := range answers {
+			switch a.status {
+			case 200:
+				continue
+			case 500:
+				failed++
+			default:
+				t.Errorf("round %d, request %d: %d %s", round, i, a.status, a.body)
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for try := 1; ; try++ {
+					r := clients[(i+try)%2].do("POST", "/v1/validate", key, fmt.Sprintf(`{"email":"r%d-%d@catch.test"}`, round, i),
+						"Idempotency-Key", fmt.Sprintf("restart-%d-%03d", round, i))
+					if r.status == 200 {
+						mu.Lock()
+						worst = max(worst, time.Since(back))
+						mu.Unlock()
+						return
+					}
+					if r.status != 500 && r.status != 409 {
+						t.Errorf("round %d, request %d, retry %d: %d %s", round, i, try, r.status, r.body)
+						return
+					}
+					if time.Since(back) > 2*time.Minute {
+						t.Errorf("round %d, request %d: still %d %s two minutes after the database's return", round, i, r.status, r.body)
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+		}
+		wg.Wait()
+		total500 += failed
+		t.Logf("round %d: %d of %d answered 500, every one retried to a 200", round, failed, n)
+	}
+	if total500 == 0 {
+		t.Error("no request answered 500: the restarts came at no request")
+	}
+	t.Logf("the last retry answered 200 %v after the database's return (lease %v)", worst.Round(time.Millisecond), fleetLease)
+	waitFor(t, func() bool { c, err := db.Credits(acct.ID); return err == nil && c.Held == 0 })
+	es := storagetest.CheckLedger(t, db, acct.ID)
+	charges := 0
+	for _, e := range es {
+		if e.Kind == storage.EntryCharge {
+			charges++
+		}
+	}
+	if charges != rounds*n {
+		t.Errorf("%d charge entries for %d keys", charges, rounds*n)
+	}
 }
