@@ -38,6 +38,9 @@ type Options struct {
 	// (VerifyKey), and so how long a key revoked on another box may still
 	// work on this one. Default 5 s; negative: none.
 	KeyCacheTTL time.Duration
+	// CallTimeout bounds one call of the storage contract (its database
+	// time, retries included): past it the call fails. Default 30 s.
+	CallTimeout time.Duration
 	// Logger receives the package's log lines; default slog.Default().
 	Logger *slog.Logger
 }
@@ -64,6 +67,8 @@ type DB struct {
 	log     *slog.Logger
 	keyTTL  time.Duration
 	keys    keyCache
+	// callTimeout bounds one contract call (ctx).
+	callTimeout time.Duration
 	// asyncCommit: holds and charges commit without waiting for their WAL
 	// flush (PostgreSQL; CockroachDB has no such setting); see Hold and
 	// charge.
@@ -137,6 +142,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if db.idemTTL <= 0 {
 		db.idemTTL = storage.DefaultIdemTTL
 	}
+	if db.callTimeout = opts.CallTimeout; db.callTimeout <= 0 {
+		db.callTimeout = DefaultCallTimeout
+	}
 	switch db.keyTTL = opts.KeyCacheTTL; {
 	case db.keyTTL == 0:
 		db.keyTTL = DefaultKeyCacheTTL
@@ -207,12 +215,13 @@ func (db *DB) Boot() string { return db.boot }
 // ctx is the context of the contract's calls, which take none (as the
 // Pebble backend's): a bound on one call's database time.
 func (db *DB) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), callTimeout)
+	return context.WithTimeout(context.Background(), db.callTimeout)
 }
 
-// callTimeout bounds one storage call: past it the API answers 500
-// INTERNAL (docs/fleet.md, "While the database is unreachable").
-const callTimeout = 30 * time.Second
+// DefaultCallTimeout is Options.CallTimeout's default: past it the API
+// answers 500 INTERNAL (docs/fleet.md, "While the database is
+// unreachable").
+const DefaultCallTimeout = 30 * time.Second
 
 // isUnique reports a unique-key violation (23505).
 func isUnique(err error) bool {

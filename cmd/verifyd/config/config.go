@@ -86,6 +86,10 @@ type Storage struct {
 	// holds are released, its job slices and webhook deliveries go to
 	// the others. Default 30s.
 	Lease time.Duration `toml:"lease"`
+	// CallTimeout bounds one call to the database (postgres): past it
+	// the request answers 500 INTERNAL (retryable) instead of waiting on
+	// a slow or silent link. Default 30s.
+	CallTimeout time.Duration `toml:"call_timeout"`
 }
 
 // Auth configures the account surface: /auth/* and the dashboard
@@ -421,7 +425,7 @@ func Defaults() Config {
 		DataDir:   dataDir,
 		LogLevel:  "info",
 		LogFormat: "auto",
-		Storage:   Storage{Backend: "pebble", Lease: 30 * time.Second},
+		Storage:   Storage{Backend: "pebble", Lease: 30 * time.Second, CallTimeout: 30 * time.Second},
 		HTTP: HTTP{
 			Listen:          "127.0.0.1:8080",
 			ReadTimeout:     30 * time.Second,
@@ -621,6 +625,9 @@ func (c *Config) Validate() error {
 		}
 	default:
 		add("storage.backend", "must be pebble or postgres, not %q", c.Storage.Backend)
+	}
+	if c.Storage.CallTimeout < time.Second || c.Storage.CallTimeout > 10*time.Minute {
+		add("storage.call_timeout", "must be 1s to 10m, not %s", c.Storage.CallTimeout)
 	}
 	if c.Storage.Lease < 3*time.Second {
 		add("storage.lease", "must be at least 3s, not %s", c.Storage.Lease)
