@@ -339,8 +339,8 @@ give_up_after = "1s"
 	var csvFile strings.Builder
 	csvFile.WriteString("name,email\n")
 	csvFile.WriteString(`"Mallory","""<img src=x onerror=alert(1)>""@x.test"` + "\n")
-	csvFile.WriteString("Ann,ann@shop.test\nAnn again,ANN@shop.test\n")
-	for i := 0; len(strings.Split(strings.TrimSpace(csvFile.String()), "\n")) < 1002; i++ {
+	csvFile.WriteString("Ann,ann@shop.test\nAnn again,ANN@shop.test\nBob,none yet\n")
+	for i := 0; len(strings.Split(strings.TrimSpace(csvFile.String()), "\n")) < 1003; i++ {
 		fmt.Fprintf(&csvFile, "User %d,user%d@shop.test\n", i, i)
 	}
 	upload := filepath.Join(t.TempDir(), "list.csv")
@@ -349,7 +349,7 @@ give_up_after = "1s"
 	}
 	tb.open("/dashboard/batch")
 	tb.do("upload", chromedp.SetUploadFiles(chromedp.CSS("#file"), []string{upload}))
-	tb.waitJS("the unique count", `document.querySelector("#count").textContent.includes("1,000 unique addresses from 1,001 rows, 1 duplicate")`, 10*time.Second)
+	tb.waitJS("the unique count", `document.querySelector("#count").textContent.includes("1,000 unique addresses from 1,002 rows, 1 duplicate, 1 without @ left out")`, 10*time.Second)
 	tb.waitJS("the credits", `document.querySelector("#count").textContent.includes("Credits needed: 1,000") && document.querySelector("#count").textContent.includes("balance")`, 10*time.Second)
 	column := eval[string](tb, `document.querySelector("#column").selectedOptions[0].textContent`)
 	if !strings.HasPrefix(column, "email") {

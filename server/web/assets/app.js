@@ -402,20 +402,24 @@ function pageBatch() {
   const recount = () => {
     const i = Number(col.value || 0);
     const seen = new Set();
-    let rows = 0, empty = 0;
+    let rows = 0, empty = 0, noAt = 0;
     state.rows.forEach((r, j) => {
       if (state.header && j === 0) return;
       rows++;
       const e = (r[i] || "").trim().toLowerCase();
       if (!e) { empty++; return; }
+      // The API refuses an item without "@" (it is no address at all);
+      // such rows are left out and counted, not sent.
+      if (!e.includes("@")) { noAt++; return; }
       seen.add(e);
     });
     state.emails = [...seen];
-    const dups = rows - empty - state.emails.length;
+    const dups = rows - empty - noAt - state.emails.length;
     const count = $("#count");
     count.replaceChildren(
       el("strong", {}, fmtNum(state.emails.length) + " unique addresses"),
       " from " + fmtNum(rows) + " rows" + (dups ? ", " + fmtNum(dups) + (dups === 1 ? " duplicate" : " duplicates") : "") + (empty ? ", " + fmtNum(empty) + " empty" : "") +
+      (noAt ? ", " + fmtNum(noAt) + " without @ left out" : "") +
       ". Credits needed: ", el("strong", {}, fmtNum(state.emails.length)), ".");
     api("GET", "/v1/balance").then((b) => {
       count.append(" Your balance: " + fmtNum(b.credits) + ".");
