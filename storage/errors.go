@@ -33,7 +33,23 @@ var (
 	// ErrInsufficientCredits matches every *InsufficientCreditsError with
 	// errors.Is.
 	ErrInsufficientCredits = errors.New("storage: insufficient credits")
+	// ErrNoSpace: the store refuses writes because its disk is (nearly)
+	// full. Nothing of the call was written; reads still work, and
+	// writes are taken again by themselves once space is freed. The API
+	// answers 503, safe to retry (see NoSpace).
+	ErrNoSpace = errors.New("storage: disk full: writes refused until space is freed")
 )
+
+// NoSpace reports whether err says the store's disk is full: ErrNoSpace
+// (Pebble's guard), or a database error with SQLSTATE 53100 (PostgreSQL's
+// disk_full; any driver error with a SQLState method).
+func NoSpace(err error) bool {
+	if errors.Is(err, ErrNoSpace) {
+		return true
+	}
+	var st interface{ SQLState() string }
+	return errors.As(err, &st) && st.SQLState() == "53100"
+}
 
 // InsufficientCreditsError is returned by Hold and CreateJob when the
 // account's available credits (Current − Held) are fewer than Needed. It

@@ -270,6 +270,13 @@ func (db *DB) adjust(account string, stage func(*ledgerTx) (storage.Entry, error
 	return e, wait()
 }
 
+// holdBytes and chargeBytes are what a hold and a charge (without its
+// receipt) write, about, for the space guard's count.
+const (
+	holdBytes   = 256
+	chargeBytes = 2048
+)
+
 // Hold takes n credits of the account for a validation about to run, or
 // fails with an *InsufficientCreditsError when fewer are available
 // (balance − held). The check and the staging happen under the account's
@@ -281,6 +288,11 @@ func (db *DB) adjust(account string, stage func(*ledgerTx) (storage.Entry, error
 func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
 	if n <= 0 {
 		return storage.Hold{}, invalidf("credits to hold must be positive, not %d", n)
+	}
+	// The disk space guard decides before anything is staged: a write
+	// staged and then refused would leave the state counting it.
+	if err := db.space.admit(holdBytes); err != nil {
+		return storage.Hold{}, err
 	}
 	// The hold joins the account's chain of staged writes, as a charge
 	// does (see charge), rather than waiting under the lock for the
@@ -313,7 +325,7 @@ func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
 	if prev != nil {
 		<-prev
 	}
-	err = db.commit(b, pebble.NoSync)
+	err = db.commitAdmitted(b, pebble.NoSync)
 	close(done)
 	if err != nil {
 		db.fail(fmt.Errorf("hold of %s not applied: %w", account, err))
@@ -362,6 +374,10 @@ func (db *DB) charge(account string, h *storage.Hold, n int64, req storage.Charg
 		return storage.Charged{}, err
 	}
 	r := req.Result
+	// Admitted before anything is staged (see Hold).
+	if err := db.space.admit(len(r.Email) + chargeBytes); err != nil {
+		return storage.Charged{}, err
+	}
 	st, err := db.lockAccountStaged(account)
 	if err != nil {
 		return storage.Charged{}, err
@@ -436,7 +452,7 @@ func (db *DB) charge(account string, h *storage.Hold, n int64, req storage.Charg
 			db.log.Warn("idempotency record not completed", "account", account, "err", err)
 		}
 	}
-	wait, err := db.applyOrdered(b)
+	wait, err := db.applyOrderedAdmitted(b)
 	if idemMu != nil {
 		idemMu.Unlock()
 	}
@@ -483,7 +499,9 @@ func (db *DB) Release(h storage.Hold, note string) (storage.Entry, error) {
 	tx := st.begin(h.Account, b, db.now())
 	e := tx.add(storage.EntryRelease, n, 0, -n, h.Seq, h.Ref, note)
 	b.Delete(holdKey(h.Account, h.Seq), nil)
-	wait, err := db.applyOrdered(b)
+	// A release goes even with the disk nearly full (the guard's reserve
+	// has room for it): it frees credits a request no longer needs.
+	wait, err := db.applyOrderedAdmitted(b)
 	if err != nil {
 		st.mu.Unlock()
 		return storage.Entry{}, err

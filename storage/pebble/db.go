@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -58,6 +59,10 @@ type DB struct {
 	jobsMu sync.Mutex
 	jobs   map[string]*storage.Job
 
+	// space refuses writes while the disk is nearly full (space.go); nil:
+	// no guard.
+	space *spaceGuard
+
 	idemLocks [idemStripes]sync.Mutex
 	outboxMu  sync.Mutex
 	histIDs   seqAlloc
@@ -89,6 +94,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		Logger:             pebbleLogger{log},
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       uint64(opts.MemTableSize),
+		FS:                 privateFS{vfs.Default},
 	}
 	var pacer *syncPacer
 	if d := opts.WALMinSyncInterval; d > 0 {
@@ -121,6 +127,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		stop:     make(chan struct{}),
 		histIDs:  seqAlloc{key: keyMetaHistSeq, block: histIDBlock},
 		pacer:    pacer,
+		space:    newSpaceGuard(dir, opts.MinFreeBytes),
 	}
 	db.readsDone = sync.NewCond(&db.readMu)
 	if opts.MemoSize > 0 {
@@ -284,6 +291,17 @@ func (db *DB) has(key []byte) (bool, error) {
 
 // commit applies b with the given durability and closes it.
 func (db *DB) commit(b *pebble.Batch, opts *pebble.WriteOptions) error {
+	if err := db.space.admit(b.Len()); err != nil {
+		b.Close()
+		return err
+	}
+	return db.commitAdmitted(b, opts)
+}
+
+// commitAdmitted is commit for a write the space guard already admitted
+// (before its caller staged state it cannot undo), or one that must go
+// even with the disk nearly full (a release, which frees credits).
+func (db *DB) commitAdmitted(b *pebble.Batch, opts *pebble.WriteOptions) error {
 	defer b.Close()
 	start := time.Now()
 	if opts.Sync && db.pacer != nil {
@@ -308,6 +326,16 @@ func (db *DB) commit(b *pebble.Batch, opts *pebble.WriteOptions) error {
 // The WAL is one sequential file: once a batch is synced, so is every
 // batch before it. A caller reports success only after wait returns nil.
 func (db *DB) applyOrdered(b *pebble.Batch) (wait func() error, err error) {
+	if err := db.space.admit(b.Len()); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return db.applyOrderedAdmitted(b)
+}
+
+// applyOrderedAdmitted is applyOrdered for a write the space guard
+// already admitted, or one that must go (see commitAdmitted).
+func (db *DB) applyOrderedAdmitted(b *pebble.Batch) (wait func() error, err error) {
 	start := time.Now()
 	if db.pacer != nil {
 		db.pacer.count()

@@ -24,6 +24,11 @@ var (
 	cacheMisses         = metrics.NewCounter(`verifyd_storage_cache_lookups_total{result="miss"}`)
 	memoHits            = metrics.NewCounter(`verifyd_storage_cache_memo_hits_total`)
 	memoBytes           = metrics.NewGauge(`verifyd_storage_cache_memo_bytes`, nil)
+
+	// The disk space guard (space.go).
+	diskFree      = metrics.NewGauge(`verifyd_storage_disk_free_bytes`, nil)
+	diskLow       = metrics.NewGauge(`verifyd_storage_disk_low`, nil)
+	writesRefused = metrics.NewCounter(`verifyd_storage_writes_refused_total{reason="disk_full"}`)
 )
 
 // ledgerEntries[kind] counts verifyd_storage_ledger_entries_total.

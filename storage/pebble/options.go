@@ -55,6 +55,12 @@ type Options struct {
 	// WALBusyRate is the rate of synced commits a second above which
 	// WALMinSyncInterval applies (measured over 20 ms). Default 4,000.
 	WALBusyRate int
+	// MinFreeBytes is the free space of the data directory's file system
+	// below which writes are refused with storage.ErrNoSpace (space.go):
+	// Pebble stops the process when a WAL write finds the disk full, so
+	// the store stops short of it, keeping this much for Pebble's
+	// flushes and compactions. Default 256 MiB; negative: no guard.
+	MinFreeBytes int64
 }
 
 // Defaults for Options.
@@ -68,6 +74,8 @@ const (
 	DefaultWALMinSyncInterval = 250 * time.Microsecond
 	// DefaultWALBusyRate is Options.WALBusyRate's default.
 	DefaultWALBusyRate = 4000
+	// DefaultMinFreeBytes is Options.MinFreeBytes's default.
+	DefaultMinFreeBytes = 256 << 20
 )
 
 // Defaults fills the unset fields.
@@ -98,6 +106,9 @@ func (o *Options) Defaults() {
 	}
 	if o.PurgeInterval == 0 {
 		o.PurgeInterval = DefaultPurgeInterval
+	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = DefaultMinFreeBytes
 	}
 }
 
