@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -332,8 +333,27 @@ func (s *Server) jwks(ctx *fasthttp.RequestCtx) {
 // internal answers 500 for an unexpected error, logged but not shown.
 func (s *Server) internal(ctx *fasthttp.RequestCtx, what string, err error) {
 	s.reqLog(ctx).Error("internal error", "what", what, "err", err, "path", string(ctx.Path()))
+	WriteInternal(ctx, err)
+}
+
+// WriteInternal answers a request that failed on err: 500 INTERNAL, or,
+// when the store refuses writes because its disk is full
+// (storage.NoSpace), 503 with Retry-After: nothing was written or
+// charged, and the same request goes through once space is freed. The
+// message never carries err's text.
+func WriteInternal(ctx *fasthttp.RequestCtx, err error) {
+	if storage.NoSpace(err) {
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(noSpaceRetry))
+		writeError(ctx, &APIError{Code: CodeInternal, Status: fasthttp.StatusServiceUnavailable,
+			Message: "the server's storage is full: nothing was charged; retry later with the same Idempotency-Key",
+			Details: map[string]any{"retryAfter": noSpaceRetry}})
+		return
+	}
 	writeError(ctx, &APIError{Code: CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
 }
+
+// noSpaceRetry is the Retry-After, in seconds, of a 503 for a full disk.
+const noSpaceRetry = 30
 
 // BodyTooLarge is the answer to a request body over its route's limit of
 // max bytes; details.maxBodyBytes names the limit.

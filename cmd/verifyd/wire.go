@@ -60,7 +60,11 @@ func open(cfg config.Config, log *slog.Logger) (_ *app, err error) {
 			a.close(log)
 		}
 	}()
-	if a.local, err = pebble.Open(filepath.Join(cfg.DataDir, "db"), pebble.Options{Logger: log}); err != nil {
+	minFree := cfg.Storage.MinFreeBytes
+	if minFree == 0 {
+		minFree = -1 // no guard
+	}
+	if a.local, err = pebble.Open(filepath.Join(cfg.DataDir, "db"), pebble.Options{Logger: log, MinFreeBytes: minFree}); err != nil {
 		return nil, fmt.Errorf("cannot open storage: %w", err)
 	}
 	a.local.ExportMetrics()

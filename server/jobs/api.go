@@ -38,7 +38,7 @@ func writeError(ctx *fasthttp.RequestCtx, e apiError) { server.WriteError(ctx, &
 
 func (s *Service) internal(ctx *fasthttp.RequestCtx, what string, err error) {
 	s.log.Error("internal error", "what", what, "err", err, "path", string(ctx.Path()))
-	writeError(ctx, apiError{Code: server.CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
+	server.WriteInternal(ctx, err)
 }
 
 // accepted is spec §2.7's 202 body.

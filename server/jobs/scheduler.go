@@ -136,10 +136,14 @@ type jobRun struct {
 	finishing bool
 	done      bool // ended, or gone: no longer scheduled
 
-	failures int       // consecutive failed writes or finishes
-	failErr  string    // set: fail the job once the buffer is handled
-	dropBuf  bool      // the writes are what fails: do not retry them
-	retryAt  time.Time // after a failed write or finish, not before
+	failures int // consecutive failed writes or finishes
+	// stalled: the store refuses writes (its disk is full). The job
+	// takes no new groups and its writes are retried, without counting
+	// as failures, until one goes in (see storeFull).
+	stalled bool
+	failErr string    // set: fail the job once the buffer is handled
+	dropBuf bool      // the writes are what fails: do not retry them
+	retryAt time.Time // after a failed write or finish, not before
 }
 
 // acctQ is an account's active jobs.
@@ -687,7 +691,7 @@ func (sc *scheduler) pickAcct(ai int) *group {
 // waiting for a slot (they may still be held back by DomainConcurrency).
 func (a *acctQ) hasQueued() bool {
 	for _, r := range a.jobs {
-		if r.queued > 0 && !r.done && r.failErr == "" {
+		if r.queued > 0 && !r.done && r.failErr == "" && !r.stalled {
 			return true
 		}
 	}
@@ -700,7 +704,7 @@ const pickScan = 64
 // pickFrom returns a job's next group: a due retry first, else the next
 // domain's next chunk, skipping domains at DomainConcurrency.
 func (sc *scheduler) pickFrom(r *jobRun) *group {
-	if r.done || r.failErr != "" || r.queued == 0 {
+	if r.done || r.failErr != "" || r.queued == 0 || r.stalled {
 		return nil
 	}
 	if !r.started && (!r.retryAt.IsZero() || len(r.buf) >= sc.opts.FlushSize) {
@@ -780,8 +784,11 @@ func (sc *scheduler) startJob(r *jobRun) {
 			r.started = true
 			r.failures = 0
 			r.retryAt = time.Time{}
+			r.stalled = false
 		case errors.Is(err, storage.ErrJobState), errors.Is(err, storage.ErrNotFound):
 			sc.remove(r) // ended by someone else; groups in flight are dropped
+		case storage.NoSpace(err):
+			sc.storeFull(r, err)
 		default:
 			r.failures++
 			r.retryAt = sc.s.now().Add(backoff(r.failures))
@@ -968,9 +975,19 @@ func (sc *scheduler) wrote(r *jobRun, batch []storage.JobResult, j storage.Job, 
 		r.unwritten = j.Total - j.Processed
 		r.failures = 0
 		r.retryAt = time.Time{}
+		if r.stalled {
+			r.stalled = false
+			sc.s.log.Info("the store takes writes again; the job goes on", "job", r.id)
+		}
 	case errors.Is(err, storage.ErrJobState), errors.Is(err, storage.ErrNotFound):
 		sc.s.log.Warn("job ended elsewhere; its results are dropped", "job", r.id, "err", err)
 		sc.remove(r)
+	case storage.NoSpace(err):
+		r.buf = append(batch, r.buf...)
+		if r.bufSince.IsZero() {
+			r.bufSince = now
+		}
+		sc.storeFull(r, err)
 	default:
 		resultWriteErr.Inc()
 		r.buf = append(batch, r.buf...)
@@ -987,6 +1004,24 @@ func (sc *scheduler) wrote(r *jobRun, batch []storage.JobResult, j storage.Job, 
 		}
 	}
 }
+
+// storeFull pauses a job whose write the store refused for a full disk:
+// no new groups (what is probed could not be stored), and its write or
+// start is tried again every storeFullRetry, without counting as a
+// failure: the job goes on by itself once space is freed, and nothing
+// is half-written meanwhile (a refused write wrote nothing). The caller
+// holds mu.
+func (sc *scheduler) storeFull(r *jobRun, err error) {
+	if !r.stalled {
+		sc.s.log.Warn("the store's disk is full: the job pauses until space is freed", "job", r.id, "err", err)
+		jobsPausedDiskFull.Inc()
+	}
+	r.stalled = true
+	r.retryAt = sc.s.now().Add(storeFullRetry)
+}
+
+// storeFullRetry is how often a job paused for a full disk tries again.
+const storeFullRetry = 2 * time.Second
 
 // startFinish ends the job; the caller holds mu.
 func (sc *scheduler) startFinish(r *jobRun, status storage.JobStatus) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -471,5 +472,76 @@ func TestStartJobFails(t *testing.T) {
 	}
 	if bal, _ := db.Balance(acct); bal != 80 {
 		t.Errorf("balance %d after the failed job, want 80", bal)
+	}
+}
+
+// fullDisk is the jobs store with every write refused for a full disk
+// (storage.ErrNoSpace) while full is set.
+type fullDisk struct {
+	storage.Jobs
+	full   atomic.Bool
+	writes atomic.Int32 // refused writes
+}
+
+func (f *fullDisk) PutJobResults(id string, rs []storage.JobResult) (storage.Job, error) {
+	if f.full.Load() {
+		f.writes.Add(1)
+		return storage.Job{}, storage.ErrNoSpace
+	}
+	return f.Jobs.PutJobResults(id, rs)
+}
+
+func (f *fullDisk) StartJob(id string) (storage.Job, error) {
+	if f.full.Load() {
+		f.writes.Add(1)
+		return storage.Job{}, storage.ErrNoSpace
+	}
+	return f.Jobs.StartJob(id)
+}
+
+// TestDiskFullPauses: while the store refuses writes for a full disk, a
+// running job pauses — no more engine calls than those already under
+// way, its writes tried again without counting as failures, so it is
+// not failed however long it lasts (MaxFailures is 2 here) — and it
+// completes by itself once the disk takes writes again, each address
+// stored once.
+func TestDiskFullPauses(t *testing.T) {
+	db := openDB(t, t.TempDir(), nil)
+	acct := newAccount(t, db, 200)
+	v := newFake()
+	s := startService(t, db, v, func(o *Options) {
+		o.Concurrency = 2
+		o.GroupSize = 1
+		o.MaxFailures = 2
+		o.FlushSize = 1
+	})
+	disk := &fullDisk{Jobs: db}
+	s.sched.mu.Lock()
+	s.sched.db = disk
+	s.sched.mu.Unlock()
+	j := submit(t, s, acct, addresses("p", 200, 200), "")
+	waitUntil(t, 30*time.Second, "the job under way", func() bool { cur, _ := db.Job(j.ID); return cur.Processed >= 20 })
+	disk.full.Store(true)
+	waitUntil(t, 30*time.Second, "refused writes", func() bool { return disk.writes.Load() >= 3 })
+	v.mu.Lock()
+	calls := v.calls
+	v.mu.Unlock()
+	waitUntil(t, 30*time.Second, "writes retried while full", func() bool { return disk.writes.Load() >= 6 })
+	v.mu.Lock()
+	more := v.calls - calls
+	v.mu.Unlock()
+	if more > 2 { // at most the calls already under way
+		t.Fatalf("%d engine calls while the disk was full", more)
+	}
+	if cur, _ := db.Job(j.ID); cur.Status != storage.JobRunning {
+		t.Fatalf("a job paused by a full disk: %+v", cur)
+	}
+	disk.full.Store(false)
+	done := waitJob(t, db, j.ID, time.Minute)
+	if done.Status != storage.JobCompleted || done.Processed != 200 || done.Used != 200 {
+		t.Fatalf("after the disk took writes again: %+v", done)
+	}
+	if n := len(results(t, db, j.ID)); n != 200 {
+		t.Fatalf("%d results", n)
 	}
 }

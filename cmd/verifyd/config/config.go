@@ -90,6 +90,13 @@ type Storage struct {
 	// the request answers 500 INTERNAL (retryable) instead of waiting on
 	// a slow or silent link. Default 30s.
 	CallTimeout time.Duration `toml:"call_timeout"`
+	// MinFreeBytes is the free space of data_dir's file system below
+	// which the box's Pebble refuses writes: requests that write answer
+	// 503 (nothing charged), running jobs pause, and all goes on by
+	// itself once space is freed. Pebble stops the process when the disk
+	// is full, so this reserve keeps room for its own flushes and
+	// compactions. Default 268435456 (256 MiB); 0: no guard.
+	MinFreeBytes int64 `toml:"min_free_bytes"`
 }
 
 // Auth configures the account surface: /auth/* and the dashboard
@@ -425,7 +432,7 @@ func Defaults() Config {
 		DataDir:   dataDir,
 		LogLevel:  "info",
 		LogFormat: "auto",
-		Storage:   Storage{Backend: "pebble", Lease: 30 * time.Second, CallTimeout: 30 * time.Second},
+		Storage:   Storage{Backend: "pebble", Lease: 30 * time.Second, CallTimeout: 30 * time.Second, MinFreeBytes: 256 << 20},
 		HTTP: HTTP{
 			Listen:          "127.0.0.1:8080",
 			ReadTimeout:     30 * time.Second,
@@ -625,6 +632,9 @@ func (c *Config) Validate() error {
 		}
 	default:
 		add("storage.backend", "must be pebble or postgres, not %q", c.Storage.Backend)
+	}
+	if c.Storage.MinFreeBytes < 0 {
+		add("storage.min_free_bytes", "must not be negative, not %d", c.Storage.MinFreeBytes)
 	}
 	if c.Storage.CallTimeout < time.Second || c.Storage.CallTimeout > 10*time.Minute {
 		add("storage.call_timeout", "must be 1s to 10m, not %s", c.Storage.CallTimeout)
