@@ -42,6 +42,11 @@ type VerifydConfig struct {
 	GreetingTimeout time.Duration
 	// RetryWindow, when set, is jobs.retry_window.
 	RetryWindow time.Duration
+	// WebhooksAllowPrivate is webhooks.allow_private (the soak's receiver
+	// is on loopback); WebhookRetrySchedule, when set, is
+	// webhooks.retry_schedule.
+	WebhooksAllowPrivate bool
+	WebhookRetrySchedule []time.Duration
 	// Metrics, when set, is metrics.listen (host:port): the harness reads
 	// the probe-time breakdown there. Pprof turns metrics.pprof on, for
 	// the CPU profiles of -profile.
@@ -152,6 +157,19 @@ func (c VerifydConfig) TOML() string {
 	if c.RetryWindow > 0 {
 		b.WriteString("\n[jobs]\n")
 		kv("retry_window", c.RetryWindow)
+	}
+	if c.WebhooksAllowPrivate || len(c.WebhookRetrySchedule) > 0 {
+		b.WriteString("\n[webhooks]\n")
+		if c.WebhooksAllowPrivate {
+			kv("allow_private", true)
+		}
+		if len(c.WebhookRetrySchedule) > 0 {
+			ds := make([]string, len(c.WebhookRetrySchedule))
+			for i, d := range c.WebhookRetrySchedule {
+				ds[i] = strconv.Quote(d.String())
+			}
+			fmt.Fprintf(&b, "retry_schedule = [%s]\n", strings.Join(ds, ", "))
+		}
 	}
 	b.WriteString("\n[rate_limits]\n")
 	kv("disabled", true)

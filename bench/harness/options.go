@@ -59,6 +59,10 @@ type Options struct {
 	// Scenarios to run, by name (fresh, cache, batch, mixed, accuracy,
 	// realworld, fairness, fleet); empty: all.
 	Scenarios []string
+	// Soak, when its Duration is set, replaces the scenarios with the
+	// soak: binary A under a steady mixed load for that long, sampled
+	// (soak.go).
+	Soak SoakOptions
 
 	// Verifyd's configuration (paths and world addresses are filled in).
 	Config VerifydConfig
@@ -71,10 +75,12 @@ type Options struct {
 	MaxTime time.Duration
 
 	// OutDir receives <timestamp>.json and the plot; Report is the
-	// Markdown report; Plot the SVG. Relative paths are under Root.
-	OutDir string
-	Report string
-	Plot   string
+	// Markdown report; Plot the SVG; SoakPlot the soak's SVG. Relative
+	// paths are under Root.
+	OutDir   string
+	Report   string
+	Plot     string
+	SoakPlot string
 	// NoReport writes the JSON only (not RESULTS.md or the plot).
 	NoReport bool
 	// WorkDir holds binaries, the world files, verifyd's data and every
@@ -121,6 +127,7 @@ func ShortOptions() Options {
 		// The world's deferrals last for ever; a minute of retries shows
 		// the batch's path without the 30 minutes of a real one.
 		RealWorldRetryWindow: time.Minute,
+		Soak:                 DefaultSoakOptions(),
 		Config:               DefaultVerifydConfig(),
 		Credits:              1_000_000_000,
 		RequestTimeout:       30 * time.Second,
@@ -128,6 +135,7 @@ func ShortOptions() Options {
 		OutDir:               "bench/results",
 		Report:               "bench/RESULTS.md",
 		Plot:                 "bench/results/latency-throughput.svg",
+		SoakPlot:             "bench/results/soak.svg",
 	}
 }
 

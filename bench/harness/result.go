@@ -29,6 +29,9 @@ type Result struct {
 	Ratios []Ratio `json:"ratios,omitempty"`
 	// Fleet is scenario 8 (binary A only).
 	Fleet *FleetResult `json:"fleet,omitempty"`
+	// Soak is the soak of -soak (binary A only), which replaces the
+	// scenarios.
+	Soak *SoakResult `json:"soak,omitempty"`
 	// Profiles summarise verifyd's CPU profiles, with -profile.
 	Profiles []ProfileSummary `json:"profiles,omitempty"`
 	Notes    []string         `json:"notes,omitempty"`

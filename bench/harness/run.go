@@ -1,10 +1,12 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -70,6 +72,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 		o.Root = root
+	}
+	if o.Soak.Duration > 0 {
+		if o.Compare != "" {
+			return nil, errors.New("the soak runs binary A alone: -compare does not apply")
+		}
+		o.Mode = "soak"
+		// The time bound leaves room for the setup and the drain.
+		if o.MaxTime > 0 && o.MaxTime < o.Soak.Duration+10*time.Minute {
+			o.MaxTime = o.Soak.Duration + 10*time.Minute
+		}
 	}
 	if o.MaxTime > 0 {
 		var cancel context.CancelFunc
@@ -185,6 +197,15 @@ func (r *runner) run(ctx context.Context, work string) error {
 			return err
 		}
 		cfg.Metrics, cfg.Pprof = fmt.Sprintf("127.0.0.1:%d", port), o.Profile
+		if o.Soak.Duration > 0 {
+			// The receiver is on loopback; failed deliveries are retried
+			// within seconds, and jobs wait on greylisting for minutes.
+			cfg.WebhooksAllowPrivate = true
+			cfg.WebhookRetrySchedule = o.Soak.HookRetry
+			if cfg.RetryWindow == 0 {
+				cfg.RetryWindow = o.Soak.RetryWindow
+			}
+		}
 		v, err := StartVerifyd(ctx, r.procs, run.Label, run.Binary, filepath.Join(work, "verifyd-"+run.Label), cfg)
 		if err != nil {
 			return err
@@ -198,6 +219,13 @@ func (r *runner) run(ctx context.Context, work string) error {
 		if i == 0 {
 			r.res.Settings = r.settings(v.Config)
 		}
+	}
+
+	if o.Soak.Duration > 0 {
+		if err := r.soak(ctx); err != nil {
+			return fmt.Errorf("soak: %w", err)
+		}
+		return r.checkAlive()
 	}
 
 	steps := []struct {
@@ -393,11 +421,20 @@ func (r *runner) write() error {
 	}
 	var errs []error
 	writeReport := !r.o.NoReport && !r.res.Interrupted && len(r.runs) > 0
-	if writeReport && r.o.Plot != "" {
-		if err := writePlot(abs(r.o.Plot), r.res); err != nil {
+	soak := r.res.Soak != nil
+	plot := r.o.Plot
+	if soak {
+		plot = r.o.SoakPlot
+	}
+	if writeReport && plot != "" {
+		write := writePlot
+		if soak {
+			write = writeSoakPlot
+		}
+		if err := write(abs(plot), r.res); err != nil {
 			errs = append(errs, err)
 		} else {
-			r.res.Plot = relTo(r.o.Root, abs(r.o.Plot))
+			r.res.Plot = relTo(r.o.Root, abs(plot))
 		}
 	}
 	if writeReport && r.o.Report != "" {
@@ -414,20 +451,34 @@ func (r *runner) write() error {
 		r.logf("wrote %s", name)
 	}
 	if writeReport && r.o.Report != "" {
-		jsonRel := relTo(filepath.Dir(abs(r.o.Report)), name)
+		report := abs(r.o.Report)
+		jsonRel := relTo(filepath.Dir(report), name)
 		plotRel := ""
 		if r.res.Plot != "" {
-			plotRel = relTo(filepath.Dir(abs(r.o.Report)), abs(r.o.Plot))
+			plotRel = relTo(filepath.Dir(report), abs(plot))
 		}
-		f, err := os.Create(abs(r.o.Report))
-		if err != nil {
+		// The soak writes its section into the report of the last run of
+		// the scenarios, and that run keeps the last soak's section.
+		old, err := os.ReadFile(report)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		var buf bytes.Buffer
+		var doc string
+		if soak {
+			writeSoakSection(&buf, r.res, jsonRel, plotRel)
+			doc = spliceSection(string(old), soakHeading, buf.String())
+		} else {
+			writeMarkdown(&buf, r.res, jsonRel, plotRel)
+			doc = buf.String()
+			if sec := extractSection(string(old), soakHeading); sec != "" {
+				doc = spliceSection(doc, soakHeading, sec)
+			}
+		}
+		if err := os.WriteFile(report, []byte(doc), 0o644); err != nil {
 			errs = append(errs, err)
 		} else {
-			writeMarkdown(f, r.res, jsonRel, plotRel)
-			if err := f.Close(); err != nil {
-				errs = append(errs, err)
-			}
-			r.logf("wrote %s", abs(r.o.Report))
+			r.logf("wrote %s", report)
 		}
 	}
 	return errors.Join(errs...)

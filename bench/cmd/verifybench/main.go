@@ -20,6 +20,8 @@
 //	verifybench                         the short run of `make bench` (under 3 minutes)
 //	verifybench -full                   the whole set: 10,000 domains, 100 ms, 100,000-address batch
 //	verifybench -compare OTHER_VERIFYD  also run another verifyd binary, alternately, and print B/A
+//	verifybench -soak 30m               instead of the scenarios, a steady mixed load for 30 minutes,
+//	                                    verifyd's RSS, goroutines, open files and disk sampled: flat or not
 //
 // Every process it starts is stopped by PID at the end, on SIGINT and
 // SIGTERM too. bench/README.md describes the flags and the outputs.
@@ -71,6 +73,17 @@ func run() int {
 		v := fs.Duration(name, def, usage)
 		setters[name] = func(o *harness.Options) error { set(o, *v); return nil }
 	}
+	durs := func(name string, def []time.Duration, usage string, set func(*harness.Options, []time.Duration)) {
+		v := fs.String(name, joinDurs(def), usage)
+		setters[name] = func(o *harness.Options) error {
+			l, err := parseDurs(*v)
+			if err != nil {
+				return fmt.Errorf("-%s: %w", name, err)
+			}
+			set(o, l)
+			return nil
+		}
+	}
 	ints := func(name string, def []int, usage string, set func(*harness.Options, []int)) {
 		v := fs.String(name, joinInts(def), usage)
 		setters[name] = func(o *harness.Options) error {
@@ -117,6 +130,17 @@ func run() int {
 	integer("fleet-batch", s.FleetBatchSize, "scenario 8: addresses in the batch (the full shape: 100,000)", func(o *harness.Options, v int) { o.FleetBatchSize = v })
 	integer("realworld-domains", s.RealWorldDomains, "scenario 6: domains of the real-world world", func(o *harness.Options, v int) { o.RealWorldDomains = v })
 	dur("realworld-retry-window", s.RealWorldRetryWindow, "scenario 6: the verifyds' jobs.retry_window", func(o *harness.Options, v time.Duration) { o.RealWorldRetryWindow = v })
+	ds := s.Soak
+	dur("soak", 0, "run the soak for this long instead of the scenarios (e.g. 30m): binary A under a steady mixed load, its RSS, goroutines, open files and Pebble's size sampled; writes its section of the report", func(o *harness.Options, v time.Duration) { o.Soak.Duration = v })
+	dur("soak-sample", ds.Sample, "soak: time between two samples", func(o *harness.Options, v time.Duration) { o.Soak.Sample = v })
+	dur("soak-warmup", 0, "soak: warm-up left out of the figures (default 5m, or a quarter of a shorter soak)", func(o *harness.Options, v time.Duration) { o.Soak.Warmup = v })
+	float("soak-fresh-rate", ds.FreshRate, "soak: fresh single validations a second", func(o *harness.Options, v float64) { o.Soak.FreshRate = v })
+	float("soak-cache-rate", ds.CacheRate, "soak: cache: true validations a second", func(o *harness.Options, v float64) { o.Soak.CacheRate = v })
+	integer("soak-batch", ds.BatchSize, "soak: addresses of each batch", func(o *harness.Options, v int) { o.Soak.BatchSize = v })
+	dur("soak-batch-every", ds.BatchEvery, "soak: time between two batch uploads", func(o *harness.Options, v time.Duration) { o.Soak.BatchEvery = v })
+	float("soak-hook-fail", ds.HookFail, "soak: fraction of webhook attempts the receiver answers with a 500", func(o *harness.Options, v float64) { o.Soak.HookFail = v })
+	durs("soak-hook-retry", ds.HookRetry, "soak: verifyd's webhooks.retry_schedule, comma-separated", func(o *harness.Options, v []time.Duration) { o.Soak.HookRetry = v })
+	dur("soak-retry-window", ds.RetryWindow, "soak: verifyd's jobs.retry_window", func(o *harness.Options, v time.Duration) { o.Soak.RetryWindow = v })
 	str("scenarios", "", "run only these scenarios, comma-separated: fresh,cache,batch,mixed,accuracy,realworld,fairness (cache and accuracy use fresh's receipts)",
 		func(o *harness.Options, v string) { o.Scenarios = strings.Split(v, ",") })
 
@@ -133,13 +157,14 @@ func run() int {
 	str("out", s.OutDir, "directory of the JSON results (relative to the module root)", func(o *harness.Options, v string) { o.OutDir = v })
 	str("report", s.Report, "the Markdown report", func(o *harness.Options, v string) { o.Report = v })
 	str("plot", s.Plot, "the SVG plot of latency against throughput", func(o *harness.Options, v string) { o.Plot = v })
+	str("soak-plot", s.SoakPlot, "the SVG plot of the soak's samples", func(o *harness.Options, v string) { o.SoakPlot = v })
 	noReport := fs.Bool("no-report", false, "write the JSON result only, not the report and the plot")
 	str("work", "", "work directory for binaries, world, data and logs (default: a temporary one, removed at the end)", func(o *harness.Options, v string) { o.WorkDir = v })
 	keep := fs.Bool("keep", false, "keep the temporary work directory (logs of every process)")
 	profile := fs.Bool("profile", false, "take a CPU profile of verifyd during every measured level into <work>/profiles/ (implies -keep)")
 
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: verifybench [-full] [-compare OTHER_VERIFYD] [flags]\n\n")
+		fmt.Fprintf(fs.Output(), "usage: verifybench [-full] [-compare OTHER_VERIFYD] [flags]\n       verifybench -soak DURATION [flags]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -200,8 +225,33 @@ func command() string {
 	return c
 }
 
-// summary prints the targets of each run.
+// summary prints the targets of each run, or the soak's figures.
 func summary(res *harness.Result) {
+	if s := res.Soak; s != nil {
+		fmt.Fprintf(os.Stderr, "\nsoak of %s (warm-up %s left out):\n", time.Duration(s.Seconds*float64(time.Second)), time.Duration(s.WarmupSeconds*float64(time.Second)))
+		fmt.Fprintf(os.Stderr, "  %-32s %10s %10s %10s %10s %12s %12s %10s\n", "metric", "first", "median", "max", "last", "slope /h", "growth", "tolerance")
+		for _, f := range s.Metrics {
+			name := f.Name
+			if f.Unit != "" {
+				name += ", " + f.Unit
+			}
+			fmt.Fprintf(os.Stderr, "  %-32s %10.1f %10.1f %10.1f %10.1f %12.1f %12.1f %10.1f\n", name, f.First, f.Median, f.Max, f.Last, f.SlopePerHour, f.Growth, f.Tolerance)
+		}
+		for _, k := range s.Kinds {
+			nerr := 0
+			for _, n := range k.Errors {
+				nerr += n
+			}
+			fmt.Fprintf(os.Stderr, "  %-20s sent %-9d ok %-9d errors %-6d not sent %d\n", k.Kind, k.Sent, k.OK, nerr, k.NotSent)
+		}
+		h := s.Webhooks
+		fmt.Fprintf(os.Stderr, "  webhooks: %d attempts, %d answered 500, %d accepted; %d jobs ended, %d without an event\n", h.Attempts, h.Answered500, h.Accepted, h.JobsEnded, len(h.Missing))
+		fmt.Fprintf(os.Stderr, "verdict: %s\n", s.Verdict)
+		if res.Report != "" {
+			fmt.Fprintf(os.Stderr, "\nreport: %s   plot: %s\n", res.Report, res.Plot)
+		}
+		return
+	}
 	for _, run := range res.Runs {
 		fmt.Fprintf(os.Stderr, "\nverifyd %s (%s):\n", run.Label, run.Binary)
 		for _, t := range run.Targets {
@@ -236,6 +286,26 @@ func joinInts(l []int) string {
 		s[i] = strconv.Itoa(v)
 	}
 	return strings.Join(s, ",")
+}
+
+func joinDurs(l []time.Duration) string {
+	s := make([]string, len(l))
+	for i, d := range l {
+		s[i] = d.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func parseDurs(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%q is not a positive duration", f)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 func parseInts(s string) ([]int, error) {
