@@ -1,8 +1,12 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 )
 
 // Sentinel errors. Every error the package returns wraps one of these or is
@@ -39,6 +43,34 @@ var (
 	// answers 503, safe to retry (see NoSpace).
 	ErrNoSpace = errors.New("storage: disk full: writes refused until space is freed")
 )
+
+// Unavailable reports whether err says the store could not be reached or
+// could not take the call for now, a state that passes by itself: its
+// disk is full (NoSpace), the connection to the database failed or timed
+// out, or the database is shutting down, restarting or out of resources
+// (SQLSTATE classes 08, 53 and 57P). Work that can wait (a batch job's
+// writes) waits for it instead of counting it as a failure.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if NoSpace(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	var st interface{ SQLState() string }
+	if errors.As(err, &st) {
+		c := st.SQLState()
+		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "53") || strings.HasPrefix(c, "57P")
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	// pgx marks the errors of a connection that failed before the
+	// statement reached the server (a refused or dropped connection).
+	var sr interface{ SafeToRetry() bool }
+	return errors.As(err, &sr) && sr.SafeToRetry()
+}
 
 // NoSpace reports whether err says the store's disk is full: ErrNoSpace
 // (Pebble's guard), or a database error with SQLSTATE 53100 (PostgreSQL's

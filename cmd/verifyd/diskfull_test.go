@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,24 +16,35 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/verifyd/verifyd/internal/pgtest"
 	"github.com/verifyd/verifyd/server/admin/adminapi"
+	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/postgres"
+	"github.com/verifyd/verifyd/storage/storagetest"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes at a new directory until the
 // test ends (as root, as CI runs; elsewhere the test is skipped).
-func mountTmpfs(t *testing.T, size int64) string {
+func mountTmpfs(t *testing.T, size int64, mode string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a size-limited file system needs root (CI runs as root)")
 	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
+	// Not t.TempDir: its parents are 0700, which PostgreSQL's account
+	// could not enter.
+	dir, err := os.MkdirTemp("", "verifyd-tmpfs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=%s", size, mode)); err != nil {
+		os.Remove(dir)
 		t.Skipf("cannot mount a tmpfs here: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
+		os.Remove(dir)
 	})
 	return dir
 }
@@ -58,7 +70,9 @@ func fill(t *testing.T, dir string, leave int64) string {
 		if n <= 0 {
 			return path
 		}
-		if _, err := f.Write(chunk[:min(int64(len(chunk)), n)]); err != nil {
+		if _, err := f.Write(chunk[:min(int64(len(chunk)), n)]); errors.Is(err, syscall.ENOSPC) {
+			return path // verifyd or PostgreSQL wrote meanwhile: full it is
+		} else if err != nil {
 			t.Fatalf("ballast: %v", err)
 		}
 	}
@@ -73,7 +87,7 @@ func fill(t *testing.T, dir string, leave int64) string {
 // without a restart: validations answer 200, the keyed ones too, the job
 // completes with one result per address, and the balance adds up.
 func TestDiskFull(t *testing.T) {
-	mnt := mountTmpfs(t, 512<<20)
+	mnt := mountTmpfs(t, 512<<20, "0700")
 	run, addrs := fleetWorld(t, 40, 50, 10*time.Millisecond)
 	in := startIn(t, mnt, batchConfig(run, "", "concurrency = 4\n")+"[storage]\nmin_free_bytes = 134217728\n")
 	c := &client{t: t, base: in.base, key: in.key}
@@ -169,5 +183,112 @@ func TestDiskFull(t *testing.T) {
 	// verifyd is still the process it was: no restart happened.
 	if err := in.cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("verifyd is gone: %v", err)
+	}
+}
+
+// TestFleetDiskFull: the fleet database's disk fills up (PostgreSQL's
+// directory on a 256 MiB tmpfs, filled by a ballast file). Validations
+// answer an error in the envelope and charge nothing; the running job
+// pauses; once space is freed (and PostgreSQL runs again, if it stopped)
+// everything goes on by itself: validations answer 200, the job
+// completes with one result per address, and the ledger adds up.
+func TestFleetDiskFull(t *testing.T) {
+	mnt := mountTmpfs(t, 256<<20, "0755")
+	srv := pgtest.StartIn(t, mnt)
+	ctx := context.Background()
+	if err := srv.CreateDatabase(ctx, "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("fleet")
+	if _, err := postgres.MigrateDSN(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	run, addrs := fleetWorld(t, 40, 50, 10*time.Millisecond)
+	boxes := startBoxes(t, 1, dsn, batchConfig(run, "", "concurrency = 4\n"))
+	in := boxes[0]
+	c := &client{t: t, base: in.base, key: in.key}
+	ac := adminClient(t, in)
+	acct := demoAccount(t, ac)
+	more := int64(len(addrs))
+	if _, err := ac.AdjustCredits(ctx, acct.ID, adminapi.AdjustCredits{Add: &more}); err != nil {
+		t.Fatal(err)
+	}
+	start := balance(t, c, c.key)
+	r := c.do("POST", "/v1/batch", c.key, batchBody(t, addrs, nil))
+	if r.status != 202 {
+		t.Fatalf("batch: %d %s", r.status, r.body)
+	}
+	id := r.json(t)["job_id"].(string)
+	waitFor(t, func() bool {
+		p := c.do("GET", "/v1/jobs/"+id, c.key, "").json(t)["progress"].(map[string]any)
+		return p["processed"].(float64) > 0
+	})
+	ballast := fill(t, mnt, 0)
+	charged := 0
+	var full reply
+	for i := 0; ; i++ {
+		full = c.do("POST", "/v1/validate", c.key, fmt.Sprintf(`{"email":"m%d@f1.test"}`, i))
+		if full.status != 200 {
+			break
+		}
+		charged++
+		if i > 1000 {
+			t.Fatal("validations still answer 200 with the database's disk full")
+		}
+	}
+	if full.status != 503 && full.status != 500 {
+		t.Fatalf("with the database's disk full: %d %s", full.status, full.body)
+	}
+	full.wantError(t, full.status, "INTERNAL")
+	t.Logf("with the database's disk full: %d %s (PostgreSQL running: %v)", full.status, full.body, srv.Running())
+	if r := c.do("POST", "/v1/validate", c.key, `{"email":"k@f2.test"}`, "Idempotency-Key", "pg-disk-full-1"); r.status == 200 {
+		t.Fatalf("a keyed validation with the database's disk full: %d %s", r.status, r.body)
+	}
+	// The job pauses: running, no progress, not failed.
+	job := c.do("GET", "/v1/jobs/"+id, c.key, "").json(t)
+	time.Sleep(3 * time.Second)
+	if later := c.do("GET", "/v1/jobs/"+id, c.key, "").json(t); later["status"] != "running" || fmt.Sprint(later["progress"]) != fmt.Sprint(job["progress"]) {
+		t.Fatalf("the job with the database's disk full: %v, then %v", job, later)
+	}
+
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	if !srv.Running() {
+		t.Log("PostgreSQL stopped on the full disk; started again")
+		if err := srv.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return c.do("POST", "/v1/validate", c.key, `{"email":"m0@f2.test"}`).status == 200 })
+	if r := c.do("POST", "/v1/validate", c.key, `{"email":"k@f2.test"}`, "Idempotency-Key", "pg-disk-full-1"); r.status != 200 || r.header.Get("Idempotent-Replay") != "" {
+		t.Fatalf("the keyed retry once space is freed: %d %s", r.status, r.body)
+	}
+	charged += 2
+	done := waitDone(t, c, c.key, id, 3*time.Minute)
+	if done["status"] != "completed" || done["progress"].(map[string]any)["processed"] != float64(len(addrs)) {
+		t.Fatalf("job %v", done)
+	}
+	db, err := postgres.Open(ctx, dsn, postgres.Options{Box: "test", Lease: fleetLease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n := 0
+	if err := db.JobResults(id, func(storage.Result) error { n++; return nil }); err != nil || n != len(addrs) {
+		t.Fatalf("%d results for %d addresses (%v)", n, len(addrs), err)
+	}
+	es := storagetest.CheckLedger(t, db, acct.ID)
+	charges := 0
+	for _, e := range es {
+		if e.Kind == storage.EntryCharge {
+			charges++
+		}
+	}
+	if charges != charged {
+		t.Errorf("%d charge entries for %d validations answered 200", charges, charged)
+	}
+	if cr, _ := db.Credits(acct.ID); cr.Held != 0 || cr.Balance != int64(start-charged-len(addrs)) {
+		t.Errorf("credits %+v, want balance %d and nothing held", cr, start-charged-len(addrs))
 	}
 }

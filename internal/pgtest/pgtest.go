@@ -71,7 +71,7 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skipf("pgtest: %v (make postgres installs it; VERIFYD_PG_TESTS=require fails instead)", err)
 	}
-	s, err := start(bin)
+	s, err := start(bin, "")
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -83,6 +83,40 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// StartIn is Start with the server's directory (data, socket) made in
+// parent: a file system the test controls, such as a size-limited tmpfs.
+func StartIn(t testing.TB, parent string) *Server {
+	t.Helper()
+	bin, err := FindBin()
+	if err != nil {
+		if os.Getenv("VERIFYD_PG_TESTS") == "require" {
+			t.Fatalf("pgtest: %v (make postgres installs it)", err)
+		}
+		t.Skipf("pgtest: %v (make postgres installs it; VERIFYD_PG_TESTS=require fails instead)", err)
+	}
+	s, err := start(bin, parent)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return s
+}
+
+// Running reports whether the server's postmaster is still running (a
+// server may stop by itself: a PANIC it cannot recover from).
+func (s *Server) Running() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // Launch starts a server outside a test (verifybench's fleet scenario);
 // the caller stops it with Stop.
 func Launch() (*Server, error) {
@@ -90,7 +124,7 @@ func Launch() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w (make postgres installs it)", err)
 	}
-	return start(bin)
+	return start(bin, "")
 }
 
 // PID is the postmaster's process id: its children are the server's
@@ -149,14 +183,14 @@ func runAs() (*syscall.Credential, error) {
 	return nil, errors.New("running as root, and neither a postgres nor a nobody user to run the server as")
 }
 
-func start(bin string) (*Server, error) {
+func start(bin, parent string) (*Server, error) {
 	cred, err := runAs()
 	if err != nil {
 		return nil, err
 	}
 	// Not t.TempDir: its parents are 0700 and root's, which the server's
 	// account could not enter.
-	dir, err := os.MkdirTemp("", "verifyd-pg-")
+	dir, err := os.MkdirTemp(parent, "verifyd-pg-")
 	if err != nil {
 		return nil, err
 	}

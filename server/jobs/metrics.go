@@ -21,17 +21,19 @@ var (
 	// slicesGivenBack counts the job slices a box of a fleet held but did
 	// not work on, and gave back (scheduler.giveBack).
 	slicesGivenBack = metrics.NewCounter("verifyd_jobs_slices_given_back_total")
-	// jobsPausedDiskFull counts the jobs paused because the store refused
-	// their writes for a full disk (scheduler.storeFull).
-	jobsPausedDiskFull = metrics.NewCounter("verifyd_jobs_paused_disk_full_total")
-	groupErrors        = metrics.NewCounter("verifyd_jobs_group_errors_total")
-	groupDuration      = metrics.NewHistogram("verifyd_jobs_group_duration_seconds")
-	resultWrites       = metrics.NewCounter("verifyd_jobs_result_writes_total")
-	resultWriteErr     = metrics.NewCounter("verifyd_jobs_result_write_errors_total")
-	csvDownloads       = metrics.NewCounter("verifyd_jobs_csv_downloads_total")
-	csvRows            = metrics.NewCounter("verifyd_jobs_csv_rows_total")
-	csvRefused         = metrics.NewCounter("verifyd_jobs_csv_downloads_refused_total")
-	csvActive          = metrics.NewGauge("verifyd_jobs_csv_downloads_active", nil)
+	// jobsPausedDiskFull and jobsPausedStoreAway count the jobs paused
+	// because the store refused their writes for a full disk, or could
+	// not be reached (scheduler.storeAway).
+	jobsPausedDiskFull  = metrics.NewCounter(`verifyd_jobs_paused_total{reason="disk_full"}`)
+	jobsPausedStoreAway = metrics.NewCounter(`verifyd_jobs_paused_total{reason="store_unavailable"}`)
+	groupErrors         = metrics.NewCounter("verifyd_jobs_group_errors_total")
+	groupDuration       = metrics.NewHistogram("verifyd_jobs_group_duration_seconds")
+	resultWrites        = metrics.NewCounter("verifyd_jobs_result_writes_total")
+	resultWriteErr      = metrics.NewCounter("verifyd_jobs_result_write_errors_total")
+	csvDownloads        = metrics.NewCounter("verifyd_jobs_csv_downloads_total")
+	csvRows             = metrics.NewCounter("verifyd_jobs_csv_rows_total")
+	csvRefused          = metrics.NewCounter("verifyd_jobs_csv_downloads_refused_total")
+	csvActive           = metrics.NewGauge("verifyd_jobs_csv_downloads_active", nil)
 
 	hooksEnqueued = map[string]*metrics.Counter{
 		EventBatchCompleted:    metrics.NewCounter(`verifyd_webhooks_enqueued_total{event="batch.completed"}`),

@@ -137,9 +137,9 @@ type jobRun struct {
 	done      bool // ended, or gone: no longer scheduled
 
 	failures int // consecutive failed writes or finishes
-	// stalled: the store refuses writes (its disk is full). The job
-	// takes no new groups and its writes are retried, without counting
-	// as failures, until one goes in (see storeFull).
+	// stalled: the store refuses writes (its disk is full, the database
+	// is away). The job takes no new groups and its writes are retried,
+	// without counting as failures, until one goes in (see storeAway).
 	stalled bool
 	failErr string    // set: fail the job once the buffer is handled
 	dropBuf bool      // the writes are what fails: do not retry them
@@ -787,8 +787,8 @@ func (sc *scheduler) startJob(r *jobRun) {
 			r.stalled = false
 		case errors.Is(err, storage.ErrJobState), errors.Is(err, storage.ErrNotFound):
 			sc.remove(r) // ended by someone else; groups in flight are dropped
-		case storage.NoSpace(err):
-			sc.storeFull(r, err)
+		case storage.Unavailable(err):
+			sc.storeAway(r, err)
 		default:
 			r.failures++
 			r.retryAt = sc.s.now().Add(backoff(r.failures))
@@ -982,12 +982,12 @@ func (sc *scheduler) wrote(r *jobRun, batch []storage.JobResult, j storage.Job, 
 	case errors.Is(err, storage.ErrJobState), errors.Is(err, storage.ErrNotFound):
 		sc.s.log.Warn("job ended elsewhere; its results are dropped", "job", r.id, "err", err)
 		sc.remove(r)
-	case storage.NoSpace(err):
+	case storage.Unavailable(err):
 		r.buf = append(batch, r.buf...)
 		if r.bufSince.IsZero() {
 			r.bufSince = now
 		}
-		sc.storeFull(r, err)
+		sc.storeAway(r, err)
 	default:
 		resultWriteErr.Inc()
 		r.buf = append(batch, r.buf...)
@@ -1005,16 +1005,22 @@ func (sc *scheduler) wrote(r *jobRun, batch []storage.JobResult, j storage.Job, 
 	}
 }
 
-// storeFull pauses a job whose write the store refused for a full disk:
-// no new groups (what is probed could not be stored), and its write or
-// start is tried again every storeFullRetry, without counting as a
-// failure: the job goes on by itself once space is freed, and nothing
-// is half-written meanwhile (a refused write wrote nothing). The caller
-// holds mu.
-func (sc *scheduler) storeFull(r *jobRun, err error) {
+// storeAway pauses a job whose write the store refused for a state that
+// passes by itself (storage.Unavailable: its disk is full, the fleet's
+// database is unreachable or restarting): no new groups (what would be
+// probed could not be stored), and its write or start is tried again
+// every storeFullRetry, without counting as a failure: the job goes on by
+// itself once the store takes writes, however long that takes, and
+// nothing is half-written meanwhile (a refused write wrote nothing). The
+// caller holds mu.
+func (sc *scheduler) storeAway(r *jobRun, err error) {
 	if !r.stalled {
-		sc.s.log.Warn("the store's disk is full: the job pauses until space is freed", "job", r.id, "err", err)
-		jobsPausedDiskFull.Inc()
+		sc.s.log.Warn("the store does not take writes: the job pauses until it does", "job", r.id, "err", err)
+		if storage.NoSpace(err) {
+			jobsPausedDiskFull.Inc()
+		} else {
+			jobsPausedStoreAway.Inc()
+		}
 	}
 	r.stalled = true
 	r.retryAt = sc.s.now().Add(storeFullRetry)
