@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -64,11 +65,14 @@ func (db *DB) heartbeat() {
 		case <-beat.C:
 			ctx, cancel := context.WithTimeout(context.Background(), db.lease/3)
 			start := time.Now()
-			tag, err := db.pool.Exec(ctx, `UPDATE boots SET seen_at = now() WHERE id = $1`, db.boot)
-			if err == nil && tag.RowsAffected() > 0 {
+			// The same round trip reads the database's clock (clock.go).
+			var dbNow time.Time
+			err := db.pool.QueryRow(ctx, `UPDATE boots SET seen_at = now() WHERE id = $1 RETURNING clock_timestamp()`, db.boot).Scan(&dbNow)
+			if err == nil {
 				db.seen.Store(start.UnixNano())
+				db.tookClock(dbNow, start, time.Now())
 			}
-			if err == nil && tag.RowsAffected() == 0 {
+			if errors.Is(err, pgx.ErrNoRows) {
 				db.log.Error("this box's boot was reaped by another box (the database was out of reach for longer than the lease): registering again", "boot", db.boot)
 				err = db.registerBoot(ctx)
 			}

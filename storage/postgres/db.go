@@ -19,8 +19,10 @@ import (
 
 // Options configure a DB.
 type Options struct {
-	// Now is the clock of the records' times; default time.Now. Tests
-	// set it.
+	// Now is the clock of the records' times, used as it is. Default:
+	// the database's clock, advanced by the monotonic clock between two
+	// readings (clock.go), so that no box's wall clock step moves the
+	// fleet's times. Tests set it.
 	Now func() time.Time
 	// Box names this verifyd among the fleet's, in its boot row (see
 	// boots.go) and the notes of the ledger entries that release its
@@ -81,6 +83,11 @@ type DB struct {
 
 	idem idemLocal // this box's requests holding idempotency keys
 
+	// clock is the fleet's clock (clock.go) that now reads, unless
+	// Options.Now was set (then nil); wall is the box's own.
+	clock *dbClock
+	wall  wallClock
+
 	orphanMu sync.Mutex
 	orphans  []orphan // holds to release again (see Release)
 	stop     chan struct{}
@@ -124,14 +131,16 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
 	db := &DB{
-		pool: pool, now: func() time.Time { return now().UTC() },
-		box: opts.Box, boot: newBootID(), lease: opts.Lease, idemTTL: opts.IdemTTL, log: opts.Logger,
+		pool: pool,
+		box:  opts.Box, boot: newBootID(), lease: opts.Lease, idemTTL: opts.IdemTTL, log: opts.Logger,
 		stop: make(chan struct{}),
+	}
+	if opts.Now != nil {
+		db.now = func() time.Time { return opts.Now().UTC() }
+	} else {
+		db.clock = &dbClock{}
+		db.now = db.clock.now
 	}
 	if db.box == "" {
 		db.box, _ = os.Hostname()
@@ -160,6 +169,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	db.asyncCommit = !strings.Contains(version, "CockroachDB")
+	if err := db.syncClock(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: read the database's clock: %w", err)
+	}
 	if err := db.registerBoot(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: register this box: %w", err)

@@ -14,4 +14,7 @@ var (
 	// counts those the heartbeat then ended.
 	idemStray      = metrics.NewGauge("verifyd_storage_pg_idem_stray_keys", nil)
 	idemStrayEnded = metrics.NewCounter("verifyd_storage_pg_idem_stray_ended_total")
+	// clockSkew is this box's wall clock minus the database's, at the
+	// last heartbeat (clock.go).
+	clockSkew = metrics.NewGauge("verifyd_storage_pg_clock_skew_seconds", nil)
 )
