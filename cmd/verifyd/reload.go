@@ -117,6 +117,10 @@ func needsRestart(cur, next config.Config) []string {
 	cmp("smtp", cur.SMTP, next.SMTP)
 	cmp("limits", cur.Limits, next.Limits)
 	cmp("webhooks", cur.Webhooks, next.Webhooks)
+	cmp("demo_account", cur.DemoAccount, next.DemoAccount)
+	cmp("storage", cur.Storage, next.Storage)
+	cmp("jobs", cur.Jobs, next.Jobs)
+	cmp("auth", cur.Auth, next.Auth)
 	c, n := cur.Probe, next.Probe
 	c.ListsDir, n.ListsDir = "", ""
 	cmp("probe", c, n)

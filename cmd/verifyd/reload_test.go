@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/verifyd/verifyd/cmd/verifyd/config"
 )
 
 // TestReloadEgressPool changes the egress pool with SIGHUP while a slow
@@ -81,5 +84,26 @@ func writeConfig(t *testing.T, dir, config string) {
 	config = "data_dir = " + quote(filepath.Join(dir, "data")) + "\n" + config
 	if err := os.WriteFile(filepath.Join(dir, "verifyd.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNeedsRestartNamesEverySection: a reload names each section it
+// cannot apply (before: storage, jobs, auth and demo_account changed
+// silently, neither applied nor reported).
+func TestNeedsRestartNamesEverySection(t *testing.T) {
+	cur := config.Defaults()
+	next := cur
+	next.Storage.CallTimeout = time.Minute
+	next.Jobs.Concurrency++
+	next.Auth.Registration = "open"
+	next.DemoAccount = !cur.DemoAccount
+	got := needsRestart(cur, next)
+	for _, want := range []string{"storage", "jobs", "auth", "demo_account"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("needsRestart = %q, lacks %s", got, want)
+		}
+	}
+	if n := needsRestart(cur, cur); len(n) != 0 {
+		t.Errorf("no change: %q", n)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"net/url"
 	"strings"
 	"time"
 
@@ -867,9 +868,39 @@ func (c *Config) Validate() error {
 
 // TOML returns c as TOML text (for -print-config).
 func (c *Config) TOML() (string, error) {
+	shown := *c
+	shown.Storage.DSN = RedactDSN(c.Storage.DSN)
 	var b strings.Builder
-	if err := toml.NewEncoder(&b).Encode(c); err != nil {
+	if err := toml.NewEncoder(&b).Encode(&shown); err != nil {
 		return "", err
 	}
 	return b.String(), nil
+}
+
+// RedactDSN is dsn with its password, if any, replaced by "xxxxx":
+// printed configurations and logs never show it. Both DSN forms are
+// handled: a URL (postgres://user:secret@host/db?password=secret) and
+// key=value pairs (password=secret).
+func RedactDSN(dsn string) string {
+	if dsn == "" {
+		return dsn
+	}
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	fields := strings.Fields(dsn)
+	for i, f := range fields {
+		if k, _, ok := strings.Cut(f, "="); ok && strings.EqualFold(k, "password") {
+			fields[i] = k + "=xxxxx"
+		}
+	}
+	return strings.Join(fields, " ")
 }

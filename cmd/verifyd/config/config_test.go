@@ -152,3 +152,28 @@ func TestPprofNeedsMetricsListener(t *testing.T) {
 		t.Fatalf("pprof on the default listener: %+v, %v", c.Metrics, err)
 	}
 }
+
+// TestRedactDSN: -print-config (Config.TOML) never shows the database's
+// password, in either DSN form; a DSN without one is shown as it is.
+func TestRedactDSN(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                       "",
+		"postgres://verifyd@db1:5432/verifyd":    "postgres://verifyd@db1:5432/verifyd",
+		"postgres://verifyd:s3cr%2Ft@db1/v":      "postgres://verifyd:xxxxx@db1/v",
+		"postgres://u@db1/v?password=s3cret&x=1": "postgres://u@db1/v?password=xxxxx&x=1",
+		"host=db1 user=verifyd password=s3cret dbname=v": "host=db1 user=verifyd password=xxxxx dbname=v",
+	} {
+		if got := RedactDSN(in); got != want {
+			t.Errorf("RedactDSN(%q) = %q, want %q", in, got, want)
+		}
+	}
+	c := Defaults()
+	c.Storage.DSN = "postgres://verifyd:s3cret@db1/verifyd"
+	text, err := c.TOML()
+	if err != nil || strings.Contains(text, "s3cret") || !strings.Contains(text, "xxxxx") {
+		t.Fatalf("TOML shows %q (%v)", text, err)
+	}
+	if c.Storage.DSN != "postgres://verifyd:s3cret@db1/verifyd" {
+		t.Fatal("TOML changed the configuration")
+	}
+}
