@@ -78,6 +78,21 @@ func fill(t *testing.T, dir string, leave int64) string {
 	}
 }
 
+// startedJob posts a batch of addrs and waits until it has results.
+func startedJob(t *testing.T, c *client, addrs []string) string {
+	t.Helper()
+	r := c.do("POST", "/v1/batch", c.key, batchBody(t, addrs, nil))
+	if r.status != 202 {
+		t.Fatalf("batch: %d %s", r.status, r.body)
+	}
+	id := r.json(t)["job_id"].(string)
+	waitFor(t, func() bool {
+		p := c.do("GET", "/v1/jobs/"+id, c.key, "").json(t)["progress"].(map[string]any)
+		return p["processed"].(float64) > 0
+	})
+	return id
+}
+
 // TestDiskFull: the data directory's disk fills up (a 512 MiB tmpfs,
 // filled by a ballast file to below storage.min_free_bytes) while
 // verifyd validates and runs a job. Validations answer 503 in the
@@ -101,15 +116,7 @@ func TestDiskFull(t *testing.T) {
 	if r := c.do("POST", "/v1/validate", c.key, `{"email":"m0@f0.test"}`); r.status != 200 {
 		t.Fatalf("before: %d %s", r.status, r.body)
 	}
-	r := c.do("POST", "/v1/batch", c.key, batchBody(t, addrs, nil))
-	if r.status != 202 {
-		t.Fatalf("batch: %d %s", r.status, r.body)
-	}
-	id := r.json(t)["job_id"].(string)
-	waitFor(t, func() bool {
-		p := c.do("GET", "/v1/jobs/"+id, c.key, "").json(t)["progress"].(map[string]any)
-		return p["processed"].(float64) > 0
-	})
+	id := startedJob(t, c, addrs)
 
 	ballast := fill(t, mnt, 16<<20)
 	// The guard looks at the disk every 250 ms: the first refusal comes
@@ -214,15 +221,7 @@ func TestFleetDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := balance(t, c, c.key)
-	r := c.do("POST", "/v1/batch", c.key, batchBody(t, addrs, nil))
-	if r.status != 202 {
-		t.Fatalf("batch: %d %s", r.status, r.body)
-	}
-	id := r.json(t)["job_id"].(string)
-	waitFor(t, func() bool {
-		p := c.do("GET", "/v1/jobs/"+id, c.key, "").json(t)["progress"].(map[string]any)
-		return p["processed"].(float64) > 0
-	})
+	id := startedJob(t, c, addrs)
 	ballast := fill(t, mnt, 0)
 	charged := 0
 	var full reply

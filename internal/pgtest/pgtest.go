@@ -64,27 +64,12 @@ func (s *Server) DSN(db string) string {
 // PostgreSQL is installed, unless VERIFYD_PG_TESTS=require.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := FindBin()
-	if err != nil {
-		if os.Getenv("VERIFYD_PG_TESTS") == "require" {
-			t.Fatalf("pgtest: %v (make postgres installs it)", err)
-		}
-		t.Skipf("pgtest: %v (make postgres installs it; VERIFYD_PG_TESTS=require fails instead)", err)
-	}
-	s, err := start(bin, "")
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("pgtest: %v", err)
-		}
-	})
-	return s
+	return StartIn(t, "")
 }
 
 // StartIn is Start with the server's directory (data, socket) made in
-// parent: a file system the test controls, such as a size-limited tmpfs.
+// parent: a file system the test controls, such as a size-limited tmpfs
+// ("": the system's temporary directory).
 func StartIn(t testing.TB, parent string) *Server {
 	t.Helper()
 	bin, err := FindBin()

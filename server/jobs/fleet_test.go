@@ -15,6 +15,29 @@ import (
 	"github.com/verifyd/verifyd/storage/postgres"
 )
 
+// fleetDSN starts PostgreSQL with a migrated database for t and returns
+// its DSN, and a function that opens a box's DB on it with lease.
+func fleetDSN(t *testing.T, lease time.Duration) (string, func(box string) *postgres.DB) {
+	t.Helper()
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	if err := srv.CreateDatabase(ctx, "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := srv.DSN("fleet")
+	if _, err := postgres.MigrateDSN(ctx, dsn); err != nil {
+		t.Fatal(err)
+	}
+	return dsn, func(box string) *postgres.DB {
+		db, err := postgres.Open(ctx, dsn, postgres.Options{Box: box, Lease: lease, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+}
+
 // TestFleetJob: two boxes (two Services, each on its own connection to
 // one PostgreSQL) split a 6,000-address job by leasing its slices; box A
 // dies in the middle (its connections drop, its boot row stays, as after
@@ -22,22 +45,8 @@ import (
 // job: every address has exactly one result, the reservation is settled
 // once (6,000 used, 0 refunded), and the webhook is posted once.
 func TestFleetJob(t *testing.T) {
-	srv := pgtest.Start(t)
 	ctx := context.Background()
-	if err := srv.CreateDatabase(ctx, "fleet"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := postgres.MigrateDSN(ctx, srv.DSN("fleet")); err != nil {
-		t.Fatal(err)
-	}
-	open := func(box string) *postgres.DB {
-		db, err := postgres.Open(ctx, srv.DSN("fleet"), postgres.Options{Box: box, Lease: 2 * time.Second, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	_, open := fleetDSN(t, 2*time.Second)
 	dbA, dbB := open("a"), open("b")
 
 	var posts atomic.Int32
@@ -118,20 +127,10 @@ func TestFleetJob(t *testing.T) {
 // lease is long (a minute), so the job cannot be rescued by it running
 // out.
 func TestFleetStraySlice(t *testing.T) {
-	srv := pgtest.Start(t)
 	ctx := context.Background()
-	if err := srv.CreateDatabase(ctx, "fleet"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := postgres.MigrateDSN(ctx, srv.DSN("fleet")); err != nil {
-		t.Fatal(err)
-	}
-	db, err := postgres.Open(ctx, srv.DSN("fleet"), postgres.Options{Box: "a", Lease: time.Minute, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	conn, err := pgx.Connect(ctx, srv.DSN("fleet"))
+	dsn, open := fleetDSN(t, time.Minute)
+	db := open("a")
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
