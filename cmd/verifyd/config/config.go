@@ -20,10 +20,10 @@ import (
 	"maps"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"net/url"
 	"strings"
 	"time"
 
