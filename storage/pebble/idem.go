@@ -220,7 +220,10 @@ func (db *DB) AbortIdem(ref storage.IdemRef) error {
 	b := db.pdb.NewBatch()
 	b.Delete(k, nil)
 	b.Delete(idemExpiryKey(toMs(r.ExpiresAt), k), nil)
-	return db.commit(b, pebble.NoSync)
+	// It goes even with the disk nearly full (space.go): the request it
+	// ends got a 500 or 503 promising a retry, which a pending record
+	// left behind would answer 409 until the next start.
+	return db.commitAdmitted(b, pebble.NoSync)
 }
 
 // GetIdem returns the live record of ref, or ErrNotFound.

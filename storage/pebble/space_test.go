@@ -34,6 +34,10 @@ func TestSpaceGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ref := storage.IdemRef{Account: acct.ID, Endpoint: "POST /v1/validate", Key: "space-0001"}
+	if out, _, err := db.BeginIdem(ref, []byte("h")); err != nil || out != storage.IdemNew {
+		t.Fatalf("BeginIdem: %v %v", out, err)
+	}
 	g := db.space
 	min := g.min
 	g.min = 1 << 62 // more than any disk has
@@ -53,9 +57,17 @@ func TestSpaceGuard(t *testing.T) {
 	if _, err := db.CreateJob(storage.JobSpec{Account: acct.ID, Addresses: []string{"b@x.test"}}); !errors.Is(err, storage.ErrNoSpace) {
 		t.Fatalf("CreateJob with the disk full: %v", err)
 	}
-	// A release goes: it frees credits a request no longer needs.
+	// A release goes: it frees credits a request no longer needs; so
+	// does the end of a key whose request answered 503, else its retry
+	// would find it in flight.
 	if _, err := db.Release(h2, "engine error"); err != nil {
 		t.Fatalf("Release with the disk full: %v", err)
+	}
+	if err := db.AbortIdem(ref); err != nil {
+		t.Fatalf("AbortIdem with the disk full: %v", err)
+	}
+	if _, _, err := db.BeginIdem(ref, []byte("h")); !errors.Is(err, storage.ErrNoSpace) {
+		t.Fatalf("BeginIdem with the disk full: %v", err)
 	}
 	// Reads go on, and show nothing of the refused writes.
 	c, err := db.Credits(acct.ID)
@@ -69,6 +81,9 @@ func TestSpaceGuard(t *testing.T) {
 	}
 	if _, err := db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"}}); err != nil {
 		t.Fatalf("Charge once space is back: %v", err)
+	}
+	if out, _, err := db.BeginIdem(ref, []byte("h")); err != nil || out != storage.IdemNew {
+		t.Fatalf("the key's retry once space is back: %v %v", out, err)
 	}
 	db.reopen(t)
 	if c, err := db.Credits(acct.ID); err != nil || c.Balance != 9 || c.Held != 0 {
