@@ -50,9 +50,7 @@ func (db *DB) BeginIdem(ref storage.IdemRef, requestHash []byte) (storage.IdemOu
 	defer cancel()
 	// Under the key's lock, this box's requests holding it cannot change
 	// (see idemlocal.go).
-	lk := db.idem.lock(ref)
-	lk.Lock()
-	defer lk.Unlock()
+	defer db.idem.lock(ref)()
 	running := db.idem.running(ref)
 	out, rec, err := db.beginIdem(ctx, ref, requestHash, running)
 	switch {

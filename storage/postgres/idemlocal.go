@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"hash/fnv"
 	"sync"
 	"time"
 
@@ -25,29 +24,49 @@ import (
 //     pending) as soon as the database answers, within Lease/3 of its
 //     return: a retry on any box is then processed.
 //
-// Records are striped over locks, as on Pebble: BeginIdem decides and
-// writes under its key's lock, and the stray loop deletes under it, so a
-// stray key is never deleted after a new request of this box took it.
-
-// idemStripes is the number of locks keys are striped over.
-const idemStripes = 64
+// BeginIdem decides and writes under its key's own lock, and the stray
+// loop deletes under it, so a stray key is never deleted after a new
+// request of this box took it. The lock is the key's alone (not a stripe
+// shared with others, as on Pebble): it is held for a database round
+// trip, and keys that merely hash alike must not queue behind each other.
 
 type idemLocal struct {
-	locks [idemStripes]sync.Mutex
+	locksMu sync.Mutex
+	locks   map[storage.IdemRef]*keyLock
 
 	mu    sync.Mutex
 	live  map[storage.IdemRef]struct{} // begun here, not ended
 	stray map[storage.IdemRef]struct{} // ended here, record's end not written
 }
 
-func (l *idemLocal) lock(ref storage.IdemRef) *sync.Mutex {
-	h := fnv.New32a()
-	h.Write([]byte(ref.Account))
-	h.Write([]byte{0})
-	h.Write([]byte(ref.Endpoint))
-	h.Write([]byte{0})
-	h.Write([]byte(ref.Key))
-	return &l.locks[h.Sum32()%idemStripes]
+// keyLock is one key's lock and how many hold or wait for it.
+type keyLock struct {
+	sync.Mutex
+	users int
+}
+
+// lock takes ref's lock and returns its unlock.
+func (l *idemLocal) lock(ref storage.IdemRef) (unlock func()) {
+	l.locksMu.Lock()
+	if l.locks == nil {
+		l.locks = map[storage.IdemRef]*keyLock{}
+	}
+	k := l.locks[ref]
+	if k == nil {
+		k = &keyLock{}
+		l.locks[ref] = k
+	}
+	k.users++
+	l.locksMu.Unlock()
+	k.Lock()
+	return func() {
+		k.Unlock()
+		l.locksMu.Lock()
+		if k.users--; k.users == 0 {
+			delete(l.locks, ref)
+		}
+		l.locksMu.Unlock()
+	}
 }
 
 // running reports whether a request of this box holds ref.
@@ -120,9 +139,7 @@ func (db *DB) endStrays() {
 }
 
 func (db *DB) endStray(ref storage.IdemRef) bool {
-	lk := db.idem.lock(ref)
-	lk.Lock()
-	defer lk.Unlock()
+	defer db.idem.lock(ref)()
 	l := &db.idem
 	l.mu.Lock()
 	_, stray := l.stray[ref]
