@@ -461,7 +461,8 @@ func (r *runner) write() error {
 		// the scenarios, and that run keeps the last soak's section.
 		old, err := os.ReadFile(report)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
+			// Writing now would lose the sections it could not read.
+			return errors.Join(append(errs, err)...)
 		}
 		var buf bytes.Buffer
 		var doc string

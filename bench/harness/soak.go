@@ -51,7 +51,7 @@ import (
 // entries of /proc/<pid>/fd, go_goroutines from its /metrics, and the sum
 // of the file sizes under <data_dir>/db, Pebble's directory (du -b; its
 // write-ahead log included, which verifyd_storage_pebble_disk_usage_bytes
-// follows only at flushes), and a few figures that explain them (Go heap
+// leaves out until Pebble recycles the log's files), and a few figures that explain them (Go heap
 // and runtime memory, the cache memo, the resolver's cache, Pebble's own
 // figure, CPU time, the requests answered so far).
 //
@@ -193,8 +193,8 @@ type SoakSample struct {
 	// PebbleDiskMB is the sum of the file sizes under <data_dir>/db (du
 	// -b), write-ahead log included; DataDirMB the same of the whole
 	// data directory; PebbleMetricMB Pebble's own
-	// verifyd_storage_pebble_disk_usage_bytes, which follows the
-	// write-ahead log only at flushes.
+	// verifyd_storage_pebble_disk_usage_bytes, which lags PebbleDiskMB
+	// until Pebble recycles the write-ahead log's files.
 	PebbleDiskMB   float64 `json:"pebble_disk_mb"`
 	DataDirMB      float64 `json:"data_dir_mb"`
 	PebbleMetricMB float64 `json:"pebble_metric_mb"`
@@ -378,8 +378,12 @@ func (r *runner) soak(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	wg.Add(3)
-	go func() { defer wg.Done(); s.singles(ctx, o.FreshRate, s.fresh, s.freshOne) }()
-	go func() { defer wg.Done(); s.singles(ctx, o.CacheRate, s.cache, s.cacheOne) }()
+	// The clients' connections stay open until the last sample is taken
+	// (it is at the end, with the load's last requests).
+	freshHC := NewClient(v.Addr, soakInFlight, r.o.RequestTimeout)
+	cacheHC := NewClient(v.Addr, soakInFlight, r.o.RequestTimeout)
+	go func() { defer wg.Done(); s.singles(ctx, o.FreshRate, freshHC, s.fresh, s.freshOne) }()
+	go func() { defer wg.Done(); s.singles(ctx, o.CacheRate, cacheHC, s.cache, s.cacheOne) }()
 	// Jobs uploaded before the end are waited for after it, up to the
 	// batch timeout or the retry window and a minute.
 	jctx, jcancel := context.WithDeadline(ctx, s.end.Add(max(r.o.BatchTimeout, o.RetryWindow+time.Minute)))
@@ -391,6 +395,8 @@ func (r *runner) soak(ctx context.Context) error {
 	endW, _ := ReadProc(r.world.Proc.PID)
 	r.logf("soak: load over after %s; waiting for the requests and jobs in flight", ran.Round(time.Second))
 	wg.Wait()
+	freshHC.CloseIdleConnections()
+	cacheHC.CloseIdleConnections()
 	res.RanSeconds = round3(min(ran, o.Duration).Seconds())
 	res.Verifyd = procUsage(Usage{Wall: ran, CPU: endV.CPU - startV.CPU}, 0, false)
 	res.World = procUsage(Usage{Wall: ran, CPU: endW.CPU - startW.CPU}, 0, false)
@@ -439,15 +445,13 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	}
 }
 
-// singles calls one about rate times a second until the end, each call on
-// its own goroutine, at most soakInFlight at once; a call due while that
+// singles calls one with hc about rate times a second until the end, each
+// call on its own goroutine, at most soakInFlight at once; a call due while that
 // many run is not made, and counted. It returns once every call returned.
-func (s *soakRun) singles(ctx context.Context, rate float64, c *soakCounter, one func(i int, hc *fasthttp.HostClient)) {
+func (s *soakRun) singles(ctx context.Context, rate float64, hc *fasthttp.HostClient, c *soakCounter, one func(i int, hc *fasthttp.HostClient)) {
 	if rate <= 0 {
 		return
 	}
-	hc := NewClient(s.v.Addr, soakInFlight, s.r.o.RequestTimeout)
-	defer hc.CloseIdleConnections()
 	every := time.Duration(float64(time.Second) / rate)
 	sem := make(chan struct{}, soakInFlight)
 	var wg sync.WaitGroup
