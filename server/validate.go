@@ -37,7 +37,7 @@ func (s *Server) validate(ctx *fasthttp.RequestCtx, c *caller) {
 	if !RequireJSON(ctx) {
 		return
 	}
-	idem, done := s.beginIdem(ctx, c, endpointValidate, body)
+	idem, lost, done := s.beginIdem(ctx, c, endpointValidate, body)
 	if done {
 		return
 	}
@@ -47,18 +47,18 @@ func (s *Server) validate(ctx *fasthttp.RequestCtx, c *caller) {
 		return
 	}
 	if req.Cache {
-		if s.validateCached(ctx, c, idem, req.Email) {
+		if s.validateCached(ctx, c, idem, lost, req.Email) {
 			return
 		}
 	}
-	s.validateFresh(ctx, c, idem, req.Email)
+	s.validateFresh(ctx, c, idem, lost, req.Email)
 }
 
 // validateFresh holds a credit, probes, and charges the credit in the same
 // synced write as the result, its history row and the idempotent response
 // (DESIGN.md: concurrent requests never overdraw; a crash loses no charge
 // and double-charges none).
-func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, email string) {
+func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, lost *lostKey, email string) {
 	t := time.Now()
 	hold, err := s.db.Hold(c.account, 1, requestID(ctx))
 	phase.Since(phase.Hold, t)
@@ -100,7 +100,7 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *caller, idem *storag
 		SkipCache: res.Status == probe.StatusUnknown,
 	}
 	t = time.Now()
-	s.charge(ctx, c, idem, &hold, stored, func(balance int64) ([]byte, error) {
+	s.charge(ctx, c, idem, lost, &hold, stored, func(balance int64) ([]byte, error) {
 		rec.CreditsRemaining = balance
 		return s.opts.Keys.SignStruct(rec)
 	})
@@ -112,7 +112,7 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *caller, idem *storag
 
 // validateCached answers from the account's own recent result, when there
 // is one; it still costs a credit and writes a history row (spec §2.1).
-func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, email string) bool {
+func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, lost *lostKey, email string) bool {
 	prev, ok, err := s.db.LookupCache(c.account, strings.ToLower(email), s.opts.CacheMaxAge)
 	if err != nil || !ok {
 		if err != nil {
@@ -133,7 +133,7 @@ func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *caller, idem *stora
 	// credits and charges them. The stored receipt is signed again as it
 	// is, with cached and credits_remaining set (and the active kid): it
 	// is not decoded.
-	s.charge(ctx, c, idem, nil, stored, func(balance int64) ([]byte, error) {
+	s.charge(ctx, c, idem, lost, nil, stored, func(balance int64) ([]byte, error) {
 		return s.opts.Keys.SignWith(prev.Receipt,
 			receipt.Field{Name: "cached", Value: jsonTrue},
 			receipt.Field{Name: "credits_remaining", Value: strconv.AppendInt(nil, balance, 10)})
@@ -149,7 +149,7 @@ var jsonTrue = []byte("true")
 //
 // With a hold, its credit is charged; without (nil), one credit is charged
 // directly if available.
-func (s *Server) charge(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, hold *storage.Hold, stored storage.Result, sign func(balance int64) ([]byte, error)) {
+func (s *Server) charge(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemRef, lost *lostKey, hold *storage.Hold, stored storage.Result, sign func(balance int64) ([]byte, error)) {
 	var body []byte
 	req := storage.ChargeRequest{
 		Result: stored,
@@ -166,6 +166,11 @@ func (s *Server) charge(ctx *fasthttp.RequestCtx, c *caller, idem *storage.IdemR
 				Body:   signed,
 			}}, nil
 		},
+	}
+	if idem == nil && lost != nil {
+		// The key BeginIdem could not record: the charge records it, so
+		// that a retry replays this charge instead of making another.
+		req.Idem, req.IdemHash = &lost.ref, lost.hash
 	}
 	var charged storage.Charged
 	var err error
@@ -282,15 +287,18 @@ func IdemKey(h *fasthttp.RequestHeader) ([]byte, *APIError) {
 // Idempotent-Replay: true; another body under the same key answers 409; a
 // concurrent duplicate waits for the first request's answer and replays
 // it. done reports that the request was answered. When the store fails,
-// the request goes on without idempotency (fail-open).
-func (s *Server) beginIdem(ctx *fasthttp.RequestCtx, c *caller, endpoint string, body []byte) (ref *storage.IdemRef, done bool) {
+// the request goes on without idempotency (fail-open, spec §7.3), and
+// lost names the key: a charge records it then (ChargeRequest.IdemHash),
+// so that a retry of a charged request replays it rather than charging
+// again.
+func (s *Server) beginIdem(ctx *fasthttp.RequestCtx, c *caller, endpoint string, body []byte) (ref *storage.IdemRef, lost *lostKey, done bool) {
 	key, e := IdemKey(&ctx.Request.Header)
 	if e != nil {
 		writeError(ctx, e)
-		return nil, true
+		return nil, nil, true
 	}
 	if key == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	r := storage.IdemRef{Account: c.account, Endpoint: endpoint, Key: string(key)}
 	sum := sha256.Sum256(body)
@@ -299,15 +307,15 @@ func (s *Server) beginIdem(ctx *fasthttp.RequestCtx, c *caller, endpoint string,
 		out, rec, err := s.db.BeginIdem(r, sum[:])
 		if err != nil {
 			s.reqLog(ctx).Warn("idempotency store unavailable; processing without it", "err", err)
-			return nil, false
+			return nil, &lostKey{ref: r, hash: sum[:]}, false
 		}
 		switch out {
 		case storage.IdemNew:
-			return &r, false
+			return &r, nil, false
 		case storage.IdemMismatch:
 			writeError(ctx, &APIError{Code: CodeConflict, Message: "Idempotency-Key was used with a different request body",
 				Details: map[string]any{"field": headerIdemKey}})
-			return nil, true
+			return nil, nil, true
 		case storage.IdemReplay:
 			for _, h := range rec.Response.Header {
 				ctx.Response.Header.Set(h.Name, h.Value)
@@ -317,16 +325,23 @@ func (s *Server) beginIdem(ctx *fasthttp.RequestCtx, c *caller, endpoint string,
 			ctx.SetStatusCode(rec.Response.Status)
 			ctx.SetBody(rec.Response.Body)
 			idemReplays.Inc()
-			return nil, true
+			return nil, nil, true
 		case storage.IdemInFlight:
 			if time.Now().After(deadline) {
 				writeError(ctx, &APIError{Code: CodeConflict, Message: "a request with this Idempotency-Key is still in progress; retry later",
 					Details: map[string]any{"field": headerIdemKey}})
-				return nil, true
+				return nil, nil, true
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// lostKey is an Idempotency-Key BeginIdem could not record, and its
+// request's hash.
+type lostKey struct {
+	ref  storage.IdemRef
+	hash []byte
 }
 
 // requestID is the request's id for logs and ledger references.

@@ -128,6 +128,13 @@ type ChargeRequest struct {
 	// batch as the charge, with the response Seal returns: a client that
 	// retries after a crash gets the replay, never a second charge.
 	Idem *IdemRef
+	// IdemHash, with Idem, says that BeginIdem could not record Idem (the
+	// store failed before the request, which went on without it:
+	// fail-open, spec §7.3). The charge then writes the key's completed
+	// record itself, with this request hash, unless a live record of the
+	// key exists: a retry with the key replays this charge instead of
+	// making a second one, as if BeginIdem had worked.
+	IdemHash []byte
 }
 
 // Sealed is what ChargeRequest.Seal returns.

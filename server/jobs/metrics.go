@@ -26,14 +26,17 @@ var (
 	// not be reached (scheduler.storeAway).
 	jobsPausedDiskFull  = metrics.NewCounter(`verifyd_jobs_paused_total{reason="disk_full"}`)
 	jobsPausedStoreAway = metrics.NewCounter(`verifyd_jobs_paused_total{reason="store_unavailable"}`)
-	groupErrors         = metrics.NewCounter("verifyd_jobs_group_errors_total")
-	groupDuration       = metrics.NewHistogram("verifyd_jobs_group_duration_seconds")
-	resultWrites        = metrics.NewCounter("verifyd_jobs_result_writes_total")
-	resultWriteErr      = metrics.NewCounter("verifyd_jobs_result_write_errors_total")
-	csvDownloads        = metrics.NewCounter("verifyd_jobs_csv_downloads_total")
-	csvRows             = metrics.NewCounter("verifyd_jobs_csv_rows_total")
-	csvRefused          = metrics.NewCounter("verifyd_jobs_csv_downloads_refused_total")
-	csvActive           = metrics.NewGauge("verifyd_jobs_csv_downloads_active", nil)
+	// jobsGivenUp counts the jobs of a fleet this box left after it
+	// could not store their results for a while (scheduler.giveBack).
+	jobsGivenUp    = metrics.NewCounter("verifyd_jobs_given_up_total")
+	groupErrors    = metrics.NewCounter("verifyd_jobs_group_errors_total")
+	groupDuration  = metrics.NewHistogram("verifyd_jobs_group_duration_seconds")
+	resultWrites   = metrics.NewCounter("verifyd_jobs_result_writes_total")
+	resultWriteErr = metrics.NewCounter("verifyd_jobs_result_write_errors_total")
+	csvDownloads   = metrics.NewCounter("verifyd_jobs_csv_downloads_total")
+	csvRows        = metrics.NewCounter("verifyd_jobs_csv_rows_total")
+	csvRefused     = metrics.NewCounter("verifyd_jobs_csv_downloads_refused_total")
+	csvActive      = metrics.NewGauge("verifyd_jobs_csv_downloads_active", nil)
 
 	hooksEnqueued = map[string]*metrics.Counter{
 		EventBatchCompleted:    metrics.NewCounter(`verifyd_webhooks_enqueued_total{event="batch.completed"}`),

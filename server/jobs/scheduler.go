@@ -141,9 +141,12 @@ type jobRun struct {
 	// is away). The job takes no new groups and its writes are retried,
 	// without counting as failures, until one goes in (see storeAway).
 	stalled bool
-	failErr string    // set: fail the job once the buffer is handled
-	dropBuf bool      // the writes are what fails: do not retry them
-	retryAt time.Time // after a failed write or finish, not before
+	// stalledSince is when it stalled (monotonic): in a fleet, a job
+	// stalled for stallGiveBack gives its slices back (giveBack).
+	stalledSince time.Time
+	failErr      string    // set: fail the job once the buffer is handled
+	dropBuf      bool      // the writes are what fails: do not retry them
+	retryAt      time.Time // after a failed write or finish, not before
 }
 
 // acctQ is an account's active jobs.
@@ -423,6 +426,10 @@ func (sc *scheduler) leaseNeed() int {
 // holds but does not work on (giveBack).
 const leaseGuard = 10 * time.Second
 
+// stallGiveBack is how long a job of a fleet may stall on this box (its
+// writes refused or timing out) before its slices go back (giveBack).
+const stallGiveBack = 30 * time.Second
+
 // leaseLoop leases slices of the active jobs while this box has room
 // (see Fleet mode above), and gives back those it holds but does not
 // work on, until stop.
@@ -455,7 +462,24 @@ func (sc *scheduler) leaseLoop() {
 // Held by a live box, they would otherwise wait for its end while their
 // job stood still. It runs on the lease loop, so no lease is in flight
 // meanwhile.
+//
+// A job of a fleet whose writes this box could not store for
+// stallGiveBack (its link to the database is so slow that a write never
+// fits in storage.call_timeout, or the database is away) leaves this
+// box first, and its slices go back with the others: a box that cannot
+// store results must not keep the work that other boxes could finish.
+// What it probed and did not store is probed again where the slices go.
 func (sc *scheduler) giveBack() {
+	sc.mu.Lock()
+	for _, r := range sc.jobs {
+		if r.stalled && time.Since(r.stalledSince) >= stallGiveBack {
+			sc.s.log.Warn("this box could not store the job's results for a while: its slices go back to the fleet",
+				"job", r.id, "stalled", time.Since(r.stalledSince).Round(time.Second), "results_dropped", len(r.buf))
+			jobsGivenUp.Inc()
+			sc.remove(r)
+		}
+	}
+	sc.mu.Unlock()
 	held, err := sc.leases.LeasedSlices()
 	if err != nil {
 		sc.s.log.Warn("cannot list the job slices this box holds", "err", err)
@@ -1021,6 +1045,9 @@ func (sc *scheduler) storeAway(r *jobRun, err error) {
 		} else {
 			jobsPausedStoreAway.Inc()
 		}
+	}
+	if !r.stalled {
+		r.stalledSince = time.Now()
 	}
 	r.stalled = true
 	r.retryAt = sc.s.now().Add(storeFullRetry)

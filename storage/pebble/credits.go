@@ -445,7 +445,7 @@ func (db *DB) charge(account string, h *storage.Hold, n int64, req storage.Charg
 	if sealErr == nil && req.Idem != nil {
 		idemMu = db.idemLock(*req.Idem)
 		idemMu.Lock()
-		if err := db.stageIdemDone(b, *req.Idem, sealed.Response, now); err != nil {
+		if err := db.stageIdemDone(b, *req.Idem, req.IdemHash, sealed.Response, now); err != nil {
 			// Fail-open, as for an idempotency store that fails before
 			// the request (spec §7.3): the validation stands, its
 			// response is not kept for replays.

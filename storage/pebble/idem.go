@@ -164,7 +164,7 @@ func (db *DB) CompleteIdem(ref storage.IdemRef, resp storage.IdemResponse) error
 	mu.Lock()
 	defer mu.Unlock()
 	b := db.pdb.NewBatch()
-	if err := db.stageIdemDone(b, ref, resp, db.now()); err != nil {
+	if err := db.stageIdemDone(b, ref, nil, resp, db.now()); err != nil {
 		b.Close()
 		return err
 	}
@@ -173,16 +173,25 @@ func (db *DB) CompleteIdem(ref storage.IdemRef, resp storage.IdemResponse) error
 
 // stageIdemDone adds the completed record of ref to b, keeping the pending
 // record's request hash and expiry. The caller holds the record's lock.
-// Without a live pending record (it expired, or a crash lost it) the
-// response is not recorded: there is no request hash to match replays
+// Without a live record (it expired, or a crash lost it) the response is
+// recorded only when hash, the request's, is given
+// (ChargeRequest.IdemHash): otherwise there is nothing to match replays
 // against.
-func (db *DB) stageIdemDone(b *pebble.Batch, ref storage.IdemRef, resp storage.IdemResponse, now time.Time) error {
+func (db *DB) stageIdemDone(b *pebble.Batch, ref storage.IdemRef, hash []byte, resp storage.IdemResponse, now time.Time) error {
 	if err := storage.CheckIdemRef(ref); err != nil {
 		return err
 	}
 	r, k, err := db.readIdem(ref, now)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil
+		if hash == nil {
+			return nil
+		}
+		r = storage.IdemRecord{IdemRef: ref, RequestHash: bytes.Clone(hash), CreatedAt: now, ExpiresAt: now.Add(db.opts.IdemTTL)}
+		k = idemKey(ref.Account, ref.Endpoint, ref.Key)
+		b.Set(idemExpiryKey(toMs(r.ExpiresAt), k), nil, nil)
+		err = nil
+	} else if err == nil && hash != nil && (r.Done || !bytes.Equal(r.RequestHash, hash)) {
+		return nil // a live record of another request: left alone
 	}
 	if err != nil {
 		return err

@@ -113,7 +113,7 @@ func (db *DB) CreateJob(spec storage.JobSpec) (storage.Job, error) {
 		}
 		mu := db.idemLock(*spec.Idem)
 		mu.Lock()
-		err = db.stageIdemDone(b, *spec.Idem, resp, now)
+		err = db.stageIdemDone(b, *spec.Idem, nil, resp, now)
 		mu.Unlock()
 		if err != nil {
 			dropPlaceholder()

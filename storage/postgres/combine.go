@@ -311,7 +311,10 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 			r.Receipt = sealed.Receipt
 		}
 		queueResult(w, &r, pos)
-		if p.req.Idem != nil {
+		if p.req.Idem != nil && p.req.IdemHash != nil {
+			// The key BeginIdem could not record (storage.ChargeRequest.IdemHash).
+			w.Queue(recordIdemSQL, recordIdemArgs(*p.req.Idem, p.req.IdemHash, sealed.Response, p.now, db.idemTTL)...)
+		} else if p.req.Idem != nil {
 			w.Queue(completeIdemSQL, completeIdemArgs(*p.req.Idem, sealed.Response, p.now)...)
 		}
 		outs[i] = chargeOutcome{out: storage.Charged{Balance: e.Balance, Entry: e, Result: r}}

@@ -162,7 +162,64 @@ func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
 	}
 	p := &pendingCharge{hold: true, ref: ref, n: n, now: db.now(), done: make(chan chargeOutcome, 1)}
 	o := db.submit(account, p)
+	if o.err != nil && ref != "" && !errors.Is(o.err, storage.ErrInsufficientCredits) && !errors.Is(o.err, storage.ErrInvalid) &&
+		!errors.Is(o.err, storage.ErrNotFound) {
+		// Its COMMIT may have run with its answer lost: the caller
+		// answers 500 and never ends the hold, so the heartbeat looks it
+		// up by its ref and releases it (TestFleetLostHoldReleased).
+		db.orphanMu.Lock()
+		db.lostHolds = append(db.lostHolds, lostHold{account, ref})
+		db.orphanMu.Unlock()
+	}
 	return o.held, o.err
+}
+
+// lostHold is a Hold that failed, perhaps after its commit.
+type lostHold struct{ account, ref string }
+
+// releaseLostHolds releases the holds of this boot whose Hold failed,
+// found by their refs (a request id each); those not found never
+// committed. It stops at the first failure and keeps the rest.
+func (db *DB) releaseLostHolds() {
+	db.orphanMu.Lock()
+	todo := db.lostHolds
+	db.lostHolds = nil
+	db.orphanMu.Unlock()
+	for i, l := range todo {
+		if err := db.releaseLost(l); err != nil {
+			db.log.Warn("cannot look for a hold whose Hold failed yet; will retry", "account", l.account, "err", err)
+			db.orphanMu.Lock()
+			db.lostHolds = append(db.lostHolds, todo[i:]...)
+			db.orphanMu.Unlock()
+			return
+		}
+	}
+}
+
+func (db *DB) releaseLost(l lostHold) error {
+	ctx, cancel := db.ctx()
+	rows, err := db.pool.Query(ctx, `SELECT seq, amount FROM holds WHERE account = $1 AND ref = $2 AND boot = $3`, l.account, l.ref, db.boot)
+	if err != nil {
+		cancel()
+		return err
+	}
+	var hs []storage.Hold
+	var seq, amount int64
+	_, err = pgx.ForEachRow(rows, []any{&seq, &amount}, func() error {
+		hs = append(hs, storage.Hold{Account: l.account, Seq: uint64(seq), N: amount, Ref: l.ref})
+		return nil
+	})
+	cancel()
+	if err != nil {
+		return err
+	}
+	for _, h := range hs {
+		if _, err := db.release(h, "released: its request failed (the hold's answer was lost)"); err != nil && !errors.Is(err, storage.ErrHoldNotActive) {
+			return err
+		}
+		staleHoldsReleased.Inc()
+	}
+	return nil
 }
 
 // Release ends the hold without a charge; ErrHoldNotActive when it was

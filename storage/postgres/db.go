@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,9 +91,13 @@ type DB struct {
 
 	orphanMu sync.Mutex
 	orphans  []orphan // holds to release again (see Release)
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	closed   sync.Once
+	// lostHolds are Holds that failed, perhaps after their commit (see
+	// Hold).
+	lostHolds []lostHold
+	stop      chan struct{}
+	beaten    chan struct{} // a heartbeat reached the database (maintain)
+	wg        sync.WaitGroup
+	closed    sync.Once
 }
 
 var (
@@ -118,6 +123,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
+	// A transaction a box left open — its link went silent between two
+	// statements, or before its COMMIT — holds the rows it locked (an
+	// account's) for every box until PostgreSQL ends it: end it once no
+	// call could still be waiting on it (TestFleetSilentBoxFreesItsAccount).
+	callTimeout := opts.CallTimeout
+	if callTimeout <= 0 {
+		callTimeout = DefaultCallTimeout
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt((callTimeout + time.Second).Milliseconds(), 10)
+	}
 	if !strings.Contains(dsn, "pool_max_conns") {
 		// pgx's default (4 on this size of machine) queues a busy box's
 		// validations in front of the pool.
@@ -134,7 +150,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	db := &DB{
 		pool: pool,
 		box:  opts.Box, boot: newBootID(), lease: opts.Lease, idemTTL: opts.IdemTTL, log: opts.Logger,
-		stop: make(chan struct{}),
+		stop: make(chan struct{}), beaten: make(chan struct{}, 1),
 	}
 	if opts.Now != nil {
 		db.now = func() time.Time { return opts.Now().UTC() }
@@ -181,8 +197,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: release the holds of stopped boxes: %w", err)
 	}
-	db.wg.Add(1)
+	db.wg.Add(2)
 	go db.heartbeat()
+	go db.maintain()
 	return db, nil
 }
 

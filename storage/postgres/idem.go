@@ -162,6 +162,23 @@ func completeIdemArgs(ref storage.IdemRef, resp storage.IdemResponse, now time.T
 	return []any{ref.Account, ref.Endpoint, ref.Key, resp.Status, names, vals, resp.Body, now}
 }
 
+// recordIdemSQL writes the completed record of a key that BeginIdem could
+// not record (storage.ChargeRequest.IdemHash): inserted, or over an
+// expired record, or over a pending one of the same request (an earlier
+// attempt's, on any box, whose BeginIdem committed though its answer was
+// lost: that attempt ended without a charge, or this one would replay
+// it); a record of another request, or a completed one, is left alone.
+const recordIdemSQL = `INSERT INTO idem AS i (account, endpoint, key, request_hash, done, boot, status, header_names, header_vals, body, created_at, expires_at)
+	VALUES ($1, $2, $3, $9, true, '', $4, $5, $6, $7, $8, $10)
+	ON CONFLICT (account, endpoint, key) DO UPDATE SET request_hash = $9, done = true, boot = '', status = $4,
+		header_names = $5, header_vals = $6, body = $7, created_at = $8, expires_at = $10
+	WHERE i.expires_at <= $8 OR (NOT i.done AND i.request_hash = $9)`
+
+func recordIdemArgs(ref storage.IdemRef, hash []byte, resp storage.IdemResponse, now time.Time, ttl time.Duration) []any {
+	now = now.Truncate(time.Millisecond)
+	return append(completeIdemArgs(ref, resp, now), hash, now.Add(ttl))
+}
+
 // CompleteIdem stores the response of the request that began ref.
 func (db *DB) CompleteIdem(ref storage.IdemRef, resp storage.IdemResponse) error {
 	if err := storage.CheckIdemRef(ref); err != nil {
@@ -174,16 +191,20 @@ func (db *DB) CompleteIdem(ref storage.IdemRef, resp storage.IdemResponse) error
 	return err
 }
 
-// AbortIdem deletes the pending record of ref, so a retry with the same
-// key is processed afresh; a completed record is left alone.
+// AbortIdem deletes this box's pending record of ref, so a retry with the
+// same key is processed afresh; a completed record, or another box's, is
+// left alone.
 func (db *DB) AbortIdem(ref storage.IdemRef) error {
 	if err := storage.CheckIdemRef(ref); err != nil {
 		return err
 	}
 	ctx, cancel := db.ctx()
 	defer cancel()
-	_, err := db.pool.Exec(ctx, `DELETE FROM idem WHERE account = $1 AND endpoint = $2 AND key = $3 AND NOT done`,
-		ref.Account, ref.Endpoint, ref.Key)
+	// Only this box's pending record: the key may have been taken over
+	// by a retry on another box meanwhile (this one was reaped), whose
+	// record must stay.
+	_, err := db.pool.Exec(ctx, `DELETE FROM idem WHERE account = $1 AND endpoint = $2 AND key = $3 AND NOT done AND boot = $4`,
+		ref.Account, ref.Endpoint, ref.Key, db.boot)
 	db.idem.end(ref, err == nil)
 	return err
 }

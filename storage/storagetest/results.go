@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -76,6 +77,43 @@ func RunCharges[S Charges](t *testing.T, b Backend[S]) {
 	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, b) })
 	t.Run("IdempotencyConcurrent", func(t *testing.T) { testIdempotencyConcurrent(t, b) })
 	t.Run("IdempotencyPurge", func(t *testing.T) { testIdempotencyPurge(t, b) })
+	t.Run("IdemLostKey", func(t *testing.T) { testIdemLostKey(t, b) })
+}
+
+// testIdemLostKey: a charge whose key BeginIdem could not record
+// (ChargeRequest.IdemHash) records it itself: a retry replays it, another
+// body is a mismatch, and a live record of another request is left alone.
+func testIdemLostKey[S Charges](t *testing.T, b Backend[S]) {
+	c := NewClock()
+	s := b.Open(t, c)
+	acct := account(t, s, 5)
+	seal := func(_ storage.Result, balance int64) (storage.Sealed, error) {
+		body := fmt.Appendf(nil, `{"credits_remaining":%d}`, balance)
+		return storage.Sealed{Receipt: body, Response: storage.IdemResponse{Status: 200, Body: body}}, nil
+	}
+	ref := storage.IdemRef{Account: acct, Endpoint: "validate", Key: "lost-key-1"}
+	h, _ := s.Hold(acct, 1, "r")
+	if _, err := s.Charge(h, storage.ChargeRequest{Result: result("a@example.com", "valid"), Idem: &ref, IdemHash: []byte("hash-a"), Seal: seal}); err != nil {
+		t.Fatal(err)
+	}
+	out, rec, err := s.BeginIdem(ref, []byte("hash-a"))
+	if err != nil || out != storage.IdemReplay || string(rec.Response.Body) != `{"credits_remaining":4}` {
+		t.Fatalf("the retry of a charge whose key was lost: %v %+v %v", out, rec, err)
+	}
+	if out, _, err := s.BeginIdem(ref, []byte("hash-b")); err != nil || out != storage.IdemMismatch {
+		t.Fatalf("another body under it: %v %v", out, err)
+	}
+	// A key another request holds now is not overwritten.
+	other := storage.IdemRef{Account: acct, Endpoint: "validate", Key: "lost-key-2"}
+	if out, _, err := s.BeginIdem(other, []byte("hash-c")); err != nil || out != storage.IdemNew {
+		t.Fatalf("BeginIdem: %v %v", out, err)
+	}
+	if _, err := s.ChargeDirect(acct, 1, storage.ChargeRequest{Result: result("b@example.com", "valid"), Idem: &other, IdemHash: []byte("hash-d"), Seal: seal}); err != nil {
+		t.Fatal(err)
+	}
+	if out, rec, err := s.BeginIdem(other, []byte("hash-c")); err != nil || out == storage.IdemReplay || !bytes.Equal(rec.RequestHash, []byte("hash-c")) {
+		t.Fatalf("the other request's key after a lost key's charge: %v %+v %v", out, rec, err)
+	}
 }
 
 // account creates an account with n credits.
