@@ -509,6 +509,7 @@ func TestDiskFullPauses(t *testing.T) {
 	db := openDB(t, t.TempDir(), nil)
 	acct := newAccount(t, db, 200)
 	v := newFake()
+	v.delay = 20 * time.Millisecond // the job lasts seconds: the disk fills in the middle of it
 	s := startService(t, db, v, func(o *Options) {
 		o.Concurrency = 2
 		o.GroupSize = 1
@@ -522,6 +523,9 @@ func TestDiskFullPauses(t *testing.T) {
 	j := submit(t, s, acct, addresses("p", 200, 200), "")
 	waitUntil(t, 30*time.Second, "the job under way", func() bool { cur, _ := db.Job(j.ID); return cur.Processed >= 20 })
 	disk.full.Store(true)
+	if cur, _ := db.Job(j.ID); cur.Processed > 150 {
+		t.Skipf("the job ran too far (%d of 200) before the disk filled: too little left to see it pause", cur.Processed)
+	}
 	waitUntil(t, 30*time.Second, "refused writes", func() bool { return disk.writes.Load() >= 3 })
 	v.mu.Lock()
 	calls := v.calls
