@@ -19,8 +19,6 @@ import (
 	"github.com/verifyd/verifyd/internal/pgtest"
 	"github.com/verifyd/verifyd/server/admin/adminapi"
 	"github.com/verifyd/verifyd/storage"
-	"github.com/verifyd/verifyd/storage/postgres"
-	"github.com/verifyd/verifyd/storage/storagetest"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes at a new directory until the
@@ -203,13 +201,7 @@ func TestFleetDiskFull(t *testing.T) {
 	mnt := mountTmpfs(t, 256<<20, "0755")
 	srv := pgtest.StartIn(t, mnt)
 	ctx := context.Background()
-	if err := srv.CreateDatabase(ctx, "fleet"); err != nil {
-		t.Fatal(err)
-	}
-	dsn := srv.DSN("fleet")
-	if _, err := postgres.MigrateDSN(ctx, dsn); err != nil {
-		t.Fatal(err)
-	}
+	dsn, db := fleetOn(t, srv)
 	run, addrs := fleetWorld(t, 40, 50, 10*time.Millisecond)
 	boxes := startBoxes(t, 1, dsn, batchConfig(run, "", "concurrency = 4\n"))
 	in := boxes[0]
@@ -268,22 +260,11 @@ func TestFleetDiskFull(t *testing.T) {
 	if done["status"] != "completed" || done["progress"].(map[string]any)["processed"] != float64(len(addrs)) {
 		t.Fatalf("job %v", done)
 	}
-	db, err := postgres.Open(ctx, dsn, postgres.Options{Box: "test", Lease: fleetLease})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	n := 0
 	if err := db.JobResults(id, func(storage.Result) error { n++; return nil }); err != nil || n != len(addrs) {
 		t.Fatalf("%d results for %d addresses (%v)", n, len(addrs), err)
 	}
-	es := storagetest.CheckLedger(t, db, acct.ID)
-	charges := 0
-	for _, e := range es {
-		if e.Kind == storage.EntryCharge {
-			charges++
-		}
-	}
+	charges := chargeEntries(t, db, acct.ID)
 	if charges != charged {
 		t.Errorf("%d charge entries for %d validations answered 200", charges, charged)
 	}

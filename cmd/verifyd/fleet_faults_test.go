@@ -220,6 +220,18 @@ func (r *keyedRun) wait(t *testing.T) map[int][]byte {
 	return r.bodies
 }
 
+// conn is a connection of the test's own, straight to the server, closed
+// when the test ends.
+func (f *faultFleet) conn(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), f.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
 // checkKeys is what a client sees of the keys of keyFmt answered 200
 // (bodies): each one's answer is recorded, so that the key sent again,
 // as a client that lost its answer would, replays the receipt and is not
@@ -231,11 +243,7 @@ func (r *keyedRun) wait(t *testing.T) map[int][]byte {
 func (f *faultFleet) checkKeys(t *testing.T, keyFmt string, bodies map[int][]byte, keys int) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, f.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := f.conn(t)
 	rows, err := conn.Query(ctx, `SELECT key FROM idem WHERE account = $1 AND endpoint = 'POST /v1/validate' AND done`, f.acct.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -869,11 +877,7 @@ func TestFleetKeyNotRecordedNotCharged(t *testing.T) {
 	f := startFaultFleet(t, 1, worldConfig(run, "[rate_limits]\ndisabled = true\n"), addrs, time.Second)
 	defer f.dumpLogs(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, f.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := f.conn(t)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -930,11 +934,7 @@ func TestFleetSilentBoxFreesItsAccount(t *testing.T) {
 	f := startFaultFleet(t, 2, worldConfig(run, "[rate_limits]\ndisabled = true\n"), addrs, callTimeout)
 	defer f.dumpLogs(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, f.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := f.conn(t)
 
 	// box1's transactions last: every chunk of its link takes 200 ms.
 	f.proxies[1].Latency(200*time.Millisecond, 200*time.Millisecond)
@@ -1037,11 +1037,7 @@ func TestFleetLostHoldReleased(t *testing.T) {
 	f := startFaultFleetLease(t, 1, worldConfig(run, "[rate_limits]\ndisabled = true\n"), addrs, callTimeout, lease)
 	defer f.dumpLogs(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, f.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := f.conn(t)
 	f.proxies[0].Latency(150*time.Millisecond, 150*time.Millisecond)
 	done := make(chan attempt, 1)
 	go func() { done <- f.validate(0, "lost-key-%d", 0) }()

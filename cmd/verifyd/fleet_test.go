@@ -44,6 +44,13 @@ func fleetDB(t *testing.T) (string, *postgres.DB) {
 func fleetServer(t *testing.T) (string, *postgres.DB, *pgtest.Server) {
 	t.Helper()
 	srv := pgtest.Start(t)
+	dsn, db := fleetOn(t, srv)
+	return dsn, db, srv
+}
+
+// fleetOn is fleetDB on a server the test started.
+func fleetOn(t *testing.T, srv *pgtest.Server) (string, *postgres.DB) {
+	t.Helper()
 	ctx := context.Background()
 	if err := srv.CreateDatabase(ctx, "fleet"); err != nil {
 		t.Fatal(err)
@@ -57,7 +64,20 @@ func fleetServer(t *testing.T) (string, *postgres.DB, *pgtest.Server) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return dsn, db, srv
+	return dsn, db
+}
+
+// chargeEntries checks that the account's ledger adds up
+// (storagetest.CheckLedger) and returns how many charge entries it has.
+func chargeEntries(t *testing.T, db *postgres.DB, account string) int {
+	t.Helper()
+	n := 0
+	for _, e := range storagetest.CheckLedger(t, db, account) {
+		if e.Kind == storage.EntryCharge {
+			n++
+		}
+	}
+	return n
 }
 
 // fleetLease is the boxes' storage.lease in these tests: a dead box's
@@ -243,13 +263,7 @@ func TestFleetCrashDuringValidations(t *testing.T) {
 	if len(answered) == 0 || len(answered) == n {
 		t.Errorf("%d of %d answered before the kill: the test did not kill mid-way", len(answered), n)
 	}
-	es := storagetest.CheckLedger(t, db, acct.ID)
-	charges := 0
-	for _, e := range es {
-		if e.Kind == storage.EntryCharge {
-			charges++
-		}
-	}
+	charges := chargeEntries(t, db, acct.ID)
 	if charges != n {
 		t.Errorf("%d charge entries for %d validations", charges, n)
 	}
@@ -690,13 +704,7 @@ func TestFleetDatabaseRestart(t *testing.T) {
 	}
 	t.Logf("the last retry answered 200 %v after the database's return (lease %v)", worst.Round(time.Millisecond), fleetLease)
 	waitFor(t, func() bool { c, err := db.Credits(acct.ID); return err == nil && c.Held == 0 })
-	es := storagetest.CheckLedger(t, db, acct.ID)
-	charges := 0
-	for _, e := range es {
-		if e.Kind == storage.EntryCharge {
-			charges++
-		}
-	}
+	charges := chargeEntries(t, db, acct.ID)
 	if charges != rounds*n {
 		t.Errorf("%d charge entries for %d keys", charges, rounds*n)
 	}

@@ -1033,7 +1033,7 @@ func (sc *scheduler) wrote(r *jobRun, batch []storage.JobResult, j storage.Job, 
 // passes by itself (storage.Unavailable: its disk is full, the fleet's
 // database is unreachable or restarting): no new groups (what would be
 // probed could not be stored), and its write or start is tried again
-// every storeFullRetry, without counting as a failure: the job goes on by
+// every storeAwayRetry, without counting as a failure: the job goes on by
 // itself once the store takes writes, however long that takes, and
 // nothing is half-written meanwhile (a refused write wrote nothing). The
 // caller holds mu.
@@ -1050,11 +1050,11 @@ func (sc *scheduler) storeAway(r *jobRun, err error) {
 		r.stalledSince = time.Now()
 	}
 	r.stalled = true
-	r.retryAt = sc.s.now().Add(storeFullRetry)
+	r.retryAt = sc.s.now().Add(storeAwayRetry)
 }
 
-// storeFullRetry is how often a job paused for a full disk tries again.
-const storeFullRetry = 2 * time.Second
+// storeAwayRetry is how often a job paused by storeAway tries again.
+const storeAwayRetry = 2 * time.Second
 
 // startFinish ends the job; the caller holds mu.
 func (sc *scheduler) startFinish(r *jobRun, status storage.JobStatus) {

@@ -43,7 +43,6 @@ type spaceGuard struct {
 	// a step of the wall clock neither stops nor hastens the looks.
 	start  time.Time
 	looked atomic.Int64
-	free   atomic.Uint64
 	low    atomic.Bool
 
 	mu sync.Mutex // one look at a time
@@ -90,7 +89,6 @@ func (g *spaceGuard) look() {
 		return // keep the last reading
 	}
 	free := st.Bavail * uint64(st.Bsize)
-	g.free.Store(free)
 	diskFree.Set(float64(free))
 	low := free < g.min
 	if was := g.low.Swap(low); was != low {

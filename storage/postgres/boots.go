@@ -53,7 +53,7 @@ func (db *DB) lastSeen() time.Time { return time.Unix(0, db.seen.Load()) }
 // does nothing else: on a slow link the reaping and the purges take
 // seconds (a reap waits for account rows other boxes lock), and a
 // heartbeat queued behind them would let this box's lease run out while
-// it lives, and the others take its holds and slices (TestFleetSlowBoxKeepsItsLease).
+// it lives, and the others take its holds and slices (TestFleetSlowLink).
 // The work that follows a heartbeat runs on maintain.
 func (db *DB) heartbeat() {
 	defer db.wg.Done()
@@ -105,7 +105,6 @@ func (db *DB) maintain() {
 			return
 		case <-db.beaten:
 			db.releaseOrphans()
-			db.releaseLostHolds()
 			db.endStrays()
 		case <-reap.C:
 			if _, err := db.Reap(); err != nil {

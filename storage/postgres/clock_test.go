@@ -3,11 +3,9 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/verifyd/verifyd/internal/pgtest"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -21,21 +19,9 @@ import (
 // reports the skew. With the box's wall clock as the store's clock, the
 // first step would purge the other box's records.
 func TestClockSteps(t *testing.T) {
-	srv := pgtest.Start(t)
 	ctx := context.Background()
-	pool := newPool(t, srv, "fleet")
-	if _, err := Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
 	const lease = 3 * time.Second
-	open := func(box string) *DB {
-		db, err := Open(ctx, srv.DSN("fleet"), Options{Box: box, Lease: lease, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	_, _, open := fleetOf(t, lease)
 	a, b := open("a"), open("b")
 	acct, err := b.CreateAccount("clock", storage.PlanGrowth)
 	if err != nil {

@@ -168,58 +168,10 @@ func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
 		// answers 500 and never ends the hold, so the heartbeat looks it
 		// up by its ref and releases it (TestFleetLostHoldReleased).
 		db.orphanMu.Lock()
-		db.lostHolds = append(db.lostHolds, lostHold{account, ref})
+		db.orphans = append(db.orphans, orphan{storage.Hold{Account: account, Ref: ref}, "released: its request failed (the hold's answer was lost)"})
 		db.orphanMu.Unlock()
 	}
 	return o.held, o.err
-}
-
-// lostHold is a Hold that failed, perhaps after its commit.
-type lostHold struct{ account, ref string }
-
-// releaseLostHolds releases the holds of this boot whose Hold failed,
-// found by their refs (a request id each); those not found never
-// committed. It stops at the first failure and keeps the rest.
-func (db *DB) releaseLostHolds() {
-	db.orphanMu.Lock()
-	todo := db.lostHolds
-	db.lostHolds = nil
-	db.orphanMu.Unlock()
-	for i, l := range todo {
-		if err := db.releaseLost(l); err != nil {
-			db.log.Warn("cannot look for a hold whose Hold failed yet; will retry", "account", l.account, "err", err)
-			db.orphanMu.Lock()
-			db.lostHolds = append(db.lostHolds, todo[i:]...)
-			db.orphanMu.Unlock()
-			return
-		}
-	}
-}
-
-func (db *DB) releaseLost(l lostHold) error {
-	ctx, cancel := db.ctx()
-	rows, err := db.pool.Query(ctx, `SELECT seq, amount FROM holds WHERE account = $1 AND ref = $2 AND boot = $3`, l.account, l.ref, db.boot)
-	if err != nil {
-		cancel()
-		return err
-	}
-	var hs []storage.Hold
-	var seq, amount int64
-	_, err = pgx.ForEachRow(rows, []any{&seq, &amount}, func() error {
-		hs = append(hs, storage.Hold{Account: l.account, Seq: uint64(seq), N: amount, Ref: l.ref})
-		return nil
-	})
-	cancel()
-	if err != nil {
-		return err
-	}
-	for _, h := range hs {
-		if _, err := db.release(h, "released: its request failed (the hold's answer was lost)"); err != nil && !errors.Is(err, storage.ErrHoldNotActive) {
-			return err
-		}
-		staleHoldsReleased.Inc()
-	}
-	return nil
 }
 
 // Release ends the hold without a charge; ErrHoldNotActive when it was
@@ -238,22 +190,57 @@ func (db *DB) Release(h storage.Hold, note string) (storage.Entry, error) {
 	return e, err
 }
 
-// orphan is a hold whose Release failed.
+// orphan is a hold whose Release failed, or (h.Seq 0: ledger sequences
+// start at 1) one whose Hold failed, perhaps after its commit, known by
+// its ref, a request id.
 type orphan struct {
 	h    storage.Hold
 	note string
 }
 
-// releaseOrphans releases again the holds whose Release failed.
+// release releases the orphan's hold; one known by its ref is looked up
+// first (this boot's holds of that ref: none when its Hold never
+// committed).
+func (o orphan) release(db *DB) error {
+	hs := []storage.Hold{o.h}
+	if o.h.Seq == 0 {
+		ctx, cancel := db.ctx()
+		defer cancel()
+		rows, err := db.pool.Query(ctx, `SELECT seq, amount FROM holds WHERE account = $1 AND ref = $2 AND boot = $3`, o.h.Account, o.h.Ref, db.boot)
+		if err != nil {
+			return err
+		}
+		hs = hs[:0]
+		var seq, amount int64
+		if _, err := pgx.ForEachRow(rows, []any{&seq, &amount}, func() error {
+			hs = append(hs, storage.Hold{Account: o.h.Account, Seq: uint64(seq), N: amount, Ref: o.h.Ref})
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	for _, h := range hs {
+		_, err := db.release(h, o.note)
+		if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		if err == nil && o.h.Seq == 0 {
+			staleHoldsReleased.Inc()
+		}
+	}
+	return nil
+}
+
+// releaseOrphans releases the orphans (holds whose Release, or whose
+// Hold, failed), stopping at the first failure and keeping the rest.
 func (db *DB) releaseOrphans() {
 	db.orphanMu.Lock()
 	todo := db.orphans
 	db.orphans = nil
 	db.orphanMu.Unlock()
 	for i, o := range todo {
-		_, err := db.release(o.h, o.note)
-		if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {
-			db.log.Warn("cannot release a hold yet; will retry", "account", o.h.Account, "hold", o.h.Seq, "err", err)
+		if err := o.release(db); err != nil {
+			db.log.Warn("cannot release a hold yet; will retry", "account", o.h.Account, "hold", o.h.Seq, "ref", o.h.Ref, "err", err)
 			db.orphanMu.Lock()
 			db.orphans = append(db.orphans, todo[i:]...)
 			db.orphanMu.Unlock()

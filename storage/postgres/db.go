@@ -90,14 +90,11 @@ type DB struct {
 	wall  wallClock
 
 	orphanMu sync.Mutex
-	orphans  []orphan // holds to release again (see Release)
-	// lostHolds are Holds that failed, perhaps after their commit (see
-	// Hold).
-	lostHolds []lostHold
-	stop      chan struct{}
-	beaten    chan struct{} // a heartbeat reached the database (maintain)
-	wg        sync.WaitGroup
-	closed    sync.Once
+	orphans  []orphan // holds to release again (see Release and Hold)
+	stop     chan struct{}
+	beaten   chan struct{} // a heartbeat reached the database (maintain)
+	wg       sync.WaitGroup
+	closed   sync.Once
 }
 
 var (
@@ -148,8 +145,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{
-		pool: pool,
-		box:  opts.Box, boot: newBootID(), lease: opts.Lease, idemTTL: opts.IdemTTL, log: opts.Logger,
+		pool: pool, callTimeout: callTimeout,
+		box: opts.Box, boot: newBootID(), lease: opts.Lease, idemTTL: opts.IdemTTL, log: opts.Logger,
 		stop: make(chan struct{}), beaten: make(chan struct{}, 1),
 	}
 	if opts.Now != nil {
@@ -166,9 +163,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	}
 	if db.idemTTL <= 0 {
 		db.idemTTL = storage.DefaultIdemTTL
-	}
-	if db.callTimeout = opts.CallTimeout; db.callTimeout <= 0 {
-		db.callTimeout = DefaultCallTimeout
 	}
 	switch db.keyTTL = opts.KeyCacheTTL; {
 	case db.keyTTL == 0:

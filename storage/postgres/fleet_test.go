@@ -9,10 +9,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/verifyd/verifyd/internal/pgtest"
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/storagetest"
 )
+
+// fleetOf starts PostgreSQL with a migrated database and returns the
+// server, a pool of the test's own on the database, and a function that
+// opens a box on it with lease (closed when the test ends).
+func fleetOf(t *testing.T, lease time.Duration) (*pgtest.Server, *pgxpool.Pool, func(box string) *DB) {
+	t.Helper()
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	pool := newPool(t, srv, "fleet")
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return srv, pool, func(box string) *DB {
+		t.Helper()
+		db, err := Open(ctx, srv.DSN("fleet"), Options{Box: box, Lease: lease, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+}
 
 // TestTwoBoxes: two DBs on one database are two boxes of a fleet. No
 // overdraft under charges on both at once; history written by both pages
@@ -21,21 +45,9 @@ import (
 // closing (kill -9: its boot row stays), the other releases its holds and
 // takes over its pending keys once its lease has run out, not before.
 func TestTwoBoxes(t *testing.T) {
-	srv := pgtest.Start(t)
 	ctx := context.Background()
-	pool := newPool(t, srv, "fleet")
-	if _, err := Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
 	const lease = 2 * time.Second
-	open := func(box string) *DB {
-		db, err := Open(ctx, srv.DSN("fleet"), Options{Box: box, Lease: lease, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	_, pool, open := fleetOf(t, lease)
 	a, b := open("a"), open("b")
 	boxes := []*DB{a, b}
 

@@ -1,12 +1,9 @@
 package postgres
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/verifyd/verifyd/internal/pgtest"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -20,20 +17,7 @@ import (
 // still runs stays in flight on both boxes. On b4dd917 the key answered
 // IdemInFlight on every retry for as long as the box lived.
 func TestIdemAfterOutage(t *testing.T) {
-	srv := pgtest.Start(t)
-	ctx := context.Background()
-	pool := newPool(t, srv, "fleet")
-	if _, err := Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	open := func(box string) *DB {
-		db, err := Open(ctx, srv.DSN("fleet"), Options{Box: box, Lease: 3 * time.Second, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	srv, _, open := fleetOf(t, 3*time.Second)
 	a, b := open("a"), open("b")
 	acct, err := a.CreateAccount("idem", storage.PlanGrowth)
 	if err != nil {
