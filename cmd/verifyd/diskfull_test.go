@@ -101,7 +101,7 @@ func startedJob(t *testing.T, c *client, addrs []string) string {
 // completes with one result per address, and the balance adds up.
 func TestDiskFull(t *testing.T) {
 	mnt := mountTmpfs(t, 512<<20, "0700")
-	run, addrs := fleetWorld(t, 40, 50, 10*time.Millisecond)
+	run, addrs := fleetWorld(t, 40, 50, 150*time.Millisecond)
 	in := startIn(t, mnt, batchConfig(run, "", "concurrency = 4\n")+"[storage]\nmin_free_bytes = 134217728\n")
 	c := &client{t: t, base: in.base, key: in.key}
 	ac := adminClient(t, in)
@@ -117,6 +117,7 @@ func TestDiskFull(t *testing.T) {
 	id := startedJob(t, c, addrs)
 
 	ballast := fill(t, mnt, 16<<20)
+	t.Logf("disk full at %v", c.do("GET", "/v1/jobs/"+id, c.key, "").json(t)["progress"])
 	// The guard looks at the disk every 250 ms: the first refusal comes
 	// at once or a moment later.
 	var full reply
@@ -202,7 +203,7 @@ func TestFleetDiskFull(t *testing.T) {
 	srv := pgtest.StartIn(t, mnt)
 	ctx := context.Background()
 	dsn, db := fleetOn(t, srv)
-	run, addrs := fleetWorld(t, 40, 50, 10*time.Millisecond)
+	run, addrs := fleetWorld(t, 40, 50, 150*time.Millisecond)
 	boxes := startBoxes(t, 1, dsn, batchConfig(run, "", "concurrency = 4\n"))
 	in := boxes[0]
 	c := &client{t: t, base: in.base, key: in.key}
