@@ -58,9 +58,27 @@
 // Operators change the pool live: SetAddresses (SIGHUP) adds addresses at
 // once and drains the removed ones (no new lease, those in flight finish,
 // then EventDrained); Disable and Enable take an address out of rotation
-// and back (a DNSBL self-check, verifyctl), with events. Snapshot reports
+// and back (the self-check, verifyctl), with events. Snapshot reports
 // every address: sessions in flight, outcome totals and recent outcomes,
 // cooldowns per destination, draining and disabled flags.
+//
+// The self-check (SelfCheck, every egress.self_check_interval through
+// RunSelfChecks) judges each named address as receiving MTAs will:
+//
+//  1. PTR. The address's reverse DNS names, each looked up forward; those
+//     that resolve back to the address are forward-confirmed (FCrDNS). No
+//     PTR, or none confirmed, is a finding. The first confirmed name
+//     becomes the address's HELO name when none is configured
+//     (SetDiscoveredHelo; DiscoverHeloNames does only this, for a verifyd
+//     whose self-check is off).
+//  2. HELO. The name the address says in EHLO (HeloName) must be one of
+//     its PTR names.
+//  3. DNS block lists. The address is looked up on every configured zone
+//     (package dnsbl, RFC 5782); a listing is a finding, an operator's
+//     error code or a failed lookup is not.
+//  4. Enforce. A failing address is disabled (never the last active one),
+//     and enabled again once it passes; the findings are kept for
+//     Snapshot (SetFindings).
 //
 // The cooldowns not yet expired, the health totals and the disabled flags
 // survive a restart through Options.Store, saved as JSON at most every

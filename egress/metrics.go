@@ -19,6 +19,11 @@ var (
 	allCooling  = metrics.NewCounter(`verifyd_egress_all_cooling_total`)
 	noAddress   = metrics.NewCounter(`verifyd_egress_no_address_total`)
 
+	// The self-check's (selfcheck.go).
+	selfCheckRuns     = metrics.NewCounter(`verifyd_egress_selfcheck_runs_total`)
+	selfCheckFailing  = metrics.NewCounter(`verifyd_egress_selfcheck_failures_total`)
+	selfCheckDisabled = metrics.NewCounter(`verifyd_egress_selfcheck_disabled_total`)
+
 	// activeCooldowns is the sum over pools of the cooling pairs each
 	// counted at its last sweep.
 	activeCooldowns atomic.Int64

@@ -33,7 +33,7 @@ import (
 	"github.com/valyala/fasthttp/pprofhandler"
 
 	"github.com/verifyd/verifyd/cmd/verifyd/config"
-	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/egress"
 	"github.com/verifyd/verifyd/server"
 	"github.com/verifyd/verifyd/server/admin"
 	"github.com/verifyd/verifyd/server/jobs"
@@ -262,17 +262,17 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		"metrics", metricsAddr, "data_dir", cfg.DataDir, "admin_socket", cfg.Admin.Socket)
 	fmt.Fprintf(os.Stderr, "verifyd: API on http://%s  (health: http://%s/healthz)\n", ln.Addr(), ln.Addr())
 
-	selfCheck := probe.SelfCheckOptions{Resolver: a.res, Pool: a.egress,
+	selfCheck := egress.SelfCheckOptions{Resolver: a.res, Pool: a.egress,
 		DNSBLZones: cfg.Probe.DNSBLZones, Enforce: cfg.Egress.SelfCheckEnforce, Logger: log}
 	if cfg.Egress.SelfCheckInterval > 0 {
 		// Its first run also gives each address without a configured
 		// HELO name its forward-confirmed PTR name.
-		go probe.RunSelfChecks(ctx, cfg.Egress.SelfCheckInterval, selfCheck)
+		go egress.RunSelfChecks(ctx, cfg.Egress.SelfCheckInterval, selfCheck)
 	} else if cfg.SMTP.HeloName == "" {
 		go func() {
 			dctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
-			probe.DiscoverHeloNames(dctx, selfCheck)
+			egress.DiscoverHeloNames(dctx, selfCheck)
 		}()
 	}
 	if path == "" && fileExistsAt(config.DefaultPath) {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/verifyd/verifyd/cmd/verifyd/config"
-	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/egress"
 	"github.com/verifyd/verifyd/server"
 )
 
@@ -61,7 +61,7 @@ func (r *reloader) reload() ([]string, error) {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			probe.DiscoverHeloNames(ctx, probe.SelfCheckOptions{Resolver: r.app.res, Pool: r.app.egress})
+			egress.DiscoverHeloNames(ctx, egress.SelfCheckOptions{Resolver: r.app.res, Pool: r.app.egress})
 		}()
 	}
 	for _, a := range added {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/verifyd/verifyd/dnsbl"
 	"github.com/verifyd/verifyd/internal/fifo"
 	"github.com/verifyd/verifyd/resolver"
 )
@@ -807,7 +808,7 @@ func (k *collection) reverse(ctx context.Context, ip netip.Addr) {
 // listAnswer looks ip up on one DNS list zone: its A records, nil for
 // not listed.
 func (k *collection) listAnswer(ctx context.Context, ip netip.Addr, zone string) ([]netip.Addr, error) {
-	name, err := DNSBLName(ip, zone)
+	name, err := dnsbl.Name(ip, zone) // zone normalized by NewCollector
 	if err != nil {
 		return nil, err
 	}
@@ -837,7 +838,7 @@ func (k *collection) blockLists(ctx context.Context, ip netip.Addr) {
 		k.goSafe(&wg, ctx, func(ctx context.Context) {
 			answers, err := k.listAnswer(ctx, ip, zone)
 			if err == nil {
-				results[i].Listed, err = ClassifyDNSBL(answers)
+				results[i].Listed, err = dnsbl.Classify(answers)
 				if err != nil {
 					k.failed("dnsbl "+zone, err)
 				}

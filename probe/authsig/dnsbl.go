@@ -4,110 +4,25 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
+
+	"github.com/verifyd/verifyd/dnsbl"
 )
 
-// ReverseIPv4 returns the octets of an IPv4 address in reverse order,
-// "d.c.b.a" for a.b.c.d, the form DNS lists are queried with (RFC 5782 §2.1).
-// An IPv4-mapped IPv6 address counts as IPv4. It returns "" for anything
-// else.
-func ReverseIPv4(ip netip.Addr) string {
-	ip = ip.Unmap()
-	if !ip.Is4() {
-		return ""
-	}
-	b := ip.As4()
-	return strconv.Itoa(int(b[3])) + "." + strconv.Itoa(int(b[2])) + "." +
-		strconv.Itoa(int(b[1])) + "." + strconv.Itoa(int(b[0]))
-}
+// The query names and the block lists' return codes are package dnsbl's
+// (RFC 5782): dnsbl.Name and dnsbl.Classify. What is the auth signals' own
+// is below: the allow lists' extra error codes and the summary of the block
+// lists into the two auth keys.
 
-// ReverseIPv6 returns the 32 nibbles of an IPv6 address in reverse order,
-// dot-separated, as IPv6 DNS lists are queried (RFC 5782 §2.4). It returns ""
-// for an IPv4 or IPv4-mapped address.
-func ReverseIPv6(ip netip.Addr) string {
-	if !ip.Is6() || ip.Is4In6() {
-		return ""
-	}
-	const hex = "0123456789abcdef"
-	b := ip.As16()
-	out := make([]byte, 0, 63)
-	for i := len(b) - 1; i >= 0; i-- {
-		out = append(out, hex[b[i]&0xf], '.', hex[b[i]>>4], '.')
-	}
-	return string(out[:len(out)-1])
-}
-
-// DNSBLName returns the name to query (type A) for ip in the DNS list zone:
-// the reversed address, a dot, the zone (RFC 5782 §2.1, §2.4). The zone is
-// normalised like a domain.
-func DNSBLName(ip netip.Addr, zone string) (string, error) {
-	zone = normalizeDomain(zone)
-	if !validDomainName(zone) {
-		return "", fmt.Errorf("authsig: dns list zone %q is not a domain name", zone)
-	}
-	rev := ReverseIPv4(ip)
-	if rev == "" {
-		rev = ReverseIPv6(ip)
-	}
-	if rev == "" {
-		return "", fmt.Errorf("authsig: %v is not an IP address", ip)
-	}
-	return rev + "." + zone, nil
-}
-
-// Return codes that are not listings.
+// Allow-list return codes that are not listings.
 var (
-	// dnsblTestPoint is RFC 5782 §5's "never listed" test point, which
-	// URIBL also answers to refused queries; it and 127.0.0.0 are errors.
-	dnsblTestPoint = netip.AddrFrom4([4]byte{127, 0, 0, 1})
-	// dnsblErrorLow starts the operator error codes, 127.255.255.252-255
-	// (Spamhaus, 127.255.255.0/24: 252 typo in the zone name, 254 query
-	// through a public resolver, 255 excessive queries; 253 unassigned).
-	dnsblErrorLow = netip.AddrFrom4([4]byte{127, 255, 255, 252})
 	// dnswlBlocked is dnswl.org's "query blocked" (over the free limit).
 	dnswlBlocked = netip.AddrFrom4([4]byte{127, 0, 0, 255})
 	// dnswlBlockedAlt is refused too: no dnswl.org category 255 exists.
 	dnswlBlockedAlt = netip.AddrFrom4([4]byte{127, 0, 255, 255})
 )
 
-var loopback8 = netip.MustParsePrefix("127.0.0.0/8")
-
-// ClassifyDNSBL reads the A records a DNS list returned for a query name.
-// No records (the caller saw NXDOMAIN or NODATA) means not listed. Only
-// 127.0.0.2 to 127.255.255.251 are listings (RFC 5782 §2.1, §5); any other
-// answer is an error wrapping ErrDNSBLAnswer, and it wins over listings in
-// the same answer, since it means the whole answer cannot be trusted:
-//
-//   - 127.255.255.252-255: the list operator refuses the query (Spamhaus:
-//     typo in the zone, public or open resolver, too many queries);
-//   - 127.0.0.1 and 127.0.0.0: the test point and the network address are
-//     never listings (URIBL answers 127.0.0.1 to refused queries);
-//   - anything outside 127.0.0.0/8, or IPv6: a resolver that rewrites
-//     NXDOMAIN, or a dead zone whose domain was re-registered.
-func ClassifyDNSBL(answers []netip.Addr) (listed bool, err error) {
-	for _, a := range answers {
-		if why := dnsblReject(a.Unmap()); why != "" {
-			return false, fmt.Errorf("%w: %v (%s)", ErrDNSBLAnswer, a, why)
-		}
-		listed = true
-	}
-	return listed, nil
-}
-
-func dnsblReject(a netip.Addr) string {
-	switch {
-	case !a.Is4() || !loopback8.Contains(a):
-		return "not in 127.0.0.0/8: resolver rewriting or dead list"
-	case a.Compare(dnsblTestPoint) <= 0:
-		return "127.0.0.1 and below are not listings"
-	case a.Compare(dnsblErrorLow) >= 0:
-		return "list operator error code"
-	}
-	return ""
-}
-
 // ClassifyDNSWL reads the A records a DNS allow list returned, with the
-// encoding of ClassifyDNSBL plus the allow lists' own error codes: dnswl.org
+// encoding of dnsbl.Classify plus the allow lists' own error codes: dnswl.org
 // answers 127.0.0.255 when it blocks a querier (SpamAssassin's
 // RCVD_IN_DNSWL_BLOCKED, rspamd's DNSWL_BLOCKED), and 127.0.255.255, which
 // no category uses, is refused too. dnswl.org listings are 127.0.<category>.
@@ -115,17 +30,17 @@ func dnsblReject(a netip.Addr) string {
 func ClassifyDNSWL(answers []netip.Addr) (listed bool, err error) {
 	for _, a := range answers {
 		if u := a.Unmap(); u == dnswlBlocked || u == dnswlBlockedAlt {
-			return false, fmt.Errorf("%w: %v (allow list refused the query)", ErrDNSBLAnswer, a)
+			return false, fmt.Errorf("%w: %v (allow list refused the query)", dnsbl.ErrAnswer, a)
 		}
 	}
-	return ClassifyDNSBL(answers)
+	return dnsbl.Classify(answers)
 }
 
 // DNSBLResult is the caller's outcome for one DNS list.
 type DNSBLResult struct {
 	Zone   string
 	Listed bool
-	Err    error // from the lookup or from ClassifyDNSBL
+	Err    error // from the lookup or from dnsbl.Classify
 }
 
 // SummarizeDNSBL turns the per-list outcomes for one address into the auth

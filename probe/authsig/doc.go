@@ -77,9 +77,9 @@
 //  7. caa: CAA at each name of CAANames(D), the domain and its parents below
 //     the public suffix (RFC 8659 §3). HasCAA is true when any has a record.
 //
-//  8. dnsbl_clean, dnsbl_lists_on, dnswl_listed: A at DNSBLName(ip, zone)
+//  8. dnsbl_clean, dnsbl_lists_on, dnswl_listed: A at dnsbl.Name(ip, zone)
 //     for the MX address ip and each configured list (RFC 5782 §2.1, §2.4).
-//     ClassifyDNSBL counts only 127.0.0.2-127.255.255.251 as listings; the
+//     dnsbl.Classify counts only 127.0.0.2-127.255.255.251 as listings; the
 //     operators' error codes (127.255.255.252-255), 127.0.0.1 and answers
 //     outside 127.0.0.0/8 are errors. ClassifyDNSWL adds dnswl.org's
 //     "blocked" code. SummarizeDNSBL gives the two dnsbl keys.

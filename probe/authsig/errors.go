@@ -29,11 +29,6 @@ var (
 	// ErrTrustUnknownKey: a valid svc trust record names a key id the
 	// operator's trust programme has not issued.
 	ErrTrustUnknownKey = errors.New("authsig: svc: key id not issued by this trust programme")
-
-	// ErrDNSBLAnswer: a DNS list answered with an address that is not a
-	// listing: an operator error code, the 127.0.0.1 test point, or an
-	// address outside 127.0.0.0/8. See ClassifyDNSBL.
-	ErrDNSBLAnswer = errors.New("authsig: dns list answered with an error code, not a listing")
 )
 
 // SyntaxError reports a record that breaks its grammar.

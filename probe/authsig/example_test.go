@@ -2,7 +2,6 @@ package authsig_test
 
 import (
 	"fmt"
-	"net/netip"
 
 	"github.com/verifyd/verifyd/probe/authsig"
 )
@@ -45,25 +44,6 @@ func ExampleDiscoverDMARC() {
 	// Output:
 	// found example.com reject quarantine s r true
 	// applied to mail.example.com: quarantine
-}
-
-func ExampleClassifyDNSBL() {
-	ip := netip.MustParseAddr("192.0.2.99")
-	name, _ := authsig.DNSBLName(ip, "zen.spamhaus.org")
-	fmt.Println(name)
-	for _, answer := range [][]netip.Addr{
-		nil, // NXDOMAIN
-		{netip.MustParseAddr("127.0.0.4")},
-		{netip.MustParseAddr("127.255.255.254")},
-	} {
-		listed, err := authsig.ClassifyDNSBL(answer)
-		fmt.Println(listed, err != nil)
-	}
-	// Output:
-	// 99.2.0.192.zen.spamhaus.org
-	// false false
-	// true false
-	// false true
 }
 
 func ExampleTrust() {

@@ -1,4 +1,4 @@
-package probe
+package egress
 
 import (
 	"context"
@@ -9,10 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
-
-	"github.com/verifyd/verifyd/egress"
-	"github.com/verifyd/verifyd/probe/authsig"
+	"github.com/verifyd/verifyd/dnsbl"
 	"github.com/verifyd/verifyd/resolver"
 )
 
@@ -20,9 +17,11 @@ import (
 type SelfCheckOptions struct {
 	Resolver resolver.Interface
 	// Pool is the egress pool; it knows the HELO name of each address
-	// (egress.Pool.HeloName) and learns the PTR names found here.
-	Pool *egress.Pool
-	// DNSBLZones are the block lists every egress address is checked on.
+	// (Pool.HeloName) and learns the PTR names found here.
+	Pool *Pool
+	// DNSBLZones are the block lists every egress address is checked on,
+	// as configured (any case, a trailing dot, U-labels); a zone that is
+	// not a domain name of two labels or more is not asked.
 	DNSBLZones []string
 	// Enforce takes failing addresses out of rotation (and back in once
 	// they pass); without it findings are only reported.
@@ -34,18 +33,12 @@ type SelfCheckOptions struct {
 // it re-enables only what it disabled.
 const selfCheckPrefix = "self-check: "
 
-var (
-	selfCheckRuns     = metrics.NewCounter("verifyd_egress_selfcheck_runs_total")
-	selfCheckFailing  = metrics.NewCounter("verifyd_egress_selfcheck_failures_total")
-	selfCheckDisabled = metrics.NewCounter("verifyd_egress_selfcheck_disabled_total")
-)
-
 // SelfCheck checks every named egress address of the pool, as receiving
 // MTAs will judge it: a reverse DNS name (PTR) that resolves back to the
 // address (forward-confirmed rDNS), the HELO name among those names, and no
 // listing on the configured DNS block lists. An address whose HELO name is
 // not configured (neither its own nor smtp.helo_name) takes its first
-// forward-confirmed PTR name as its HELO name (egress.Pool.SetDiscoveredHelo),
+// forward-confirmed PTR name as its HELO name (Pool.SetDiscoveredHelo),
 // so a pool whose addresses each have their own PTR passes with no HELO
 // name configured at all (RFC 5782 return codes; list
 // operators' error codes are not listings). It returns the findings per
@@ -127,7 +120,11 @@ func checkAddr(ctx context.Context, o SelfCheckOptions, addr netip.Addr) []strin
 		}
 	}
 	for _, zone := range o.DNSBLZones {
-		q, err := authsig.DNSBLName(addr, zone)
+		z, err := resolver.Normalize(zone)
+		if err != nil || !strings.Contains(z, ".") {
+			continue
+		}
+		q, err := dnsbl.Name(addr, z)
 		if err != nil {
 			continue
 		}
@@ -135,7 +132,7 @@ func checkAddr(ctx context.Context, o SelfCheckOptions, addr netip.Addr) []strin
 		if err != nil {
 			continue // NXDOMAIN: not listed; a failure: unknown
 		}
-		listed, err := authsig.ClassifyDNSBL(res.IPs)
+		listed, err := dnsbl.Classify(res.IPs)
 		if err == nil && listed {
 			findings = append(findings, "listed on "+zone)
 		}

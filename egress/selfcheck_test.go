@@ -1,19 +1,44 @@
-package probe
+package egress
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/verifyd/verifyd/bench/world"
-	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/resolver"
 )
+
+// selfCheckEnv serves w's DNS (bench/world) on 127.0.0.1 and returns a
+// resolver that asks it and a pool made of opts; all three are closed at
+// the end of the test.
+func selfCheckEnv(t *testing.T, w *world.World, opts Options) (*resolver.Resolver, *Pool) {
+	t.Helper()
+	w.Defaults()
+	srv, err := world.StartDNS(w, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	res, err := resolver.New(resolver.Options{Upstreams: []string{srv.Addr()}, Timeout: 5 * time.Second,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(res.Close)
+	opts.Logger = quietLogger
+	opts.MaxRatePerHost = -1
+	pool, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	return res, pool
+}
 
 // TestSelfCheck checks four egress addresses against the world's DNS: one
 // well configured, one whose PTR is not the HELO name, one without reverse
@@ -36,14 +61,13 @@ func TestSelfCheck(t *testing.T) {
 			"127.0.0.6": "127.255.255.254", // the list operator's error code
 		}}},
 	}
-	w.Defaults()
-	e := startEnv(t, w, envOptions{egress: egress.Options{HeloName: helo, Addresses: []netip.Addr{
+	res, pool := selfCheckEnv(t, w, Options{HeloName: helo, Addresses: []netip.Addr{
 		netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3"),
 		netip.MustParseAddr("127.0.0.4"), netip.MustParseAddr("127.0.0.5"),
-	}}})
+	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	o := SelfCheckOptions{Resolver: e.res, Pool: e.pool, DNSBLZones: []string{"bl.test"},
+	o := SelfCheckOptions{Resolver: res, Pool: pool, DNSBLZones: []string{"bl.test"},
 		Enforce: true, Logger: slog.New(slog.DiscardHandler)}
 	got := SelfCheck(ctx, o)
 	want := map[string]string{
@@ -64,7 +88,7 @@ func TestSelfCheck(t *testing.T) {
 		t.Errorf("127.0.0.5: %q lacks the forward-confirmation finding", f)
 	}
 	disabled := map[string]bool{}
-	for _, s := range e.pool.Snapshot() {
+	for _, s := range pool.Snapshot() {
 		if s.Disabled {
 			disabled[s.Addr.String()] = true
 		}
@@ -74,9 +98,9 @@ func TestSelfCheck(t *testing.T) {
 	}
 	// 127.0.0.3 passes once its own HELO name is its PTR name: the
 	// self-check enables what it disabled.
-	e.pool.SetHeloNames(map[netip.Addr]string{netip.MustParseAddr("127.0.0.3"): "other.verifyd.test"})
+	pool.SetHeloNames(map[netip.Addr]string{netip.MustParseAddr("127.0.0.3"): "other.verifyd.test"})
 	SelfCheck(ctx, o)
-	for _, s := range e.pool.Snapshot() {
+	for _, s := range pool.Snapshot() {
 		if s.Addr.String() == "127.0.0.3" && s.Disabled {
 			t.Fatalf("127.0.0.3 still disabled after passing: %s", s.DisabledReason)
 		}
@@ -86,16 +110,14 @@ func TestSelfCheck(t *testing.T) {
 // TestSelfCheckKeepsLastAddress shows that the last active address stays
 // in rotation even when it fails: a pool without addresses probes nothing.
 func TestSelfCheckKeepsLastAddress(t *testing.T) {
-	w := &world.World{}
-	w.Defaults()
-	e := startEnv(t, w, envOptions{egress: egress.Options{Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.4")}}})
+	res, pool := selfCheckEnv(t, &world.World{}, Options{Addresses: []netip.Addr{netip.MustParseAddr("127.0.0.4")}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	got := SelfCheck(ctx, SelfCheckOptions{Resolver: e.res, Pool: e.pool, Enforce: true, Logger: slog.New(slog.DiscardHandler)})
+	got := SelfCheck(ctx, SelfCheckOptions{Resolver: res, Pool: pool, Enforce: true, Logger: slog.New(slog.DiscardHandler)})
 	if len(got[netip.MustParseAddr("127.0.0.4")]) == 0 {
 		t.Fatal("an address without reverse DNS passed")
 	}
-	for _, s := range e.pool.Snapshot() {
+	for _, s := range pool.Snapshot() {
 		if s.Disabled {
 			t.Fatal("the last address was taken out of rotation")
 		}
@@ -104,67 +126,63 @@ func TestSelfCheckKeepsLastAddress(t *testing.T) {
 
 // TestSelfCheckOwnPTRNames: four egress addresses with a PTR each
 // (probe1 … probe4) and no HELO name configured anywhere pass the
-// self-check, each taking its own forward-confirmed PTR name; sessions
-// from each say that name in EHLO, with MAIL FROM in the same domain. An
-// address with a name of its own keeps it, and one global name (a NAT)
-// is judged against every PTR.
+// self-check, each taking its own forward-confirmed PTR name as HELO name
+// (probe's TestSessionsSayOwnPTRNames sees sessions say it). An address
+// with a name of its own keeps it, and that name is judged against its
+// PTR.
 func TestSelfCheckOwnPTRNames(t *testing.T) {
 	addrs := []netip.Addr{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3"),
 		netip.MustParseAddr("127.0.0.4"), netip.MustParseAddr("127.0.0.5")}
-	w := &world.World{
-		Hosts: []*world.Host{{Name: "mx.shop.test", IP: "127.82.0.1"}},
-		Domains: []*world.Domain{{Name: "shop.test", MX: []world.MX{{Pref: 10, Host: "mx.shop.test"}},
-			Mailboxes: map[string]world.MailboxState{"ann": world.MailboxOK}}},
-	}
+	w := &world.World{}
 	for i, a := range addrs {
 		w.Hosts = append(w.Hosts, &world.Host{Name: fmt.Sprintf("probe%d.verifyd.test", i+1), IP: a.String(), Mode: world.HostRefuse})
 	}
-	w.Defaults()
-	e := startEnv(t, w, envOptions{egress: egress.Options{Addresses: addrs, MaxConnsPerHost: 1, DefaultHeloName: "fallback.verifyd.test"}})
-	for _, s := range e.pool.Snapshot() {
-		if s.HeloName != "fallback.verifyd.test" || s.HeloSource != egress.HeloFromDefault {
+	res, pool := selfCheckEnv(t, w, Options{Addresses: addrs, DefaultHeloName: "fallback.verifyd.test"})
+	for _, s := range pool.Snapshot() {
+		if s.HeloName != "fallback.verifyd.test" || s.HeloSource != HeloFromDefault {
 			t.Fatalf("before the self-check %v says %s (%s)", s.Addr, s.HeloName, s.HeloSource)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	o := SelfCheckOptions{Resolver: e.res, Pool: e.pool, Enforce: true, Logger: slog.New(slog.DiscardHandler)}
+	o := SelfCheckOptions{Resolver: res, Pool: pool, Enforce: true, Logger: slog.New(slog.DiscardHandler)}
 	for a, f := range SelfCheck(ctx, o) {
 		if len(f) > 0 {
 			t.Errorf("%v: %q", a, f)
 		}
 	}
-	for i, s := range e.pool.Snapshot() {
-		if want := fmt.Sprintf("probe%d.verifyd.test", i+1); s.Disabled || s.HeloName != want || s.HeloSource != egress.HeloFromPTR {
+	for i, s := range pool.Snapshot() {
+		if want := fmt.Sprintf("probe%d.verifyd.test", i+1); s.Disabled || s.HeloName != want || s.HeloSource != HeloFromPTR {
 			t.Errorf("%v: disabled %v, says %s (%s); want %s from its PTR", s.Addr, s.Disabled, s.HeloName, s.HeloSource, want)
-		}
-	}
-	// Four validations at once, one session per address (one slot each
-	// for the MX): each says its own name.
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if r := verify(t, e.engine, "ann@shop.test"); r.Status != StatusValid {
-				t.Errorf("ann@shop.test: %s/%s", r.Status, r.Reason)
-			}
-		}()
-	}
-	wg.Wait()
-	e.run.Log().Wait(4, 10*time.Second)
-	for _, s := range e.run.Log().Sessions() {
-		i := slices.Index(addrs, netip.MustParseAddr(s.Client))
-		if want := fmt.Sprintf("probe%d.verifyd.test", i+1); s.Helo != want || s.MailFrom != "verify@"+want {
-			t.Errorf("session from %s: EHLO %s, MAIL FROM %s; want %s", s.Client, s.Helo, s.MailFrom, want)
 		}
 	}
 
 	// A name of its own wins, and is judged against the PTR.
-	e.pool.SetHeloNames(map[netip.Addr]string{addrs[0]: "Mail.Verifyd.Test."})
+	pool.SetHeloNames(map[netip.Addr]string{addrs[0]: "Mail.Verifyd.Test."})
 	got := SelfCheck(ctx, o)
-	if n, src := e.pool.HeloName(addrs[0]); n != "mail.verifyd.test" || src != egress.HeloFromConfig ||
+	if n, src := pool.HeloName(addrs[0]); n != "mail.verifyd.test" || src != HeloFromConfig ||
 		!strings.Contains(strings.Join(got[addrs[0]], ";"), "HELO name mail.verifyd.test is not a reverse DNS name") {
 		t.Errorf("configured name: %s (%s), findings %q", n, src, got[addrs[0]])
+	}
+}
+
+// TestDiscoverHeloNames: with the self-check off, the addresses still
+// learn their forward-confirmed PTR names, and nothing is judged: an
+// address without reverse DNS stays in rotation on the default name.
+func TestDiscoverHeloNames(t *testing.T) {
+	addrs := []netip.Addr{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")}
+	w := &world.World{Hosts: []*world.Host{{Name: "probe1.verifyd.test", IP: "127.0.0.2", Mode: world.HostRefuse}}}
+	res, pool := selfCheckEnv(t, w, Options{Addresses: addrs, DefaultHeloName: "fallback.verifyd.test"})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	DiscoverHeloNames(ctx, SelfCheckOptions{Resolver: res, Pool: pool})
+	for _, s := range pool.Snapshot() {
+		want, src := "fallback.verifyd.test", HeloFromDefault
+		if s.Addr == addrs[0] {
+			want, src = "probe1.verifyd.test", HeloFromPTR
+		}
+		if s.Disabled || s.HeloName != want || s.HeloSource != src || len(s.Findings) > 0 {
+			t.Errorf("%v: disabled %v, says %s (%s), findings %q; want %s (%s)", s.Addr, s.Disabled, s.HeloName, s.HeloSource, s.Findings, want, src)
+		}
 	}
 }
