@@ -60,9 +60,14 @@ lint: vet $(STATICCHECK)
 # VERIFYD_BROWSER_TESTS=require makes them fail, not skip, without it.
 # The PostgreSQL tests start their own server from Debian's binaries:
 # "make postgres" installs them when missing, VERIFYD_PG_TESTS=require
-# likewise.
+# likewise. Then it runs the allocation tests (Test...DoNotAllocate) once
+# more without -race, whose instrumentation allocates (they skip under
+# it): ALLOC_PKGS are the packages that have one.
+ALLOC_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' --exclude-dir=.git \
+	'func Test[A-Za-z0-9_]*DoNotAllocate' .)))
 test: lint systemd-verify browser postgres
 	VERIFYD_BROWSER_TESTS=require VERIFYD_PG_TESTS=require $(GO) test -race -shuffle=on -count=1 ./...
+	$(GO) test -count=1 -run 'DoNotAllocate' $(ALLOC_PKGS)
 
 # browser installs Debian's chromium with apt-get when no chromium is on
 # PATH (root on Debian/Ubuntu only; elsewhere install it yourself, or
