@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/idna"
+
+	"github.com/verifyd/verifyd/internal/dnsname"
 )
 
 // Name limits of RFC 1035 §2.3.4, for the textual form without the
@@ -78,7 +80,7 @@ func normalize(name string) (string, error) {
 		return normalizeIDN(name)
 	}
 	if upper {
-		s = asciiLower(s)
+		s = dnsname.Fold(s)
 	}
 	return s, nil
 }
@@ -111,7 +113,7 @@ func normalizeIDN(name string) (string, error) {
 			return "", invalidName(name, "empty label")
 		}
 		if isASCII(l) && !hasACEPrefix(l) {
-			l = asciiLower(l)
+			l = dnsname.Fold(l)
 		} else {
 			a, err := idna.Lookup.ToASCII(l)
 			if err != nil {
@@ -155,22 +157,6 @@ func isASCII(s string) bool {
 	return true
 }
 
-// asciiLower lower-cases the ASCII letters of s.
-func asciiLower(s string) string {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				if 'A' <= b[j] && b[j] <= 'Z' {
-					b[j] += 'a' - 'A'
-				}
-			}
-			return string(b)
-		}
-	}
-	return s
-}
-
 // fqdn returns the canonical name n with the trailing dot, for the wire.
 func fqdn(n string) string { return n + "." }
 
@@ -181,5 +167,5 @@ func presentName(s string) string {
 	if len(s) > 0 && s[len(s)-1] == '.' {
 		s = s[:len(s)-1]
 	}
-	return asciiLower(s)
+	return dnsname.Fold(s)
 }

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/idna"
+
+	"github.com/verifyd/verifyd/internal/dnsname"
 )
 
 // profile converts domains for lookup: UTS 46 mapping and validation,
@@ -37,9 +39,10 @@ func parseDomain(d string) (user, ascii, reason string) {
 		}
 		if !aLabel {
 			// For an all-ASCII domain without A-labels, UTS 46 processing
-			// is lower-casing plus the checks just made; skip the tables.
-			// FuzzFastDomain holds this path to the IDNA one.
-			d = strings.ToLower(d)
+			// is the ASCII case fold (dnsname.Fold) plus the checks just
+			// made; skip the tables. FuzzFastDomain holds this path to
+			// the IDNA one.
+			d = dnsname.Fold(d)
 			return d, d, ""
 		}
 	}

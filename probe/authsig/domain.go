@@ -5,6 +5,8 @@ import (
 
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
+
+	"github.com/verifyd/verifyd/internal/dnsname"
 )
 
 // TXTLookup fetches the TXT records at name, each already joined from its
@@ -59,15 +61,18 @@ func OrgDomain(domain string) string {
 	return org
 }
 
-// normalizeDomain lower-cases d, drops one trailing dot and converts
-// U-labels to A-labels. Names that IDNA rejects are only lower-cased: they
-// will fail their DNS lookup, which is the answer they deserve.
+// normalizeDomain drops one trailing dot, converts U-labels to A-labels
+// and folds ASCII case (dnsname.Fold). Names that IDNA rejects are only
+// lower-cased, Unicode case included (strings.ToLower: they are no DNS
+// names, so dnsname's rule is not theirs): they will fail their DNS
+// lookup, which is the answer they deserve.
 func normalizeDomain(d string) string {
 	d = strings.TrimSuffix(d, ".")
-	if !isASCII(d) {
-		if a, err := idna.Lookup.ToASCII(d); err == nil {
-			return a
-		}
+	if isASCII(d) {
+		return dnsname.Fold(d)
+	}
+	if a, err := idna.Lookup.ToASCII(d); err == nil {
+		return a
 	}
 	return strings.ToLower(d)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/verifyd/verifyd/internal/dnsname"
 	"github.com/verifyd/verifyd/probe/lists/internal/entry"
 )
 
@@ -106,23 +107,17 @@ func indexDot(b []byte) int {
 	return -1
 }
 
-// foldDomain copies d into buf lower-cased (ASCII), without one trailing dot.
-// It returns false when d cannot be a domain of the lists.
+// foldDomain copies d into buf folded (dnsname.FoldInto: ASCII case),
+// without one trailing dot. It returns false when d cannot be a domain of
+// the lists. It does not allocate.
 func foldDomain(buf *[entry.MaxDomain]byte, d string) ([]byte, bool) {
 	if n := len(d); n > 0 && d[n-1] == '.' {
 		d = d[:n-1]
 	}
-	if d == "" || len(d) > len(buf) {
+	if d == "" {
 		return nil, false
 	}
-	for i := 0; i < len(d); i++ {
-		c := d[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		buf[i] = c
-	}
-	return buf[:len(d)], true
+	return dnsname.FoldInto(buf[:], d)
 }
 
 // IsDisposable reports whether asciiDomain (IDNA A-labels; case and one

@@ -3,6 +3,7 @@ package lists
 import (
 	"strings"
 
+	"github.com/verifyd/verifyd/internal/dnsname"
 	"github.com/verifyd/verifyd/probe/lists/internal/entry"
 )
 
@@ -140,7 +141,7 @@ func Normalize(local, asciiDomain string) (normLocal string, notes []string) {
 // (googlemail.com → gmail.com), and otherwise asciiDomain lower-cased
 // without a trailing dot. Like [Normalize], it is for keys and hints only.
 func CanonicalDomain(asciiDomain string) string {
-	d := entry.LowerASCII(strings.TrimSuffix(asciiDomain, "."))
+	d := dnsname.Fold(strings.TrimSuffix(asciiDomain, "."))
 	if r, ok := providers[d]; ok && r.alias != "" {
 		return r.alias
 	}

@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/idna"
+
+	"github.com/verifyd/verifyd/internal/dnsname"
 )
 
 // profile is the IDNA profile of the syntax stage (probe/address).
@@ -57,7 +59,7 @@ func Domain(s string) (string, error) {
 			return "", fmt.Errorf("not a valid domain name: %v", err)
 		}
 	} else {
-		a = strings.ToLower(s)
+		a = dnsname.Fold(s)
 	}
 	if len(a) > MaxDomain {
 		return "", fmt.Errorf("domain longer than %d octets", MaxDomain)
@@ -160,7 +162,8 @@ func Local(s string) (string, error) {
 }
 
 // LowerASCII returns s with ASCII letters lower-cased; s itself when it has
-// none (no allocation).
+// none (no allocation). It is for local parts, whose case the provider's
+// rules decide; domain names fold with dnsname.Fold.
 func LowerASCII(s string) string {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= 'A' && c <= 'Z' {
