@@ -18,6 +18,7 @@ import (
 
 	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/probe/authsig"
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/pebble"
@@ -81,11 +82,12 @@ func benchServer(b *testing.B, v Verifier) (addr, key string) {
 	if _, err := db.AddCredits(acct.ID, 1<<40, "bench"); err != nil {
 		b.Fatal(err)
 	}
-	key, _, err = db.MintKey(acct.ID, []string{ScopeRead, ScopeWrite}, "bench")
+	key, _, err = db.MintKey(acct.ID, []string{httpapi.ScopeRead, httpapi.ScopeWrite}, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := New(Options{DB: db, Keys: keys, Verifier: v, IPLimitsDisabled: true, Logger: slog.New(slog.DiscardHandler)})
+	s := New(Options{DB: db, Keys: keys, Verifier: v, Logger: slog.New(slog.DiscardHandler),
+		Guard: httpapi.NewGuard(httpapi.GuardOptions{DB: db, IPLimitsDisabled: true, Logger: slog.New(slog.DiscardHandler)})})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/verifyd/verifyd/server/httpapi"
 )
 
 // TestIPLimitsPerIPv6Prefix: spec §8's per source IP window keys an IPv6
@@ -15,11 +17,10 @@ func TestIPLimitsPerIPv6Prefix(t *testing.T) {
 	at := time.Date(2026, 5, 1, 12, 0, 10, 0, time.UTC)
 	start := func(bits int) *testEnv {
 		return startServer(t, func(o *Options) {
-			o.Now = func() time.Time { return at }
-			o.IPLimitsDisabled = false
-			o.IPLimits = DefaultIPLimits(time.Minute, 100, 100, 100, 2)
-			o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
-			o.IPv6PrefixLen = bits
+			proxies := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+			o.TrustedProxies, o.IPv6PrefixLen = proxies, bits
+			o.Guard = httpapi.NewGuard(httpapi.GuardOptions{DB: o.DB, Now: func() time.Time { return at },
+				IPLimits: httpapi.DefaultIPLimits(time.Minute, 100, 100, 100, 2), TrustedProxies: proxies, IPv6PrefixLen: bits})
 		})
 	}
 	e := start(0)
@@ -48,7 +49,7 @@ func TestIPLimitsPerIPv6Prefix(t *testing.T) {
 	}
 	// The 429 is the envelope with Retry-After.
 	r := e.do("GET", "/v1/balance", "", append(e.bearer(), "X-Forwarded-For", "2001:db8:1:2::9")...)
-	if code, _, d := r.errorEnvelope(t); r.status != 429 || code != CodeRateLimited || d["retryAfter"] == nil || r.header.Get("Retry-After") == "" {
+	if code, _, d := r.errorEnvelope(t); r.status != 429 || code != httpapi.CodeRateLimited || d["retryAfter"] == nil || r.header.Get("Retry-After") == "" {
 		t.Errorf("over the /64's limit: %d %s", r.status, r.body)
 	}
 

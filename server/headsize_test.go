@@ -3,6 +3,8 @@ package server
 import (
 	"strings"
 	"testing"
+
+	"github.com/verifyd/verifyd/server/httpapi"
 )
 
 // TestHeadSize: a 5,000-byte Cookie (a dashboard sharing its host with
@@ -29,7 +31,7 @@ func TestHeadSize(t *testing.T) {
 	} {
 		r := e.raw(req)
 		code, _, d := r.errorEnvelope(t)
-		if r.status != 431 || code != CodeBadRequest || d["maxHeaderBytes"] != float64(DefaultMaxHeaderBytes) {
+		if r.status != 431 || code != httpapi.CodeBadRequest || d["maxHeaderBytes"] != float64(DefaultMaxHeaderBytes) {
 			t.Errorf("%s: %d %s, want 431 with maxHeaderBytes %d", name, r.status, r.body, DefaultMaxHeaderBytes)
 		}
 	}

@@ -2,18 +2,23 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/server/batch"
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
-	"github.com/verifyd/verifyd/storage/pebble"
+	"github.com/verifyd/verifyd/storage/pebble/pebbletest"
 )
 
 // testEnv is the API served on loopback with real storage and keys, an
@@ -25,15 +30,54 @@ type testEnv struct {
 	key  string
 }
 
-func startServer(t *testing.T, mod func(*Options)) *testEnv {
+var quiet = slog.New(slog.DiscardHandler)
+
+// domainVerifier is the engine's batch mode answering every address
+// valid.
+type domainVerifier struct{}
+
+func (domainVerifier) VerifyDomain(_ context.Context, emails []string, _ netip.Addr) ([]*probe.Result, error) {
+	out := make([]*probe.Result, len(emails))
+	for i, e := range emails {
+		out[i] = valid(e)
+	}
+	return out, nil
+}
+
+// startBatch starts a batch scheduler on db with domainVerifier, closed
+// when the test ends.
+func startBatch(t testing.TB, db storage.Store) *batch.Scheduler {
 	t.Helper()
-	dir := t.TempDir()
-	quiet := slog.New(slog.DiscardHandler)
-	db, err := pebble.Open(dir+"/db", pebble.Options{Logger: quiet, PurgeInterval: -1, CacheSize: 8 << 20, MemTableSize: 1 << 20})
+	s, err := batch.Start(batch.Options{DB: db, Verifier: domainVerifier{}, Logger: quiet, FlushInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.Close(ctx)
+	})
+	return s
+}
+
+func waitUntil(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// startServer serves the API on loopback with real storage and keys, an
+// account with 1,000 credits and a key of both scopes; mod changes the
+// options (a Guard it sets replaces the default, without IP limits).
+func startServer(t *testing.T, mod func(*Options)) *testEnv {
+	t.Helper()
+	dir := t.TempDir()
+	db := pebbletest.Open(t, nil)
 	keys, err := receipt.NewKeySet(receipt.NewFileStore(dir + "/signing"))
 	if err != nil {
 		t.Fatal(err)
@@ -45,13 +89,16 @@ func startServer(t *testing.T, mod func(*Options)) *testEnv {
 	if _, err := db.AddCredits(acct.ID, 1000, "test"); err != nil {
 		t.Fatal(err)
 	}
-	key, _, err := db.MintKey(acct.ID, []string{ScopeRead, ScopeWrite}, "test")
+	key, _, err := db.MintKey(acct.ID, []string{httpapi.ScopeRead, httpapi.ScopeWrite}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{DB: db, Keys: keys, Verifier: instantVerifier{}, IPLimitsDisabled: true, Logger: quiet}
+	opts := Options{DB: db, Keys: keys, Verifier: instantVerifier{}, Logger: quiet}
 	if mod != nil {
 		mod(&opts)
+	}
+	if opts.Guard == nil {
+		opts.Guard = httpapi.NewGuard(httpapi.GuardOptions{DB: db, IPLimitsDisabled: true, Logger: quiet})
 	}
 	s := New(opts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

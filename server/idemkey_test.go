@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/valyala/fasthttp"
+	"github.com/verifyd/verifyd/server/httpapi"
 )
 
 // TestIdemKeyHeader: an Idempotency-Key sent on two header lines (equal
@@ -28,7 +28,7 @@ func TestIdemKeyHeader(t *testing.T) {
 		before := balance()
 		r := e.do("POST", "/v1/validate", body, append(e.bearer(), hdr...)...)
 		code, _, d := r.errorEnvelope(t)
-		if r.status != 400 || code != CodeBadRequest || !strings.Contains(string(r.body), `"path":"Idempotency-Key"`) {
+		if r.status != 400 || code != httpapi.CodeBadRequest || !strings.Contains(string(r.body), `"path":"Idempotency-Key"`) {
 			t.Errorf("%q: %d %s, want 400 naming Idempotency-Key", hdr, r.status, r.body)
 		}
 		if d["issues"] == nil {
@@ -41,7 +41,7 @@ func TestIdemKeyHeader(t *testing.T) {
 	// Names are case-insensitive: two lines however spelt are two keys.
 	r := e.raw("POST /v1/validate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + e.key + "\r\nContent-Type: application/json\r\n" +
 		"Idempotency-Key: order-0001\r\nidempotency-KEY: order-0004\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
-	if code, _, _ := r.errorEnvelope(t); r.status != 400 || code != CodeBadRequest || !strings.Contains(string(r.body), `"path":"Idempotency-Key"`) {
+	if code, _, _ := r.errorEnvelope(t); r.status != 400 || code != httpapi.CodeBadRequest || !strings.Contains(string(r.body), `"path":"Idempotency-Key"`) {
 		t.Errorf("two keys spelt differently: %d %s", r.status, r.body)
 	}
 	// Nothing was recorded under order-0001: it is a first request now,
@@ -50,23 +50,5 @@ func TestIdemKeyHeader(t *testing.T) {
 	again := e.do("POST", "/v1/validate", body, append(e.bearer(), "Idempotency-Key", "order-0001")...)
 	if first.status != 200 || first.header.Get("Idempotent-Replay") != "" || again.status != 200 || again.header.Get("Idempotent-Replay") != "true" {
 		t.Errorf("one key: %d %v, then %d %v", first.status, first.header, again.status, again.header)
-	}
-
-	// IdemKey itself, as POST /v1/batch calls it.
-	var h fasthttp.RequestHeader
-	if k, err := IdemKey(&h); k != nil || err != nil {
-		t.Errorf("no header: %q %v", k, err)
-	}
-	h.Set("Idempotency-Key", "")
-	if _, err := IdemKey(&h); err == nil {
-		t.Error("an empty key was accepted")
-	}
-	h.Set("Idempotency-Key", "order-0001")
-	if k, err := IdemKey(&h); string(k) != "order-0001" || err != nil {
-		t.Errorf("one key: %q %v", k, err)
-	}
-	h.Add("Idempotency-Key", "order-0001")
-	if _, err := IdemKey(&h); err == nil || err.Code != CodeBadRequest {
-		t.Errorf("two keys: %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/verifyd/verifyd/server/httpapi"
 )
 
 // TestIdleConnections: a connection that idles past the server's timeouts
@@ -91,7 +93,7 @@ func TestIdleConnections(t *testing.T) {
 				}
 			}
 			r := readReply(t, br)
-			if code, _, _ := r.errorEnvelope(t); r.status != 408 || code != CodeBadRequest {
+			if code, _, _ := r.errorEnvelope(t); r.status != 408 || code != httpapi.CodeBadRequest {
 				t.Errorf("%d %s, want 408", r.status, r.body)
 			}
 			if b := rest(t, br); b != "" {
@@ -105,7 +107,7 @@ func TestIdleConnections(t *testing.T) {
 		c, br := dial(t)
 		io.WriteString(c, "NOT HTTP AT ALL\r\n\r\n")
 		r := readReply(t, br)
-		if code, msg, _ := r.errorEnvelope(t); r.status != 400 || code != CodeBadRequest || !strings.Contains(msg, "malformed") {
+		if code, msg, _ := r.errorEnvelope(t); r.status != 400 || code != httpapi.CodeBadRequest || !strings.Contains(msg, "malformed") {
 			t.Errorf("a malformed head: %d %s", r.status, r.body)
 		}
 	})

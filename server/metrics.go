@@ -1,25 +1,26 @@
 package server
 
 import (
-	"fmt"
-	"strconv"
-	"sync"
-	"time"
-
 	"github.com/VictoriaMetrics/metrics"
-	"github.com/fasthttp/router"
-	"github.com/valyala/fasthttp"
 )
 
-// Metrics of the API (names verifyd_http_<what>_<unit>):
+// Metrics of the /v1 handlers (those of every request, counts and
+// latencies per route and idempotent replays, are httpapi's):
 //
-//	verifyd_http_requests_total{route,status}       requests answered
-//	verifyd_http_request_duration_seconds{route}    latency per route
-//	verifyd_http_idempotent_replays_total           Idempotent-Replay answers
 //	verifyd_credits_charged_total                   credits charged by validations
 //	verifyd_http_validate_overhead_seconds          a fresh validation's time less the engine's
+//	verifyd_jobs_created_total                      jobs POST /v1/batch created
+//	verifyd_jobs_csv_downloads_total                results.csv downloads started
+//	verifyd_jobs_csv_rows_total                     results.csv rows sent
+//	verifyd_jobs_csv_downloads_refused_total        downloads refused over a cap (429)
+//	verifyd_jobs_csv_downloads_active               downloads streaming now
 var (
-	idemReplays    = metrics.NewCounter("verifyd_http_idempotent_replays_total")
+	jobsCreated  = metrics.NewCounter("verifyd_jobs_created_total")
+	csvDownloads = metrics.NewCounter("verifyd_jobs_csv_downloads_total")
+	csvRows      = metrics.NewCounter("verifyd_jobs_csv_rows_total")
+	csvRefused   = metrics.NewCounter("verifyd_jobs_csv_downloads_refused_total")
+	csvActive    = metrics.NewGauge("verifyd_jobs_csv_downloads_active", nil)
+
 	creditsCharged = metrics.NewCounter("verifyd_credits_charged_total")
 	// validateOverhead is what the API adds to the engine's time for a
 	// fresh validation answered 200: from the handler's start to the
@@ -27,53 +28,4 @@ var (
 	// idempotency, the hold, the real-time pool's queue, signing and the
 	// synced charge).
 	validateOverhead = metrics.NewHistogram("verifyd_http_validate_overhead_seconds")
-	reqCounters      sync.Map // route+status → *metrics.Counter
-	reqDurations     sync.Map // route → *metrics.Histogram
 )
-
-// routeLabel names a request's route for metrics without unbounded labels:
-// the router's pattern (/v1/jobs/{id}, /dashboard/api/keys/{prefix}/revoke),
-// or "other" for a path no route matched.
-func routeLabel(ctx *fasthttp.RequestCtx) string {
-	if r, ok := ctx.UserValue(router.MatchedRoutePathParam).(string); ok && r != "" {
-		return r
-	}
-	p := string(ctx.Path())
-	switch {
-	case p == "/v1/validate", p == "/v1/batch", p == "/v1/balance", p == "/v1/results",
-		p == "/v1/keys", p == "/.well-known/jwks.json", p == "/healthz":
-		return p
-	case len(p) > 9 && p[:9] == "/v1/jobs/":
-		if len(p) > 12 && p[len(p)-12:] == "/results.csv" {
-			return "/v1/jobs/{id}/results.csv"
-		}
-		return "/v1/jobs/{id}"
-	}
-	return "other"
-}
-
-// observe counts every request by route and status and times it.
-func (s *Server) observe(next fasthttp.RequestHandler) fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		start := time.Now()
-		if ctx.IsPost() {
-			s.chunkedLimits.Delete(&ctx.Request.Header) // read within its limit
-		}
-		next(ctx)
-		route := routeLabel(ctx)
-		status := ctx.Response.StatusCode()
-		key := route + " " + strconv.Itoa(status)
-		c, ok := reqCounters.Load(key)
-		if !ok {
-			c, _ = reqCounters.LoadOrStore(key, metrics.GetOrCreateCounter(
-				fmt.Sprintf(`verifyd_http_requests_total{route=%q,status="%d"}`, route, status)))
-		}
-		c.(*metrics.Counter).Inc()
-		h, ok := reqDurations.Load(route)
-		if !ok {
-			h, _ = reqDurations.LoadOrStore(route, metrics.GetOrCreateHistogram(
-				fmt.Sprintf(`verifyd_http_request_duration_seconds{route=%q}`, route)))
-		}
-		h.(*metrics.Histogram).UpdateDuration(start)
-	}
-}

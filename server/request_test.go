@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/verifyd/verifyd/server/httpapi"
 )
 
 func TestDecodeValidate(t *testing.T) {
@@ -12,22 +14,22 @@ func TestDecodeValidate(t *testing.T) {
 	for _, tc := range []struct {
 		body   string
 		req    validateRequest
-		issues []Issue
+		issues []httpapi.Issue
 	}{
 		{`{"email":"a@b.test"}`, validateRequest{Email: "a@b.test"}, nil},
 		{`{"email":"a@b.test","cache":true}`, validateRequest{Email: "a@b.test", Cache: true}, nil},
 		{` { "cache" : false , "email" : "x@y" } `, validateRequest{Email: "x@y"}, nil},
 		{`{"email":"bad syntax @ but has at"}`, validateRequest{Email: "bad syntax @ but has at"}, nil},
-		{`{}`, validateRequest{}, []Issue{{"email", "is required"}}},
-		{`{"email":""}`, validateRequest{}, []Issue{{"email", "must not be empty"}}},
-		{`{"email":"nobody"}`, validateRequest{Email: "nobody"}, []Issue{{"email", "must be an email address (no @)"}}},
-		{`{"email":42}`, validateRequest{}, []Issue{{"email", "must be a string"}}},
-		{`{"email":null}`, validateRequest{}, []Issue{{"email", "must be a string"}}},
-		{`{"email":["a@b"]}`, validateRequest{}, []Issue{{"email", "must be a string"}}},
-		{`{"email":"` + long + `"}`, validateRequest{}, []Issue{{"email", "must be at most 320 characters, not 322"}}},
-		{`{"email":"a@b","cache":"yes"}`, validateRequest{Email: "a@b"}, []Issue{{"cache", "must be a boolean"}}},
-		{`{"email":"a@b","extra":1,"more":{"x":[1]}}`, validateRequest{Email: "a@b"}, []Issue{{"extra", "unknown property"}, {"more", "unknown property"}}},
-		{`{"cache":1,"x":2}`, validateRequest{}, []Issue{{"cache", "must be a boolean"}, {"x", "unknown property"}, {"email", "is required"}}},
+		{`{}`, validateRequest{}, []httpapi.Issue{{Path: "email", Message: "is required"}}},
+		{`{"email":""}`, validateRequest{}, []httpapi.Issue{{Path: "email", Message: "must not be empty"}}},
+		{`{"email":"nobody"}`, validateRequest{Email: "nobody"}, []httpapi.Issue{{Path: "email", Message: "must be an email address (no @)"}}},
+		{`{"email":42}`, validateRequest{}, []httpapi.Issue{{Path: "email", Message: "must be a string"}}},
+		{`{"email":null}`, validateRequest{}, []httpapi.Issue{{Path: "email", Message: "must be a string"}}},
+		{`{"email":["a@b"]}`, validateRequest{}, []httpapi.Issue{{Path: "email", Message: "must be a string"}}},
+		{`{"email":"` + long + `"}`, validateRequest{Email: long}, []httpapi.Issue{{Path: "email", Message: "must be at most 320 characters, not 322"}}},
+		{`{"email":"a@b","cache":"yes"}`, validateRequest{Email: "a@b"}, []httpapi.Issue{{Path: "cache", Message: "must be a boolean"}}},
+		{`{"email":"a@b","extra":1,"more":{"x":[1]}}`, validateRequest{Email: "a@b"}, []httpapi.Issue{{Path: "extra", Message: "unknown property"}, {Path: "more", Message: "unknown property"}}},
+		{`{"cache":1,"x":2}`, validateRequest{}, []httpapi.Issue{{Path: "cache", Message: "must be a boolean"}, {Path: "x", Message: "unknown property"}, {Path: "email", Message: "is required"}}},
 	} {
 		req, issues := decodeValidate([]byte(tc.body))
 		if req != tc.req || !reflect.DeepEqual(issues, tc.issues) {
@@ -79,7 +81,7 @@ func FuzzDecodeValidate(f *testing.F) {
 			}
 		}
 		if len(issues) == 0 {
-			if req.Email == "" || !strings.Contains(req.Email, "@") || len([]rune(req.Email)) > MaxEmailLength {
+			if req.Email == "" || !strings.Contains(req.Email, "@") || len([]rune(req.Email)) > httpapi.MaxEmailLength {
 				t.Fatalf("accepted bad email %q from %q", req.Email, body)
 			}
 			if !json.Valid(body) {

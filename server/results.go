@@ -1,25 +1,25 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/verifyd/verifyd/server/httpapi"
+	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
 )
 
 // balance is GET /v1/balance (spec §4.5).
-func (s *Server) balance(ctx *fasthttp.RequestCtx, c *caller) {
-	n, err := s.db.Balance(c.account)
+func (s *Server) balance(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
+	n, err := s.db.Balance(c.Account)
 	if err != nil {
 		s.internal(ctx, "balance", err)
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]int64{"credits": n})
+	httpapi.WriteJSON(ctx, fasthttp.StatusOK, map[string]int64{"credits": n})
 }
 
 // historyRow is spec §2.9's ResultItem; null fields are JSON null.
@@ -40,39 +40,17 @@ type historyPage struct {
 	NextCursor *string      `json:"next_cursor"`
 }
 
-// QueryIssues reports the query parameters outside known, and those given
-// more than once (limit=50&limit=abc is refused, not read as its first
-// value). The /v1 routes and the dashboard's JSON routes (server/web)
-// check their queries with it.
-func QueryIssues(args *fasthttp.Args, known ...string) []Issue {
-	var issues []Issue
-	seen := make(map[string]bool, args.Len())
-	for k := range args.All() {
-		name := string(k)
-		switch {
-		case !slices.Contains(known, name):
-			if !seen[name] {
-				issues = append(issues, Issue{Path: name, Message: "unknown query parameter"})
-			}
-		case seen[name]:
-			issues = append(issues, Issue{Path: name, Message: "appears more than once"})
-		}
-		seen[name] = true
-	}
-	return issues
-}
-
 // results is GET /v1/results (spec §4.6). The cursor is lossless: see
 // storage.FormatCursor. A parameter given is checked even when empty
 // (cursor=, limit=): only an absent one takes its default.
-func (s *Server) results(ctx *fasthttp.RequestCtx, c *caller) {
+func (s *Server) results(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 	args := ctx.QueryArgs()
-	var issues []Issue
+	var issues []httpapi.Issue
 	limit := 50
 	if args.Has("limit") {
 		n, err := strconv.Atoi(string(args.Peek("limit")))
 		if err != nil || n < 1 || n > 200 {
-			issues = append(issues, Issue{Path: "limit", Message: "must be an integer from 1 to 200"})
+			issues = append(issues, httpapi.Issue{Path: "limit", Message: "must be an integer from 1 to 200"})
 		}
 		limit = n
 	}
@@ -82,23 +60,23 @@ func (s *Server) results(ctx *fasthttp.RequestCtx, c *caller) {
 		case "single", "batch", "all":
 			kind = string(v)
 		default:
-			issues = append(issues, Issue{Path: "kind", Message: "must be single, batch or all"})
+			issues = append(issues, httpapi.Issue{Path: "kind", Message: "must be single, batch or all"})
 		}
 	}
 	cursor := string(args.Peek("cursor"))
 	if args.Has("cursor") {
 		if _, err := storage.ParseCursor(cursor); cursor == "" || err != nil {
-			issues = append(issues, Issue{Path: "cursor", Message: "must be an ISO 8601 date-time (the next_cursor of the previous page)"})
+			issues = append(issues, httpapi.Issue{Path: "cursor", Message: "must be an ISO 8601 date-time (the next_cursor of the previous page)"})
 		}
 	}
-	issues = append(issues, QueryIssues(args, "limit", "kind", "cursor")...)
+	issues = append(issues, httpapi.QueryIssues(args, "limit", "kind", "cursor")...)
 	if issues != nil {
-		writeError(ctx, &APIError{Code: CodeBadRequest, Message: "invalid query", Details: map[string]any{"issues": issues}})
+		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Message: "invalid query", Details: map[string]any{"issues": issues}})
 		return
 	}
-	page, err := s.db.ListHistory(c.account, kind, cursor, limit)
+	page, err := s.db.ListHistory(c.Account, kind, cursor, limit)
 	if errors.Is(err, storage.ErrInvalid) {
-		writeError(ctx, &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("invalid query: %v", err)})
+		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Message: fmt.Sprintf("invalid query: %v", err)})
 		return
 	}
 	if err != nil {
@@ -109,7 +87,7 @@ func (s *Server) results(ctx *fasthttp.RequestCtx, c *caller) {
 	for i, r := range page.Rows {
 		h := historyRow{
 			ID: strconv.FormatUint(r.ID, 10), Email: r.Email, Status: r.Status, Score: r.Score,
-			Kind: r.Kind, ProbedAt: formatTime(r.ProbedAt),
+			Kind: r.Kind, ProbedAt: receipt.FormatTime(r.ProbedAt),
 		}
 		if r.JobID != "" {
 			h.JobID = &r.JobID
@@ -125,16 +103,5 @@ func (s *Server) results(ctx *fasthttp.RequestCtx, c *caller) {
 	if page.NextCursor != "" {
 		out.NextCursor = &page.NextCursor
 	}
-	writeJSON(ctx, fasthttp.StatusOK, out)
-}
-
-func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		writeError(ctx, &APIError{Code: CodeInternal, Message: "internal error"})
-		return
-	}
-	ctx.Response.Header.SetContentType("application/json")
-	ctx.SetStatusCode(status)
-	ctx.SetBody(b)
+	httpapi.WriteJSON(ctx, fasthttp.StatusOK, out)
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"strings"
 	"testing"
+
+	"github.com/verifyd/verifyd/server/httpapi"
 )
 
 // TestResultsQuery: GET /v1/results checks a parameter that is given even
@@ -30,7 +32,7 @@ func TestResultsQuery(t *testing.T) {
 	} {
 		r := e.do("GET", "/v1/results?"+q, "", e.bearer()...)
 		code, _, _ := r.errorEnvelope(t)
-		if r.status != 400 || code != CodeBadRequest || !strings.Contains(string(r.body), `"path":"`+path+`"`) {
+		if r.status != 400 || code != httpapi.CodeBadRequest || !strings.Contains(string(r.body), `"path":"`+path+`"`) {
 			t.Errorf("?%s: %d %s, want 400 naming %s", q, r.status, r.body, path)
 		}
 	}

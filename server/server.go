@@ -3,14 +3,16 @@
 // non-2xx answer (unknown paths, wrong methods, oversized bodies and panics
 // included).
 //
-// A request to a /v1 route flows (auth.go):
+// A request to a /v1 route flows through the HTTP kit (server/httpapi):
 //
-//	per-IP window → Bearer key → scope → per-plan rate → handler
+//	per-IP window → Bearer key or session → scope → per-plan rate → handler
 //
 // and POST /v1/validate then (validate.go): Idempotency-Key → strict body
 // decoding → cache lookup or credit hold → engine on the real-time pool →
 // one synced write of the charge, the result, its history row, the cache
-// entry and the idempotent response → the signed receipt.
+// entry and the idempotent response → the signed receipt. POST /v1/batch
+// (batch.go) is decoded and written the same way, and handed to the batch
+// scheduler (server/batch).
 //
 // Nothing from a *fasthttp.RequestCtx outlives its handler: what the engine
 // needs is copied, and it runs under its own context.
@@ -26,9 +28,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -36,6 +36,7 @@ import (
 
 	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/server/conns"
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/openapi"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
@@ -51,6 +52,20 @@ type Options struct {
 	DB       storage.Store
 	Keys     *receipt.KeySet
 	Verifier Verifier
+	// Guard authenticates and limits every /v1 route. Required with DB.
+	Guard *httpapi.Guard
+	// Batch runs the jobs of POST /v1/batch (server/batch); nil serves
+	// no batch routes.
+	Batch Scheduler
+	// Webhooks judges a batch's webhookUrl when it is posted (the SSRF
+	// guard of server/webhook); nil accepts any absolute http(s) URL.
+	Webhooks URLChecker
+	// MaxEmails caps the addresses of one batch (spec §8). Default 100,000.
+	MaxEmails int
+	// MaxDownloads caps the results.csv downloads streaming at once;
+	// MaxDownloadsPerAccount those of one account. Defaults 32 and 4.
+	MaxDownloads           int
+	MaxDownloadsPerAccount int
 
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
@@ -78,19 +93,12 @@ type Options struct {
 	RealtimeBudget time.Duration
 	// CacheMaxAge is how old a result cache: true may reuse.
 	CacheMaxAge time.Duration
-	// IPLimits are the per source IP limits per route class (spec §8);
-	// IPLimitsDisabled turns them off.
-	IPLimits         [numRoutes]Limit
-	IPLimitsDisabled bool
-	// TrustedProxies may name the client in X-Forwarded-For.
+	// TrustedProxies are exempt from the connection caps (give the
+	// Guard the same list); IPv6PrefixLen groups IPv6 clients for them
+	// (conns.ClientPrefix; 0 means conns.DefaultIPv6PrefixLen, 64).
 	TrustedProxies []netip.Prefix
-	// IPv6PrefixLen is how many leading bits of an IPv6 client address
-	// name one client for every per-client limit (the connection caps,
-	// IPLimits, the /auth/* limits of server/web): conns.ClientPrefix.
-	// 0 means conns.DefaultIPv6PrefixLen (64).
-	IPv6PrefixLen int
-	Now           func() time.Time
-	Logger        *slog.Logger
+	IPv6PrefixLen  int
+	Logger         *slog.Logger
 	// Ready reports whether verifyd can serve; /healthz answers 503 while
 	// it is false. Nil means always ready.
 	Ready func() bool
@@ -101,29 +109,16 @@ type Options struct {
 // and a long URL; fasthttp's own 4 KiB answered a bare 400 to them.
 const DefaultMaxHeaderBytes = 16 << 10
 
-// DefaultIPLimits are spec §8's per-endpoint limits.
-func DefaultIPLimits(window time.Duration, validate, batch, results, other int) [numRoutes]Limit {
-	return [numRoutes]Limit{
-		routeValidate: {validate, window},
-		routeBatch:    {batch, window},
-		routeResults:  {results, window},
-		routeOther:    {other, window},
-	}
-}
-
 // Server is the public API server.
 type Server struct {
-	opts      Options
-	log       *slog.Logger
-	db        storage.Store
-	srv       *fasthttp.Server
-	ipLimits  *limiter
-	keyLimits *limiter
-	router    *router.Router
-	// ipConf is the per-IP limits in force; SetIPLimits swaps it on reload.
-	ipConf atomic.Pointer[ipLimitConf]
-	// sessions authenticates browser sessions; nil: API keys only.
-	sessions atomic.Pointer[SessionAuth]
+	opts   Options
+	log    *slog.Logger
+	db     storage.Store
+	srv    *fasthttp.Server
+	router *router.Router
+	idem   *httpapi.Idempotency
+	// downloads caps the results.csv downloads under way.
+	downloads *downloadGate
 
 	lnMu sync.Mutex
 	lns  []*conns.Listener
@@ -137,24 +132,10 @@ type Server struct {
 	chunkedLimits sync.Map // *fasthttp.RequestHeader → int
 }
 
-type ipLimitConf struct {
-	limits   [numRoutes]Limit
-	disabled bool
-}
-
-// SetIPLimits changes the per source IP limits (a reload). Windows already
-// counted keep their counts.
-func (s *Server) SetIPLimits(l [numRoutes]Limit, disabled bool) {
-	s.ipConf.Store(&ipLimitConf{limits: l, disabled: disabled})
-}
-
 // New returns a Server with its routes.
 func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
 	}
 	if opts.MaxSmallBody == 0 {
 		opts.MaxSmallBody = 64 << 10
@@ -171,14 +152,25 @@ func New(opts Options) *Server {
 	if opts.CacheMaxAge == 0 {
 		opts.CacheMaxAge = 24 * time.Hour
 	}
+	if opts.MaxEmails == 0 {
+		opts.MaxEmails = 100_000
+	}
+	if opts.MaxDownloads <= 0 {
+		opts.MaxDownloads = 32
+	}
+	if opts.MaxDownloadsPerAccount <= 0 {
+		opts.MaxDownloadsPerAccount = 4
+	}
+	log := opts.Logger.With("pkg", "server")
 	s := &Server{
 		opts:      opts,
-		log:       opts.Logger.With("pkg", "server"),
+		log:       log,
 		db:        opts.DB,
-		ipLimits:  newLimiter(opts.Now),
-		keyLimits: newLimiter(opts.Now),
+		downloads: newDownloadGate(opts.MaxDownloads, opts.MaxDownloadsPerAccount),
+		// One wait for both routes: a duplicate of a validation waits
+		// out its real-time budget, one of a batch its synced write.
+		idem: &httpapi.Idempotency{DB: opts.DB, Wait: max(opts.RealtimeBudget+5*time.Second, 30*time.Second), Logger: log},
 	}
-	s.SetIPLimits(opts.IPLimits, opts.IPLimitsDisabled)
 	r := router.New()
 	// No redirects: the router's trailing-slash and path-fixing redirects
 	// answered /v1/balance/, /V1/BALANCE and /v1//balance with a bare 301
@@ -198,26 +190,38 @@ func New(opts Options) *Server {
 	if opts.DB != nil {
 		r.GET("/.well-known/jwks.json", s.jwks)
 		r.GET("/v1/keys", s.jwks)
-		r.POST("/v1/validate", s.guard(routeValidate, ScopeWrite, s.validate))
-		r.GET("/v1/balance", s.guard(routeOther, ScopeRead, s.balance))
-		r.GET("/v1/results", s.guard(routeResults, ScopeRead, s.results))
+		g := opts.Guard
+		r.POST("/v1/validate", g.Wrap(httpapi.ClassValidate, httpapi.ScopeWrite, s.validate))
+		r.GET("/v1/balance", g.Wrap(httpapi.ClassOther, httpapi.ScopeRead, s.balance))
+		r.GET("/v1/results", g.Wrap(httpapi.ClassResults, httpapi.ScopeRead, s.results))
+		if opts.Batch != nil {
+			r.POST("/v1/batch", g.Wrap(httpapi.ClassBatch, httpapi.ScopeWrite, s.postBatch))
+			r.GET("/v1/jobs/{id}", g.Wrap(httpapi.ClassOther, httpapi.ScopeRead, s.getJob))
+			r.GET("/v1/jobs/{id}/results.csv", g.Wrap(httpapi.ClassOther, httpapi.ScopeRead, s.getResults))
+		}
 	}
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
-		writeError(ctx, &APIError{Code: CodeNotFound, Message: fmt.Sprintf("no such endpoint: %s", ctx.Path())})
+		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: fmt.Sprintf("no such endpoint: %s", ctx.Path())})
 	}
 	r.HandleMethodNotAllowed = true
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
 		// The spec's enumeration has no 405 code; the closest is a bad
 		// request. Allow still names the methods the path takes.
-		writeError(ctx, &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("method %s is not allowed on %s", ctx.Method(), ctx.Path())})
+		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Message: fmt.Sprintf("method %s is not allowed on %s", ctx.Method(), ctx.Path())})
 	}
 	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
 		s.log.Error("handler panicked", "path", string(ctx.Path()), "panic", fmt.Sprint(v))
-		writeError(ctx, &APIError{Code: CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
+		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
 	}
 	s.router = r
+	observed := httpapi.Observe(r.Handler)
 	s.srv = &fasthttp.Server{
-		Handler:            s.observe(r.Handler),
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			if ctx.IsPost() {
+				s.chunkedLimits.Delete(&ctx.Request.Header) // read within its limit
+			}
+			observed(ctx)
+		},
 		Name:               "verifyd",
 		ReadTimeout:        opts.ReadTimeout,
 		WriteTimeout:       opts.WriteTimeout,
@@ -269,44 +273,32 @@ func New(opts Options) *Server {
 				if !chunked {
 					limit = s.bodyLimit(ctx.Method(), ctx.RequestURI())
 				}
-				writeError(ctx, BodyTooLarge(limit.(int)))
+				httpapi.WriteError(ctx, httpapi.BodyTooLarge(limit.(int)))
 				return
 			case errors.As(err, &small):
 				// The request line and header fields do not fit in the
 				// read buffer (RFC 6585 §5).
-				writeError(ctx, &APIError{Code: CodeBadRequest, Status: fasthttp.StatusRequestHeaderFieldsTooLarge,
+				httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Status: fasthttp.StatusRequestHeaderFieldsTooLarge,
 					Message: fmt.Sprintf("the request line and header fields exceed the limit of %d bytes", s.opts.MaxHeaderBytes),
 					Details: map[string]any{"maxHeaderBytes": s.opts.MaxHeaderBytes}})
 				return
 			case errors.As(err, &nerr) && nerr.Timeout():
 				// Part of a request came, not the rest within
 				// http.read_timeout (RFC 9110 §15.5.9).
-				writeError(ctx, &APIError{Code: CodeBadRequest, Status: fasthttp.StatusRequestTimeout,
+				httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Status: fasthttp.StatusRequestTimeout,
 					Message: "the request did not arrive in full within the read timeout"})
 				return
 			}
-			writeError(ctx, &APIError{Code: CodeBadRequest, Message: "malformed request"})
+			httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Message: "malformed request"})
 		},
 		Logger: fasthttpLogger{s.log},
 	}
 	return s
 }
 
-// Router returns the router, for routes added by other parts of verifyd
-// (batch jobs).
+// Router returns the router, for the routes of the dashboard and /auth/*
+// (server/web), which cmd/verifyd adds.
 func (s *Server) Router() *router.Router { return s.router }
-
-// Guard exposes the authentication and limits chain to routes added with
-// Router. cls is "validate", "batch", "results" or "other".
-func (s *Server) Guard(cls string, scope string, h func(ctx *fasthttp.RequestCtx, account string)) fasthttp.RequestHandler {
-	r := routeOther
-	for i, n := range routeNames {
-		if n == cls {
-			r = route(i)
-		}
-	}
-	return s.guard(r, scope, func(ctx *fasthttp.RequestCtx, c *caller) { h(ctx, c.account) })
-}
 
 func (s *Server) healthz(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.SetContentType("application/json")
@@ -333,33 +325,7 @@ func (s *Server) jwks(ctx *fasthttp.RequestCtx) {
 // internal answers 500 for an unexpected error, logged but not shown.
 func (s *Server) internal(ctx *fasthttp.RequestCtx, what string, err error) {
 	s.reqLog(ctx).Error("internal error", "what", what, "err", err, "path", string(ctx.Path()))
-	WriteInternal(ctx, err)
-}
-
-// WriteInternal answers a request that failed on err: 500 INTERNAL, or,
-// when the store refuses writes because its disk is full
-// (storage.NoSpace), 503 with Retry-After: nothing was written or
-// charged, and the same request goes through once space is freed. The
-// message never carries err's text.
-func WriteInternal(ctx *fasthttp.RequestCtx, err error) {
-	if storage.NoSpace(err) {
-		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(noSpaceRetry))
-		writeError(ctx, &APIError{Code: CodeInternal, Status: fasthttp.StatusServiceUnavailable,
-			Message: "the server's storage is full: nothing was charged; retry later with the same Idempotency-Key",
-			Details: map[string]any{"retryAfter": noSpaceRetry}})
-		return
-	}
-	writeError(ctx, &APIError{Code: CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
-}
-
-// noSpaceRetry is the Retry-After, in seconds, of a 503 for a full disk.
-const noSpaceRetry = 30
-
-// BodyTooLarge is the answer to a request body over its route's limit of
-// max bytes; details.maxBodyBytes names the limit.
-func BodyTooLarge(max int) *APIError {
-	return &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("request body exceeds the limit of %d bytes", max),
-		Details: map[string]any{"maxBodyBytes": max}}
+	httpapi.WriteInternal(ctx, err)
 }
 
 // bodyLimit is the largest body the request may carry: MaxBodyBytes for
@@ -412,8 +378,8 @@ func writeRefusal(w io.Writer, why conns.Reason) {
 		msg = "the server has too many open connections; retry after 1 second"
 	}
 	b, _ := json.Marshal(struct {
-		Error *APIError `json:"error"`
-	}{&APIError{Code: CodeRateLimited, Message: msg, Details: map[string]any{"retryAfter": 1, "limit": "connections_" + why.String()}}})
+		Error *httpapi.APIError `json:"error"`
+	}{&httpapi.APIError{Code: httpapi.CodeRateLimited, Message: msg, Details: map[string]any{"retryAfter": 1, "limit": "connections_" + why.String()}}})
 	fmt.Fprintf(w, "HTTP/1.1 429 Too Many Requests\r\nServer: verifyd\r\nConnection: close\r\nRetry-After: 1\r\n"+
 		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
 }
@@ -440,5 +406,5 @@ func (l fasthttpLogger) Printf(format string, args ...any) {
 
 // reqLog is the logger of one request: every line carries its id.
 func (s *Server) reqLog(ctx *fasthttp.RequestCtx) *slog.Logger {
-	return s.log.With("request_id", requestID(ctx))
+	return s.log.With("request_id", httpapi.RequestID(ctx))
 }

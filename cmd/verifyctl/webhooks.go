@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/verifyd/verifyd/server/admin/adminapi"
-	"github.com/verifyd/verifyd/server/jobs/hookapi"
+	"github.com/verifyd/verifyd/server/webhook/hookapi"
 )
 
-// The webhook delivery commands (server/jobs adds their admin routes;
+// The webhook delivery commands (server/admin serves their admin routes;
 // hookapi is their wire format). They join the webhooks group of
 // commands.go: this file's init runs after that one's, files being
 // initialised in name order.

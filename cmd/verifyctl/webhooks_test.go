@@ -6,30 +6,22 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/server/admin"
-	"github.com/verifyd/verifyd/server/jobs"
-	"github.com/verifyd/verifyd/server/jobs/hookapi"
 	"github.com/verifyd/verifyd/server/receipt"
+	"github.com/verifyd/verifyd/server/webhook"
+	"github.com/verifyd/verifyd/server/webhook/hookapi"
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/pebble"
 )
 
-type noEngine struct{}
-
-func (noEngine) VerifyDomain(context.Context, []string, netip.Addr) ([]*probe.Result, error) {
-	return nil, context.Canceled
-}
-
-// newWebhookEnv is newEnv with the batch service's admin routes, whose
-// webhook deliveries give up after giveUp.
+// newWebhookEnv is newEnv with the webhook dispatcher's admin routes,
+// whose deliveries give up after giveUp.
 func newWebhookEnv(t *testing.T, giveUp time.Duration) *env {
 	t.Helper()
 	dir := t.TempDir()
@@ -39,17 +31,17 @@ func newWebhookEnv(t *testing.T, giveUp time.Duration) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	svc, err := jobs.Start(jobs.Options{DB: db, Verifier: noEngine{}, Logger: quiet,
-		Webhooks: jobs.WebhookOptions{AllowPrivate: true, RetrySchedule: []time.Duration{time.Hour}, GiveUpAfter: giveUp}})
+	hooks, err := webhook.Start(webhook.Options{DB: db, Logger: quiet,
+		AllowPrivate: true, RetrySchedule: []time.Duration{time.Hour}, GiveUpAfter: giveUp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { svc.Close(context.Background()) })
+	t.Cleanup(func() { hooks.Close(context.Background()) })
 	ks, err := receipt.NewKeySet(receipt.NewFileStore(filepath.Join(dir, "keys")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := admin.New(admin.Options{DB: db, Keys: ks, Logger: quiet, Extra: svc.AdminRoutes})
+	srv := admin.New(admin.Options{DB: db, Keys: ks, Logger: quiet, Webhooks: hooks})
 	sock := filepath.Join(socketDir(t), "admin.sock")
 	if err := srv.Listen(sock); err != nil {
 		t.Fatal(err)

@@ -9,20 +9,19 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/verifyd/verifyd/bench/world"
 	"github.com/verifyd/verifyd/server/admin/adminapi"
-	"github.com/verifyd/verifyd/server/jobs"
-	"github.com/verifyd/verifyd/server/jobs/hookapi"
+	"github.com/verifyd/verifyd/server/webhook"
+	"github.com/verifyd/verifyd/server/webhook/hookapi"
+	"github.com/verifyd/verifyd/server/webhook/webhooktest"
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/pebble"
 )
@@ -52,41 +51,8 @@ func batchWorld(t *testing.T, latency time.Duration) *world.Running {
 	return startWorld(t, w)
 }
 
-// hookReceiver is a webhook endpoint on 127.0.0.1 that records requests.
-type hookReceiver struct {
-	*httptest.Server
-	mu     sync.Mutex
-	got    []hookRequest
-	status int
-}
-
-type hookRequest struct {
-	header http.Header
-	body   []byte
-	at     time.Time
-}
-
-func newHookReceiver(t *testing.T, status int) *hookReceiver {
-	h := &hookReceiver{status: status}
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		h.mu.Lock()
-		h.got = append(h.got, hookRequest{r.Header.Clone(), b, time.Now()})
-		st := h.status
-		h.mu.Unlock()
-		w.WriteHeader(st)
-	}))
-	t.Cleanup(h.Close)
-	return h
-}
-
-func (h *hookReceiver) requests() []hookRequest {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]hookRequest(nil), h.got...)
-}
-
-func (h *hookReceiver) port() string {
+// hookPort is the receiver's port.
+func hookPort(h *webhooktest.Receiver) string {
 	_, p, _ := net.SplitHostPort(h.Listener.Addr().String())
 	return p
 }
@@ -171,7 +137,7 @@ func TestBatchEndToEnd(t *testing.T) {
 	c := &client{t: t, base: in.base, key: in.key}
 	ac := adminClient(t, in)
 	acct := demoAccount(t, ac)
-	hook := newHookReceiver(t, 200)
+	hook := webhooktest.New(t, 200)
 
 	upload := []string{
 		"Ann@Shop.test", "ann@shop.test", "ANN@SHOP.TEST", "info@shop.test", "zed@shop.test",
@@ -311,10 +277,10 @@ func TestBatchEndToEnd(t *testing.T) {
 	}
 	// batch.completed arrives once; reputation.warning events (an egress
 	// address hit the world's greylisting) may arrive too.
-	completed := func() []hookRequest {
-		var out []hookRequest
-		for _, r := range hook.requests() {
-			if r.header.Get("X-SVC-Event") == "batch.completed" {
+	completed := func() []webhooktest.Request {
+		var out []webhooktest.Request
+		for _, r := range hook.Requests() {
+			if r.Header.Get("X-SVC-Event") == "batch.completed" {
 				out = append(out, r)
 			}
 		}
@@ -326,30 +292,30 @@ func TestBatchEndToEnd(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d batch.completed webhook requests, want 1", len(got))
 	}
-	for _, r := range hook.requests() {
-		if e := r.header.Get("X-SVC-Event"); e != "batch.completed" && e != "reputation.warning" {
+	for _, r := range hook.Requests() {
+		if e := r.Header.Get("X-SVC-Event"); e != "batch.completed" && e != "reputation.warning" {
 			t.Errorf("unexpected webhook event %q", e)
 		}
-		if !jobs.Verify(sec.Secret, r.body, r.header.Get("X-SVC-Signature")) {
-			t.Errorf("%s: X-SVC-Signature does not verify", r.header.Get("X-SVC-Event"))
+		if !webhook.Verify(sec.Secret, r.Body, r.Header.Get("X-SVC-Signature")) {
+			t.Errorf("%s: X-SVC-Signature does not verify", r.Header.Get("X-SVC-Event"))
 		}
 	}
-	if !jobs.Verify(sec.Secret, got[0].body, got[0].header.Get("X-SVC-Signature")) {
-		t.Errorf("X-SVC-Signature %q does not verify", got[0].header.Get("X-SVC-Signature"))
+	if !webhook.Verify(sec.Secret, got[0].Body, got[0].Header.Get("X-SVC-Signature")) {
+		t.Errorf("X-SVC-Signature %q does not verify", got[0].Header.Get("X-SVC-Signature"))
 	}
 	var ev map[string]any
-	if err := json.Unmarshal(got[0].body, &ev); err != nil {
+	if err := json.Unmarshal(got[0].Body, &ev); err != nil {
 		t.Fatal(err)
 	}
 	if ev["event"] != "batch.completed" || ev["job_id"] != id || ev["processed"] != float64(len(unique)) ||
 		ev["completed_at"] != job["completed_at"] || ev["results_url"] != job["results_url"] {
-		t.Errorf("event %s (job %v)", got[0].body, job)
+		t.Errorf("event %s (job %v)", got[0].Body, job)
 	}
 	if s := ev["successful"].(float64); s != float64(len(unique)) {
 		t.Errorf("successful %v, want %d (no unknown verdict in this world)", s, len(unique))
 	}
-	if got[0].header.Get("X-SVC-Event-Id") == "" || got[0].header.Get("X-SVC-Timestamp") == "" {
-		t.Errorf("headers %v", got[0].header)
+	if got[0].Header.Get("X-SVC-Event-Id") == "" || got[0].Header.Get("X-SVC-Timestamp") == "" {
+		t.Errorf("headers %v", got[0].Header)
 	}
 
 	// Another account sees nothing; results before completion are 400.
@@ -490,7 +456,7 @@ func TestBatchWebhookRetriesAndDeadLetter(t *testing.T) {
 give_up_after = "3s"
 `, ""))
 	c := &client{t: t, base: in.base, key: in.key}
-	hook := newHookReceiver(t, 503)
+	hook := webhooktest.New(t, 503)
 	r := c.do("POST", "/v1/batch", c.key, batchBody(t, []string{"ann@shop.test"}, map[string]any{"webhookUrl": hook.URL}))
 	if r.status != 202 {
 		t.Fatalf("%d %s", r.status, r.body)
@@ -512,13 +478,13 @@ give_up_after = "3s"
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not dead-lettered in 60 s; %d attempts", len(hook.requests()))
+			t.Fatalf("not dead-lettered in 60 s; %d attempts", len(hook.Requests()))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	got := hook.requests()
+	got := hook.Requests()
 	time.Sleep(time.Second)
-	if n := len(hook.requests()); n != len(got) {
+	if n := len(hook.Requests()); n != len(got) {
 		t.Fatalf("%d attempts after the event was dead-lettered", n-len(got))
 	}
 	// Attempts at 0, 0.3, 0.9, 1.5, 2.1, 2.7 s and a last one at 3 s:
@@ -528,13 +494,13 @@ give_up_after = "3s"
 		t.Fatalf("%d attempts, want 4 to 7", len(got))
 	}
 	for i := 1; i < len(got); i++ {
-		gap := got[i].at.Sub(got[i-1].at)
+		gap := got[i].At.Sub(got[i-1].At)
 		want := 600 * time.Millisecond
 		if i == 1 {
 			want = 300 * time.Millisecond
 		}
 		if i == len(got)-1 {
-			if end := got[i].at.Sub(created); end < 3*time.Second-50*time.Millisecond {
+			if end := got[i].At.Sub(created); end < 3*time.Second-50*time.Millisecond {
 				t.Errorf("last attempt %v after the event was created, before the 3 s window ends", end)
 			}
 			continue
@@ -542,8 +508,8 @@ give_up_after = "3s"
 		if gap < want-50*time.Millisecond {
 			t.Errorf("attempt %d came %v after the previous one, before its %v", i+1, gap, want)
 		}
-		if h := got[i].header.Get("X-SVC-Delivery-Attempt"); h != strconv.Itoa(i+1) || got[i].header.Get("X-SVC-Event-Id") != got[0].header.Get("X-SVC-Event-Id") {
-			t.Errorf("attempt %d: header %q, event id %q", i+1, h, got[i].header.Get("X-SVC-Event-Id"))
+		if h := got[i].Header.Get("X-SVC-Delivery-Attempt"); h != strconv.Itoa(i+1) || got[i].Header.Get("X-SVC-Event-Id") != got[0].Header.Get("X-SVC-Event-Id") {
+			t.Errorf("attempt %d: header %q, event id %q", i+1, h, got[i].Header.Get("X-SVC-Event-Id"))
 		}
 	}
 	// Stop verifyd and read the dead-letter queue from its data.
@@ -589,8 +555,8 @@ func TestBatchSSRFGuard(t *testing.T) {
 	dir := t.TempDir()
 	in := startIn(t, dir, strings.Replace(batchConfig(run, "", ""), "allow_private = true", "allow_private = false", 1))
 	c := &client{t: t, base: in.base, key: in.key}
-	hook := newHookReceiver(t, 200)
-	p := hook.port()
+	hook := webhooktest.New(t, 200)
+	p := hookPort(hook)
 	for _, u := range []string{"http://10.0.0.1/hook", "http://127.0.0.1:" + p + "/hook", "http://[::1]/x", "http://169.254.169.254/latest/meta-data/",
 		"http://localhost:" + p + "/hook", "http://2130706433:" + p + "/", "http://0x7f.1:" + p + "/", "http://127.1:" + p + "/",
 		"http://0177.0.0.1:" + p + "/", "http://api.localhost:" + p + "/"} {
@@ -620,7 +586,7 @@ func TestBatchSSRFGuard(t *testing.T) {
 	if len(dl) != 1 || !strings.Contains(dl[0].LastError, "loopback") || !strings.Contains(dl[0].LastError, "127.72.0.1") {
 		t.Fatalf("dead letters %+v", dl)
 	}
-	if n := len(hook.requests()); n != 0 {
+	if n := len(hook.Requests()); n != 0 {
 		t.Fatalf("the receiver on loopback got %d requests through the guard", n)
 	}
 }
@@ -657,7 +623,7 @@ func TestBatchCrashResume(t *testing.T) {
 	in := startIn(t, dir, cfg)
 	c := &client{t: t, base: in.base, key: in.key}
 	key := in.key
-	hook := newHookReceiver(t, 200)
+	hook := webhooktest.New(t, 200)
 	ac := adminClient(t, in)
 	more := int64(1000)
 	if _, err := ac.AdjustCredits(context.Background(), demoAccount(t, ac).ID, adminapi.AdjustCredits{Add: &more}); err != nil {
@@ -726,7 +692,7 @@ func TestBatchCrashResume(t *testing.T) {
 		}
 		seen[row[0]] = true
 	}
-	waitFor(t, func() bool { return len(hook.requests()) == 1 })
+	waitFor(t, func() bool { return len(hook.Requests()) == 1 })
 }
 
 // TestBatchFairnessEndToEnd: a small job posted after a big one finishes

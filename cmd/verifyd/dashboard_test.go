@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/verifyd/verifyd/server/admin/adminapi"
+	"github.com/verifyd/verifyd/server/webhook/webhooktest"
 )
 
 // xssAddress is a valid address (a quoted local part, RFC 5321 §4.1.2)
@@ -335,7 +336,7 @@ give_up_after = "1s"
 	tb.shot("validate")
 
 	// --- a 1,000-address batch from a CSV file, with a failing webhook
-	hook := newHookReceiver(t, 500)
+	hook := webhooktest.New(t, 500)
 	var csvFile strings.Builder
 	csvFile.WriteString("name,email\n")
 	csvFile.WriteString(`"Mallory","""<img src=x onerror=alert(1)>""@x.test"` + "\n")
@@ -417,18 +418,16 @@ give_up_after = "1s"
 	tb.click("#reveal")
 	tb.waitJS("the secret revealed", `document.querySelector("#secret").value.startsWith("whsec_")`, 10*time.Second)
 	tb.shot("webhooks")
-	hook.mu.Lock()
-	hook.status = 200
-	hook.mu.Unlock()
-	before := len(hook.requests())
+	hook.SetStatus(200)
+	before := len(hook.Requests())
 	tb.click(`#dead button`)
 	tb.waitJS("the dead letter re-sent and delivered", `document.querySelectorAll("#dead tbody tr").length === 0`, 30*time.Second)
-	waitFor(t, func() bool { return len(hook.requests()) > before })
+	waitFor(t, func() bool { return len(hook.Requests()) > before })
 	tb.click("#test-event")
 	tb.waitJS("the test event delivered", `document.querySelector("#test-result").textContent.startsWith("Delivered")`, 30*time.Second)
-	last := hook.requests()[len(hook.requests())-1]
-	if last.header.Get("X-SVC-Test") != "true" || !strings.Contains(string(last.body), `"batch.completed"`) {
-		t.Fatalf("test event: %v %s", last.header, last.body)
+	last := hook.Requests()[len(hook.Requests())-1]
+	if last.Header.Get("X-SVC-Test") != "true" || !strings.Contains(string(last.Body), `"batch.completed"`) {
+		t.Fatalf("test event: %v %s", last.Header, last.Body)
 	}
 	tb.waitJS("the attempts listed", `[...document.querySelectorAll("#attempts tbody tr")].some(tr => tr.textContent.includes("test"))`, 10*time.Second)
 

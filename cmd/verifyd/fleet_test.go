@@ -22,6 +22,7 @@ import (
 	"github.com/verifyd/verifyd/bench/world"
 	"github.com/verifyd/verifyd/internal/pgtest"
 	"github.com/verifyd/verifyd/server/admin/adminapi"
+	"github.com/verifyd/verifyd/server/webhook/webhooktest"
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/postgres"
 	"github.com/verifyd/verifyd/storage/storagetest"
@@ -304,7 +305,7 @@ func TestFleetBatchKill(t *testing.T) {
 	if _, err := ac.AdjustCredits(context.Background(), acct.ID, adminapi.AdjustCredits{Add: &more}); err != nil {
 		t.Fatal(err)
 	}
-	hook := newHookReceiver(t, 200)
+	hook := webhooktest.New(t, 200)
 	c := &client{t: t, base: boxes[0].base, key: key}
 	r := c.do("POST", "/v1/batch", key, batchBody(t, addrs, map[string]any{"webhookUrl": hook.URL}))
 	if r.status != 202 {
@@ -380,9 +381,9 @@ func TestFleetBatchKill(t *testing.T) {
 	if b, _ := db.Balance(acct.ID); reserved != more || used != more || b != 1000 {
 		t.Fatalf("reserved %d, used %d, balance %d: want %d, %d, 1000", reserved, used, b, more, more)
 	}
-	waitFor(t, func() bool { return len(hook.requests()) >= 1 })
+	waitFor(t, func() bool { return len(hook.Requests()) >= 1 })
 	time.Sleep(time.Second)
-	if n := len(hook.requests()); n != 1 {
+	if n := len(hook.Requests()); n != 1 {
 		t.Fatalf("the webhook was posted %d times", n)
 	}
 }

@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
-	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/pprofhandler"
 
@@ -36,8 +35,10 @@ import (
 	"github.com/verifyd/verifyd/egress"
 	"github.com/verifyd/verifyd/server"
 	"github.com/verifyd/verifyd/server/admin"
-	"github.com/verifyd/verifyd/server/jobs"
+	"github.com/verifyd/verifyd/server/batch"
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/web"
+	"github.com/verifyd/verifyd/server/webhook"
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/systemd/sdnotify"
 )
@@ -145,63 +146,79 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		}
 	}
 	limits := cfg.RateLimits
-	api := server.New(server.Options{
+	// --- the HTTP kit (server/httpapi): the limits of spec §8 and the
+	// authentication of spec §5, shared by /v1 and the dashboard.
+	guard := httpapi.NewGuard(httpapi.GuardOptions{
 		DB:               a.db,
-		Keys:             a.keys,
-		Verifier:         a.pools,
-		ReadTimeout:      cfg.HTTP.ReadTimeout,
-		WriteTimeout:     cfg.HTTP.WriteTimeout,
-		IdleTimeout:      cfg.HTTP.IdleTimeout,
-		MaxHeaderBytes:   cfg.HTTP.MaxHeaderBytes,
-		MaxConns:         cfg.HTTP.MaxConns,
-		MaxConnsPerIP:    cfg.HTTP.MaxConnsPerIP,
-		LingerTimeout:    cfg.HTTP.LingerTimeout,
-		LingerBytes:      cfg.HTTP.LingerBytes,
-		MaxBodyBytes:     cfg.Limits.BatchMaxBodyBytes,
-		MaxSmallBody:     cfg.Limits.MaxBodyBytes,
-		RealtimeBudget:   cfg.Probe.RealtimeBudget,
-		CacheMaxAge:      cfg.Probe.CacheMaxAge,
-		IPLimits:         server.DefaultIPLimits(limits.Window, limits.Validate, limits.Batch, limits.Results, limits.Other),
+		IPLimits:         httpapi.DefaultIPLimits(limits.Window, limits.Validate, limits.Batch, limits.Results, limits.Other),
 		IPLimitsDisabled: limits.Disabled,
 		TrustedProxies:   proxies,
 		IPv6PrefixLen:    cfg.HTTP.IPv6PrefixLen,
 		Logger:           log,
 	})
-	// --- batch jobs and webhooks (server/jobs): resume the jobs left
-	// queued or running, start the scheduler and the webhook dispatcher,
-	// add POST /v1/batch and GET /v1/jobs/{id}[/results.csv].
-	batch, err := jobs.Start(jobs.Options{
-		DB: a.db, Verifier: a.pools, Logger: log,
-		MaxEmails: cfg.Limits.BatchMaxEmails, MaxBodyBytes: cfg.Limits.BatchMaxBodyBytes,
-		MaxDownloads: cfg.Limits.CSVDownloads, MaxDownloadsPerAccount: cfg.Limits.CSVDownloadsPerAccount,
+	// --- webhooks (server/webhook): deliver the outbox's events.
+	hooks, err := webhook.Start(webhook.Options{
+		DB: a.db, Logger: log,
+		Timeout: cfg.Webhooks.Timeout, AllowPrivate: cfg.Webhooks.AllowPrivate,
+		RetrySchedule: cfg.Webhooks.RetrySchedule, GiveUpAfter: cfg.Webhooks.GiveUpAfter,
+		Concurrency: cfg.Webhooks.Concurrency,
+		// Webhook hosts resolve on resolver.upstreams, like every other
+		// lookup of verifyd, never through the system's resolver.
+		Resolver: webhookResolver{a.res},
+	})
+	if err != nil {
+		return fmt.Errorf("cannot start webhooks: %w", err)
+	}
+	defer hooks.Close(context.Background()) // after an early return; a no-op after the one below
+	// --- batch jobs (server/batch): resume the jobs left queued or
+	// running, and schedule them.
+	jobs, err := batch.Start(batch.Options{
+		DB: a.db, Verifier: a.pools, Hooks: hooks, Logger: log,
 		RetryWindow: cfg.Jobs.RetryWindow, Concurrency: cfg.Jobs.Concurrency,
 		DomainConcurrency: cfg.Jobs.DomainConcurrency, GroupSize: cfg.Jobs.GroupSize,
 		GroupTimeout: cfg.Jobs.GroupTimeout, MaxFailures: cfg.Jobs.MaxFailures,
-		Webhooks: jobs.WebhookOptions{
-			Timeout: cfg.Webhooks.Timeout, AllowPrivate: cfg.Webhooks.AllowPrivate,
-			RetrySchedule: cfg.Webhooks.RetrySchedule, GiveUpAfter: cfg.Webhooks.GiveUpAfter,
-			Concurrency: cfg.Webhooks.Concurrency,
-			// Webhook hosts resolve on resolver.upstreams, like every other
-			// lookup of verifyd, never through the system's resolver.
-			Resolver: webhookResolver{a.res},
-		},
 	})
 	if err != nil {
 		return fmt.Errorf("cannot start batch jobs: %w", err)
 	}
-	defer batch.Close(context.Background()) // after an early return; a no-op after the one below
-	batch.Routes(api)
-	// --- end of batch jobs and webhooks
+	defer jobs.Close(context.Background()) // after an early return; a no-op after the one below
+	// --- the /v1 API (server)
+	api := server.New(server.Options{
+		DB:                     a.db,
+		Keys:                   a.keys,
+		Verifier:               a.pools,
+		Guard:                  guard,
+		Batch:                  jobs,
+		Webhooks:               hooks,
+		MaxEmails:              cfg.Limits.BatchMaxEmails,
+		MaxDownloads:           cfg.Limits.CSVDownloads,
+		MaxDownloadsPerAccount: cfg.Limits.CSVDownloadsPerAccount,
+		ReadTimeout:            cfg.HTTP.ReadTimeout,
+		WriteTimeout:           cfg.HTTP.WriteTimeout,
+		IdleTimeout:            cfg.HTTP.IdleTimeout,
+		MaxHeaderBytes:         cfg.HTTP.MaxHeaderBytes,
+		MaxConns:               cfg.HTTP.MaxConns,
+		MaxConnsPerIP:          cfg.HTTP.MaxConnsPerIP,
+		LingerTimeout:          cfg.HTTP.LingerTimeout,
+		LingerBytes:            cfg.HTTP.LingerBytes,
+		MaxBodyBytes:           cfg.Limits.BatchMaxBodyBytes,
+		MaxSmallBody:           cfg.Limits.MaxBodyBytes,
+		RealtimeBudget:         cfg.Probe.RealtimeBudget,
+		CacheMaxAge:            cfg.Probe.CacheMaxAge,
+		TrustedProxies:         proxies,
+		IPv6PrefixLen:          cfg.HTTP.IPv6PrefixLen,
+		Logger:                 log,
+	})
 	// --- the account surface (server/web): /auth/*
 	au := cfg.Auth
 	acct, err := web.New(web.Options{
-		DB: a.db, API: api, Logger: log,
+		DB: a.db, Guard: guard, Logger: log,
 		Registration: au.Registration, OpenPlan: storage.Plan(au.OpenPlan), OpenCredits: au.OpenCredits,
 		SessionLifetime: au.SessionLifetime, SessionIdle: au.SessionIdle,
 		SecureCookie:  au.SecureCookie,
-		LinkLimit:     server.Limit{N: au.LinkLimit, Window: au.LinkWindow},
-		RegisterLimit: server.Limit{N: au.RegisterLimit, Window: au.RegisterWindow},
-		LoginLimit:    server.Limit{N: au.LoginLimit, Window: au.LoginWindow},
+		LinkLimit:     httpapi.Limit{N: au.LinkLimit, Window: au.LinkWindow},
+		RegisterLimit: httpapi.Limit{N: au.RegisterLimit, Window: au.RegisterWindow},
+		LoginLimit:    httpapi.Limit{N: au.LoginLimit, Window: au.LoginWindow},
 		Argon2: web.Argon2Params{MemoryKiB: uint32(au.Argon2MemoryKiB), Iterations: uint32(au.Argon2Iterations),
 			Parallelism: uint8(au.Argon2Parallelism)},
 	})
@@ -213,12 +230,10 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	// made in the browser runs the same code as one made with verifyctl.
 	egressActions := a.egressActions(log)
 	adm := admin.New(admin.Options{DB: a.db, Keys: a.keys, Logger: log, HashPassword: acct.HashPassword,
-		InviteLifetime: au.InviteLifetime, Extra: func(r *router.Router) {
-			a.opsRoutes(cfg.DataDir, egressActions, api.Router())(r)
-			batch.AdminRoutes(r)
-		}})
-	acct.Register(api.Router(), web.Actions{Admin: adm.Handlers(), Hooks: batch.HookHandlers(),
-		Egress: egressActions, Jobs: batch.AccountJobs})
+		InviteLifetime: au.InviteLifetime, Webhooks: hooks,
+		Extra: a.opsRoutes(cfg.DataDir, egressActions, api.Router())})
+	acct.Register(api.Router(), web.Actions{Admin: adm.Handlers(), Hooks: adm.HookHandlers(),
+		Egress: egressActions, Jobs: api.AccountJobs})
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on http.listen: %w", err)
@@ -229,7 +244,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	// The egress pool's events (cooldowns, policy blocks, reputation,
 	// addresses taken out of rotation) become reputation.warning webhooks
 	// of the running jobs.
-	a.egressEvents.Store(batch)
+	a.egressEvents.Store(jobs)
 	if err := adm.Listen(cfg.Admin.Socket); err != nil {
 		return fmt.Errorf("cannot listen on admin.socket: %w", err)
 	}
@@ -278,7 +293,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	if path == "" && fileExistsAt(config.DefaultPath) {
 		path = config.DefaultPath
 	}
-	rl := &reloader{path: path, cur: cfg, app: a, api: api, level: level, log: log}
+	rl := &reloader{path: path, cur: cfg, app: a, guard: guard, level: level, log: log}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -339,8 +354,11 @@ wait:
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
 	defer cancel()
-	if err := batch.Close(sctx); err != nil { // batch jobs: results received are written; the rest resumes at the next start
+	if err := jobs.Close(sctx); err != nil { // batch jobs: results received are written; the rest resumes at the next start
 		log.Warn("batch jobs shutdown", "err", err)
+	}
+	if err := hooks.Close(sctx); err != nil { // deliveries in flight go again after the restart
+		log.Warn("webhooks shutdown", "err", err)
 	}
 	if err := api.Shutdown(sctx); err != nil {
 		log.Warn("api shutdown", "err", err)

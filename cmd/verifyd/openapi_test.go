@@ -21,6 +21,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/verifyd/verifyd/server/admin/adminapi"
+	"github.com/verifyd/verifyd/server/webhook/webhooktest"
 )
 
 // apiDoc is openapi.json, decoded, with its schemas compiled on demand.
@@ -256,7 +257,7 @@ give_up_after = "500ms"
 	bearer("GET", "/v1/balance", "/v1/balance", "")
 	bearer("GET", "/v1/results", "/v1/results?limit=1", "")
 	bearer("GET", "/v1/results", "/v1/results?kind=nope", "")
-	hook := newHookReceiver(t, 500)
+	hook := webhooktest.New(t, 500)
 	st, b := bearer("POST", "/v1/batch", "/v1/batch", batchBody(t, []string{"ann@shop.test", "bob@shop.test", "x@gone.test"}, map[string]any{"webhookUrl": hook.URL}))
 	if st != 202 {
 		t.Fatalf("batch: %d %s", st, b)

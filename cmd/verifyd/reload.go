@@ -10,7 +10,7 @@ import (
 
 	"github.com/verifyd/verifyd/cmd/verifyd/config"
 	"github.com/verifyd/verifyd/egress"
-	"github.com/verifyd/verifyd/server"
+	"github.com/verifyd/verifyd/server/httpapi"
 )
 
 // reloader applies a new configuration on SIGHUP. What can change live:
@@ -28,7 +28,7 @@ type reloader struct {
 	path  string // "" for the embedded defaults
 	cur   config.Config
 	app   *app
-	api   *server.Server
+	guard *httpapi.Guard
 	level *slog.LevelVar
 	log   *slog.Logger
 }
@@ -79,7 +79,7 @@ func (r *reloader) reload() ([]string, error) {
 
 	if next.RateLimits != r.cur.RateLimits {
 		rl := next.RateLimits
-		r.api.SetIPLimits(server.DefaultIPLimits(rl.Window, rl.Validate, rl.Batch, rl.Results, rl.Other), rl.Disabled)
+		r.guard.SetIPLimits(httpapi.DefaultIPLimits(rl.Window, rl.Validate, rl.Batch, rl.Results, rl.Other), rl.Disabled)
 		changes = append(changes, fmt.Sprintf("rate limits: %+v", rl))
 	}
 	if next.LogLevel != r.cur.LogLevel {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/verifyd/verifyd/bench/world"
+	"github.com/verifyd/verifyd/server/webhook/webhooktest"
 )
 
 // TestBatchDeferredSender: a batch meets a server that defers unknown
@@ -29,7 +30,7 @@ func TestBatchDeferredSender(t *testing.T) {
 	run := startWorld(t, w)
 	in := startIn(t, t.TempDir(), batchConfig(run, "", ""))
 	c := &client{t: t, base: in.base, key: in.key}
-	hook := newHookReceiver(t, 200)
+	hook := webhooktest.New(t, 200)
 	r := c.do("POST", "/v1/batch", c.key, batchBody(t, []string{"ann@tss.test", "bob@tss.test", "ann@block554.test", "ann@fine.test"},
 		map[string]any{"webhookUrl": hook.URL}))
 	if r.status != 202 {
@@ -44,10 +45,10 @@ func TestBatchDeferredSender(t *testing.T) {
 		}
 	}
 	waitFor(t, func() bool {
-		for _, h := range hook.requests() {
-			if h.header.Get("X-SVC-Event") == "reputation.warning" {
+		for _, h := range hook.Requests() {
+			if h.Header.Get("X-SVC-Event") == "reputation.warning" {
 				var ev map[string]any
-				return json.Unmarshal(h.body, &ev) == nil
+				return json.Unmarshal(h.Body, &ev) == nil
 			}
 		}
 		return false

@@ -20,7 +20,7 @@ import (
 	"github.com/verifyd/verifyd/probe/authsig"
 	"github.com/verifyd/verifyd/probe/lists"
 	"github.com/verifyd/verifyd/resolver"
-	"github.com/verifyd/verifyd/server/jobs"
+	"github.com/verifyd/verifyd/server/batch"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/pebble"
@@ -46,7 +46,7 @@ type app struct {
 	age    *authsig.DomainAge
 	// egressEvents receives the pool's events once the batch service
 	// runs (it is started after the pool).
-	egressEvents atomic.Pointer[jobs.Service]
+	egressEvents atomic.Pointer[batch.Scheduler]
 }
 
 // open builds every part in dependency order; on error it closes what it

@@ -27,9 +27,12 @@ type Options struct {
 	// Logger receives the access log (debug), every change (info) and
 	// internal errors; default slog.Default().
 	Logger *slog.Logger
+	// Webhooks, when set, serves the webhook routes (outbox, dead
+	// letters, attempts, resend, test): the dispatcher.
+	Webhooks Webhooks
 	// Extra, when set, is called with the router after the built-in routes
-	// are added, for routes of later features (egress, webhooks, backup).
-	// Build their handlers with JSON, DecodeJSON and WriteError.
+	// are added, for the routes of cmd/verifyd (egress, backup). Build
+	// their handlers with JSON, DecodeJSON and WriteError.
 	Extra func(r *router.Router)
 	// HashPassword hashes a new dashboard user's password (server/web),
 	// or says what is wrong with it; InviteLifetime is how long an
@@ -79,6 +82,9 @@ func New(opts Options) *Server {
 	r.RedirectFixedPath = false
 	r.HandleOPTIONS = false
 	s.routes(r)
+	if opts.Webhooks != nil {
+		s.webhookRoutes(r)
+	}
 	if opts.Extra != nil {
 		opts.Extra(r)
 	}

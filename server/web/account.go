@@ -9,10 +9,9 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
-	"github.com/verifyd/verifyd/server"
 	"github.com/verifyd/verifyd/server/admin"
 	"github.com/verifyd/verifyd/server/admin/adminapi"
-	"github.com/verifyd/verifyd/server/jobs"
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -28,9 +27,9 @@ type EgressActions struct {
 // made with verifyctl run the same code.
 type Actions struct {
 	Admin  admin.Handlers
-	Hooks  jobs.HookHandlers
+	Hooks  admin.HookHandlers
 	Egress EgressActions
-	// Jobs lists an account's jobs, newest first (jobs.Service.AccountJobs).
+	// Jobs lists an account's jobs, newest first (server.Server.AccountJobs).
 	Jobs func(account string, limit int) (any, error)
 }
 
@@ -43,30 +42,30 @@ const (
 	needOperator             // the operator flag (verifyctl users operator)
 )
 
-// apiSession is the server.SessionAuth of the /v1 routes: a browser
+// apiSession is the httpapi.SessionAuth of the /v1 routes: a browser
 // session may call them like an API key with every scope, for the
 // account it shows, as long as the user is still a member (or an
 // operator). A write needs the CSRF token and no cross-site signal.
-func (w *Web) apiSession(ctx *fasthttp.RequestCtx) (server.Session, bool, *server.APIError) {
+func (w *Web) apiSession(ctx *fasthttp.RequestCtx) (httpapi.Session, bool, *httpapi.APIError) {
 	if len(ctx.Request.Header.Cookie(w.cookieName(ctx))) == 0 {
-		return server.Session{}, false, nil
+		return httpapi.Session{}, false, nil
 	}
 	s, u, ok := w.current(ctx)
 	if !ok {
-		return server.Session{}, false, unauthorized("not signed in, or the session ended")
+		return httpapi.Session{}, false, unauthorized("not signed in, or the session ended")
 	}
 	if isWrite(ctx) {
 		if reason := w.crossSiteOrigin(ctx); reason != "" {
-			return server.Session{}, false, csrfRefused("cross-site request refused: " + reason)
+			return httpapi.Session{}, false, csrfRefused("cross-site request refused: " + reason)
 		}
 		if !w.csrfOK(ctx, s) {
-			return server.Session{}, false, csrfRefused("missing or wrong X-CSRF-Token")
+			return httpapi.Session{}, false, csrfRefused("missing or wrong X-CSRF-Token")
 		}
 	}
 	if aerr := allowed(needMember, s, u); aerr != nil {
-		return server.Session{}, false, aerr
+		return httpapi.Session{}, false, aerr
 	}
-	return server.Session{Account: s.Account, LimitKey: "user|" + u.ID}, true, nil
+	return httpapi.Session{Account: s.Account, LimitKey: "user|" + u.ID}, true, nil
 }
 
 func isWrite(ctx *fasthttp.RequestCtx) bool {
@@ -76,7 +75,7 @@ func isWrite(ctx *fasthttp.RequestCtx) bool {
 
 // allowed says whether the user may use a route that needs n in the
 // session's account. Operators act as owners on any account.
-func allowed(n need, s storage.Session, u storage.User) *server.APIError {
+func allowed(n need, s storage.Session, u storage.User) *httpapi.APIError {
 	if n == needOperator {
 		if !u.Operator {
 			return forbidden("only operators may do this", "not_operator")
@@ -105,7 +104,7 @@ type dashFunc func(ctx *fasthttp.RequestCtx, s storage.Session, u storage.User) 
 // dash wraps a dashboard JSON route: the session (401), on a write the
 // same-site checks and the CSRF token (403 csrf), the role (403), the
 // query (400: a parameter outside query, or one given twice, as on /v1:
-// server.QueryIssues), then h; its answer is JSON, never cached.
+// httpapi.QueryIssues), then h; its answer is JSON, never cached.
 func (w *Web) dash(n need, h dashFunc, query ...string) fasthttp.RequestHandler {
 	inner := func(ctx *fasthttp.RequestCtx) {
 		s, u, ok := w.signedIn(ctx)
@@ -113,11 +112,11 @@ func (w *Web) dash(n need, h dashFunc, query ...string) fasthttp.RequestHandler 
 			return
 		}
 		if aerr := allowed(n, s, u); aerr != nil {
-			server.WriteError(ctx, aerr)
+			httpapi.WriteError(ctx, aerr)
 			return
 		}
-		if issues := server.QueryIssues(ctx.QueryArgs(), query...); issues != nil {
-			server.WriteError(ctx, badRequest(issues...))
+		if issues := httpapi.QueryIssues(ctx.QueryArgs(), query...); issues != nil {
+			httpapi.WriteError(ctx, badRequest(issues...))
 			return
 		}
 		admin.WithActor(ctx, u.ID)
@@ -161,9 +160,9 @@ func (w *Web) hook(h admin.HandlerFunc, query ...string) fasthttp.RequestHandler
 // writeErr answers a shared handler's error in the envelope; an internal
 // error is logged, and its text never reaches the browser.
 func (w *Web) writeErr(ctx *fasthttp.RequestCtx, err error) {
-	var ae *server.APIError
+	var ae *httpapi.APIError
 	if errors.As(err, &ae) {
-		server.WriteError(ctx, ae)
+		httpapi.WriteError(ctx, ae)
 		return
 	}
 	e := admin.ErrorOf(err)
@@ -171,7 +170,7 @@ func (w *Web) writeErr(ctx *fasthttp.RequestCtx, err error) {
 		w.internal(ctx, "dashboard", err)
 		return
 	}
-	server.WriteError(ctx, &server.APIError{Code: e.Code, Message: e.Message, Details: e.Details})
+	httpapi.WriteError(ctx, &httpapi.APIError{Code: e.Code, Message: e.Message, Details: e.Details})
 }
 
 // Register adds the routes of /auth/*, the dashboard's JSON routes
@@ -184,7 +183,7 @@ func (w *Web) Register(r *router.Router, a Actions) {
 	r.POST("/auth/password", w.browserWrite(w.password))
 	r.POST("/auth/account", w.browserWrite(w.switchAccount))
 	r.GET("/auth/session", w.session)
-	w.api.SetSessionAuth(w.apiSession)
+	w.guard.SetSessionAuth(w.apiSession)
 
 	const p = "/dashboard/api"
 	r.GET(p+"/account", w.shared(needMember, a.Admin.GetAccount))
@@ -207,7 +206,7 @@ func (w *Web) Register(r *router.Router, a Actions) {
 		// Only the session's account's keys: another's is not found.
 		prefix, _ := ctx.UserValue("prefix").(string)
 		if k, err := w.db.LookupKey(prefix); err == nil && k.Account != s.Account {
-			return nil, &server.APIError{Code: server.CodeNotFound, Message: "no key with that prefix in this account"}
+			return nil, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no key with that prefix in this account"}
 		}
 		return a.Admin.RevokeKey(ctx)
 	}))
@@ -221,7 +220,7 @@ func (w *Web) Register(r *router.Router, a Actions) {
 		// The latest payload goes to the URL it was made for: an owner
 		// does not choose where (the admin socket may).
 		if len(ctx.PostBody()) > 0 && string(ctx.PostBody()) != "{}" {
-			return nil, badRequest(server.Issue{Message: "the body must be {}"})
+			return nil, badRequest(httpapi.Issue{Message: "the body must be {}"})
 		}
 		ctx.Request.SetBodyString(`{"account":` + strconv.Quote(string(ctx.QueryArgs().Peek("account"))) + `}`)
 		return a.Hooks.Test(ctx)
@@ -252,7 +251,7 @@ func intArg(ctx *fasthttp.RequestCtx, name string, def, lo, hi int) (int, error)
 	}
 	n, err := strconv.Atoi(string(ctx.QueryArgs().Peek(name)))
 	if err != nil || n < lo || n > hi {
-		return 0, badRequest(server.Issue{Path: name, Message: "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)})
+		return 0, badRequest(httpapi.Issue{Path: name, Message: "must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)})
 	}
 	return n, nil
 }
@@ -324,17 +323,17 @@ func (w *Web) setRole(ctx *fasthttp.RequestCtx, s storage.Session, u storage.Use
 	}
 	r := storage.Role(role)
 	if role != "" && !r.Valid() {
-		return nil, badRequest(server.Issue{Path: "role", Message: `must be "owner", "member" or "" (remove)`})
+		return nil, badRequest(httpapi.Issue{Path: "role", Message: `must be "owner", "member" or "" (remove)`})
 	}
 	id, _ := ctx.UserValue("user").(string)
 	m, err := w.db.GetUser(id)
 	if _, member := m.Role(s.Account); err != nil || !member {
-		return nil, &server.APIError{Code: server.CodeNotFound, Message: "no such member of this account"}
+		return nil, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no such member of this account"}
 	}
 	before, _ := m.Role(s.Account)
 	m, err = w.db.SetRole(s.Account, id, r)
 	if errors.Is(err, storage.ErrLastOwner) {
-		return nil, &server.APIError{Code: server.CodeConflict, Message: "the account must keep at least one owner"}
+		return nil, &httpapi.APIError{Code: httpapi.CodeConflict, Message: "the account must keep at least one owner"}
 	}
 	if err != nil {
 		return nil, err
@@ -361,7 +360,7 @@ func (w *Web) revokeInvite(ctx *fasthttp.RequestCtx, s storage.Session, u storag
 	id, _ := ctx.UserValue("invite").(string)
 	iv, err := w.db.RevokeInvite(s.Account, id)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, &server.APIError{Code: server.CodeNotFound, Message: "no pending invitation with that id"}
+		return nil, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no pending invitation with that id"}
 	}
 	if err != nil {
 		return nil, err
@@ -384,13 +383,13 @@ func (w *Web) switchAccount(ctx *fasthttp.RequestCtx) {
 	}
 	var account string
 	if issues := decodeStrings(ctx.PostBody(), map[string]*string{"account": &account}, "account"); len(issues) > 0 {
-		server.WriteError(ctx, badRequest(issues...))
+		httpapi.WriteError(ctx, badRequest(issues...))
 		return
 	}
 	if _, member := u.Role(account); !member {
 		_, err := w.db.GetAccount(account)
 		if !u.Operator || err != nil {
-			server.WriteError(ctx, &server.APIError{Code: server.CodeNotFound, Message: "no such account of yours"})
+			httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no such account of yours"})
 			return
 		}
 	}

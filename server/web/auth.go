@@ -8,7 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/verifyd/verifyd/server"
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -64,11 +64,11 @@ func (w *Web) sessionView(s storage.Session, u storage.User) SessionView {
 
 // limit applies one of spec §8's per source IP limits of /auth/*, keyed
 // as the API's (server.ClientKey: an IPv6 client by its /64).
-func (w *Web) limit(ctx *fasthttp.RequestCtx, name string, lim server.Limit) bool {
-	if ok, wait := w.limits.Allow(name+"|"+w.api.ClientKey(ctx), lim); !ok {
-		w.log.Info("auth rate limit", "endpoint", name, "ip", w.api.ClientIP(ctx))
+func (w *Web) limit(ctx *fasthttp.RequestCtx, name string, lim httpapi.Limit) bool {
+	if ok, wait := w.limits.Allow(name+"|"+w.guard.ClientKey(ctx), lim); !ok {
+		w.log.Info("auth rate limit", "endpoint", name, "ip", w.guard.ClientIP(ctx))
 		rateLimited(name).Inc()
-		server.RateLimited(ctx, wait)
+		httpapi.RateLimited(ctx, wait)
 		return false
 	}
 	return true
@@ -84,18 +84,18 @@ func (w *Web) register(ctx *fasthttp.RequestCtx) {
 		"email": &email, "password": &pw, "invitation": &invitation, "account_name": &accountName,
 	}, "email", "password")
 	if w.opts.Registration == RegistrationClosed {
-		server.WriteError(ctx, forbidden("registration is closed: ask the operator for an account", "registration_closed"))
+		httpapi.WriteError(ctx, forbidden("registration is closed: ask the operator for an account", "registration_closed"))
 		return
 	}
 	issues = append(issues, checkNewUser(email, pw)...)
 	if w.opts.Registration == RegistrationInvite && invitation == "" {
-		issues = append(issues, server.Issue{Path: "invitation", Message: "is required: registration is by invitation"})
+		issues = append(issues, httpapi.Issue{Path: "invitation", Message: "is required: registration is by invitation"})
 	}
 	if len(accountName) > 200 {
-		issues = append(issues, server.Issue{Path: "account_name", Message: "must be at most 200 bytes"})
+		issues = append(issues, httpapi.Issue{Path: "account_name", Message: "must be at most 200 bytes"})
 	}
 	if len(issues) > 0 {
-		server.WriteError(ctx, badRequest(issues...))
+		httpapi.WriteError(ctx, badRequest(issues...))
 		return
 	}
 	hctx, cancel := context.WithTimeout(bgCtx, hashWait)
@@ -117,17 +117,17 @@ func (w *Web) register(ctx *fasthttp.RequestCtx) {
 	}
 	switch {
 	case errors.Is(err, storage.ErrEmailTaken):
-		server.WriteError(ctx, &server.APIError{Code: server.CodeConflict, Message: "a user with that email exists: sign in instead",
+		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeConflict, Message: "a user with that email exists: sign in instead",
 			Details: map[string]any{"field": "email"}})
 		return
 	case errors.Is(err, storage.ErrInviteInvalid):
-		server.WriteError(ctx, badRequest(server.Issue{Path: "invitation", Message: "is invalid, used, expired or for another email"}))
+		httpapi.WriteError(ctx, badRequest(httpapi.Issue{Path: "invitation", Message: "is invalid, used, expired or for another email"}))
 		return
 	case err != nil:
 		w.internal(ctx, "register", err)
 		return
 	}
-	w.log.Info("user registered", "user", u.ID, "mode", w.opts.Registration, "ip", w.api.ClientIP(ctx))
+	w.log.Info("user registered", "user", u.ID, "mode", w.opts.Registration, "ip", w.guard.ClientIP(ctx))
 	mode := RegistrationOpen
 	if invitation != "" {
 		mode = RegistrationInvite
@@ -142,20 +142,20 @@ func (w *Web) register(ctx *fasthttp.RequestCtx) {
 }
 
 // checkNewUser checks the email and password of a new user.
-func checkNewUser(email, pw string) []server.Issue {
-	var issues []server.Issue
+func checkNewUser(email, pw string) []httpapi.Issue {
+	var issues []httpapi.Issue
 	e := strings.TrimSpace(email)
 	switch {
 	case e == "" && email != "":
-		issues = append(issues, server.Issue{Path: "email", Message: "must not be blank"})
+		issues = append(issues, httpapi.Issue{Path: "email", Message: "must not be blank"})
 	case e != "" && (!strings.Contains(e, "@") || strings.HasPrefix(e, "@") || strings.HasSuffix(e, "@")):
-		issues = append(issues, server.Issue{Path: "email", Message: "must be an email address"})
+		issues = append(issues, httpapi.Issue{Path: "email", Message: "must be an email address"})
 	case len(e) > storage.MaxEmail:
-		issues = append(issues, server.Issue{Path: "email", Message: "must be at most 320 characters"})
+		issues = append(issues, httpapi.Issue{Path: "email", Message: "must be at most 320 characters"})
 	}
 	if pw != "" {
 		if msg := checkPassword(pw); msg != "" {
-			issues = append(issues, server.Issue{Path: "password", Message: msg})
+			issues = append(issues, httpapi.Issue{Path: "password", Message: msg})
 		}
 	}
 	return issues
@@ -168,24 +168,24 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 	}
 	var email, pw string
 	if issues := decodeStrings(ctx.PostBody(), map[string]*string{"email": &email, "password": &pw}, "email", "password"); len(issues) > 0 {
-		server.WriteError(ctx, badRequest(issues...))
+		httpapi.WriteError(ctx, badRequest(issues...))
 		return
 	}
-	ip := w.api.ClientIP(ctx)
+	ip := w.guard.ClientIP(ctx)
 	// The address's failures count per client as the limits do: an IPv6
 	// client by its /64, which it could otherwise rotate through.
-	acctKey, ipKey := "user|"+strings.ToLower(strings.TrimSpace(email)), "ip|"+w.api.ClientKey(ctx)
+	acctKey, ipKey := "user|"+strings.ToLower(strings.TrimSpace(email)), "ip|"+w.guard.ClientKey(ctx)
 	if wait := max(w.failures.wait(acctKey), w.failures.wait(ipKey)); wait > 0 {
 		w.log.Info("login throttled", "ip", ip)
 		loginsThrottled.Inc()
-		server.RateLimited(ctx, wait)
+		httpapi.RateLimited(ctx, wait)
 		return
 	}
 	if !w.failures.begin(acctKey, ipKey) {
 		// Another attempt for this account or from this address is being
 		// checked: one at a time, so a burst cannot outrun the count.
 		loginsThrottled.Inc()
-		server.RateLimited(ctx, time.Second)
+		httpapi.RateLimited(ctx, time.Second)
 		return
 	}
 	defer w.failures.end(acctKey, ipKey)
@@ -206,7 +206,7 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 		w.failures.fail(ipKey)
 		w.log.Info("login failed", "ip", ip, "known_user", err == nil)
 		loginsFailed.Inc()
-		server.WriteError(ctx, unauthorized("wrong email or password"))
+		httpapi.WriteError(ctx, unauthorized("wrong email or password"))
 		return
 	}
 	// Only the account's count clears: a success on one's own account
@@ -243,7 +243,7 @@ func (w *Web) rehash(u storage.User, h string) {
 func (w *Web) logout(ctx *fasthttp.RequestCtx) {
 	if s, _, ok := w.current(ctx); ok {
 		if !w.csrfOK(ctx, s) {
-			server.WriteError(ctx, csrfRefused("missing or wrong X-CSRF-Token"))
+			httpapi.WriteError(ctx, csrfRefused("missing or wrong X-CSRF-Token"))
 			return
 		}
 		if err := w.db.DeleteSession(s.ID); err != nil {
@@ -261,11 +261,11 @@ func (w *Web) logout(ctx *fasthttp.RequestCtx) {
 func (w *Web) signedIn(ctx *fasthttp.RequestCtx) (storage.Session, storage.User, bool) {
 	s, u, ok := w.current(ctx)
 	if !ok {
-		server.WriteError(ctx, unauthorized("not signed in, or the session ended"))
+		httpapi.WriteError(ctx, unauthorized("not signed in, or the session ended"))
 		return s, u, false
 	}
 	if string(ctx.Method()) != fasthttp.MethodGet && !w.csrfOK(ctx, s) {
-		server.WriteError(ctx, csrfRefused("missing or wrong X-CSRF-Token"))
+		httpapi.WriteError(ctx, csrfRefused("missing or wrong X-CSRF-Token"))
 		return s, u, false
 	}
 	return s, u, true
@@ -283,13 +283,13 @@ func (w *Web) link(ctx *fasthttp.RequestCtx) {
 	}
 	var invitation string
 	if issues := decodeStrings(ctx.PostBody(), map[string]*string{"invitation": &invitation}, "invitation"); len(issues) > 0 {
-		server.WriteError(ctx, badRequest(issues...))
+		httpapi.WriteError(ctx, badRequest(issues...))
 		return
 	}
 	u, iv, err := w.db.RedeemInvite(strings.TrimSpace(invitation), s.User)
 	switch {
 	case errors.Is(err, storage.ErrInviteInvalid):
-		server.WriteError(ctx, badRequest(server.Issue{Path: "invitation", Message: "is invalid, used, expired or for another email"}))
+		httpapi.WriteError(ctx, badRequest(httpapi.Issue{Path: "invitation", Message: "is invalid, used, expired or for another email"}))
 		return
 	case err != nil:
 		w.internal(ctx, "redeem invitation", err)
@@ -314,20 +314,20 @@ func (w *Web) password(ctx *fasthttp.RequestCtx) {
 	issues := decodeStrings(ctx.PostBody(), map[string]*string{"current_password": &cur, "new_password": &next}, "current_password", "new_password")
 	if next != "" {
 		if msg := checkPassword(next); msg != "" {
-			issues = append(issues, server.Issue{Path: "new_password", Message: msg})
+			issues = append(issues, httpapi.Issue{Path: "new_password", Message: msg})
 		}
 	}
 	if len(issues) > 0 {
-		server.WriteError(ctx, badRequest(issues...))
+		httpapi.WriteError(ctx, badRequest(issues...))
 		return
 	}
 	key := "user|" + strings.ToLower(u.Email)
 	if wait := w.failures.wait(key); wait > 0 {
-		server.RateLimited(ctx, wait)
+		httpapi.RateLimited(ctx, wait)
 		return
 	}
 	if !w.failures.begin(key) {
-		server.RateLimited(ctx, time.Second)
+		httpapi.RateLimited(ctx, time.Second)
 		return
 	}
 	defer w.failures.end(key)
@@ -335,7 +335,7 @@ func (w *Web) password(ctx *fasthttp.RequestCtx) {
 	defer cancel()
 	if ok, _, err := w.hash.verify(hctx, u.PasswordHash, cur); err != nil || !ok {
 		w.failures.fail(key)
-		server.WriteError(ctx, badRequest(server.Issue{Path: "current_password", Message: "is wrong"}))
+		httpapi.WriteError(ctx, badRequest(httpapi.Issue{Path: "current_password", Message: "is wrong"}))
 		return
 	}
 	h, err := w.hash.hash(hctx, next)
@@ -361,7 +361,7 @@ func (w *Web) password(ctx *fasthttp.RequestCtx) {
 func (w *Web) session(ctx *fasthttp.RequestCtx) {
 	s, u, ok := w.current(ctx)
 	if !ok {
-		server.WriteError(ctx, unauthorized("not signed in, or the session ended"))
+		httpapi.WriteError(ctx, unauthorized("not signed in, or the session ended"))
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(s, u))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/verifyd/verifyd/server"
 	"github.com/verifyd/verifyd/server/admin"
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/pebble"
 )
@@ -50,7 +51,7 @@ func startEnv(t *testing.T, mod func(*Options)) *env {
 }
 
 // startEnvAPI is startEnv with the API's options changed by apiMod too.
-func startEnvAPI(t *testing.T, apiMod func(*server.Options), mod func(*Options)) *env {
+func startEnvAPI(t *testing.T, apiMod func(*httpapi.GuardOptions), mod func(*Options)) *env {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)}
 	quiet := slog.New(slog.DiscardHandler)
@@ -59,12 +60,13 @@ func startEnvAPI(t *testing.T, apiMod func(*server.Options), mod func(*Options))
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	apiOpts := server.Options{DB: db, Now: c.Now, Logger: quiet}
+	gOpts := httpapi.GuardOptions{DB: db, Now: c.Now, Logger: quiet}
 	if apiMod != nil {
-		apiMod(&apiOpts)
+		apiMod(&gOpts)
 	}
-	api := server.New(apiOpts)
-	opts := Options{DB: db, API: api, Registration: RegistrationInvite, Argon2: testArgon2, Now: c.Now, Logger: quiet}
+	guard := httpapi.NewGuard(gOpts)
+	api := server.New(server.Options{DB: db, Guard: guard, TrustedProxies: gOpts.TrustedProxies, Logger: quiet})
+	opts := Options{DB: db, Guard: guard, Registration: RegistrationInvite, Argon2: testArgon2, Now: c.Now, Logger: quiet}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -365,9 +367,9 @@ func TestAuthRateLimits(t *testing.T) {
 // do: a client cannot rotate past them through the addresses of its
 // prefix; another /64 is another client.
 func TestAuthLimitsPerIPv6Prefix(t *testing.T) {
-	e := startEnvAPI(t, func(o *server.Options) {
+	e := startEnvAPI(t, func(o *httpapi.GuardOptions) {
 		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
-	}, func(o *Options) { o.LoginLimit = server.Limit{N: 3, Window: 10 * time.Minute} })
+	}, func(o *Options) { o.LoginLimit = httpapi.Limit{N: 3, Window: 10 * time.Minute} })
 	e.newUser("ann@x.test")
 	login := func(from, password string) answer {
 		t.Helper()
@@ -388,7 +390,7 @@ func TestAuthLimitsPerIPv6Prefix(t *testing.T) {
 	// Failed logins from many addresses of one /64 add up to one
 	// address's delay: after 5, the next attempt from the /64 waits, even
 	// for another account; another /64 does not.
-	e = startEnvAPI(t, func(o *server.Options) {
+	e = startEnvAPI(t, func(o *httpapi.GuardOptions) {
 		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	}, nil)
 	for _, email := range []string{"a@x.test", "b@x.test", "c@x.test", "d@x.test", "e@x.test", "f@x.test"} {

@@ -2,8 +2,7 @@ package web
 
 import (
 	"github.com/VictoriaMetrics/metrics"
-
-	"github.com/verifyd/verifyd/server"
+	"github.com/verifyd/verifyd/server/httpapi"
 )
 
 // Metrics of the account surface (README.md lists them with the rest):
@@ -35,7 +34,7 @@ func rateLimited(endpoint string) *metrics.Counter {
 }
 
 // csrfRefused is the 403 of a write refused as cross-site, counted.
-func csrfRefused(msg string) *server.APIError {
+func csrfRefused(msg string) *httpapi.APIError {
 	csrfRefusals.Inc()
 	return forbidden(msg, "csrf")
 }

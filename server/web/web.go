@@ -13,7 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/verifyd/verifyd/server"
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -26,8 +26,10 @@ const (
 
 // Options configure the account surface.
 type Options struct {
-	DB  storage.Store
-	API *server.Server
+	DB storage.Store
+	// Guard authenticates the /v1 routes (the dashboard signs them in
+	// with its sessions: SetSessionAuth) and names the client.
+	Guard *httpapi.Guard
 	// Registration is closed (the default: only operators add users),
 	// invite (an invitation token is needed) or open (anyone; a new
 	// account on OpenPlan with OpenCredits).
@@ -44,7 +46,7 @@ type Options struct {
 	SecureCookie string
 	// LinkLimit, RegisterLimit and LoginLimit are spec §8's per source IP
 	// limits; zero values take the spec's (5/10 min, 20/h, 30/10 min).
-	LinkLimit, RegisterLimit, LoginLimit server.Limit
+	LinkLimit, RegisterLimit, LoginLimit httpapi.Limit
 	// Argon2 is the password hash cost; zero takes DefaultArgon2.
 	Argon2 Argon2Params
 	Now    func() time.Time
@@ -55,10 +57,10 @@ type Options struct {
 type Web struct {
 	opts     Options
 	db       storage.Store
-	api      *server.Server
+	guard    *httpapi.Guard
 	log      *slog.Logger
 	hash     *hasher
-	limits   *server.Limiter
+	limits   *httpapi.Limiter
 	failures *throttle
 	csrfKey  []byte
 	site     *site
@@ -94,9 +96,9 @@ func New(opts Options) (*Web, error) {
 	if opts.SecureCookie == "" {
 		opts.SecureCookie = "auto"
 	}
-	def := func(l *server.Limit, n int, w time.Duration) {
+	def := func(l *httpapi.Limit, n int, w time.Duration) {
 		if l.N == 0 && l.Window == 0 {
-			*l = server.Limit{N: n, Window: w}
+			*l = httpapi.Limit{N: n, Window: w}
 		}
 	}
 	def(&opts.LinkLimit, 5, 10*time.Minute)
@@ -122,8 +124,8 @@ func New(opts Options) (*Web, error) {
 	}
 	w := &Web{
 		site: site,
-		opts: opts, db: opts.DB, api: opts.API, log: opts.Logger.With("pkg", "web"), hash: h,
-		limits:   server.NewLimiter(opts.Now),
+		opts: opts, db: opts.DB, guard: opts.Guard, log: opts.Logger.With("pkg", "web"), hash: h,
+		limits:   httpapi.NewLimiter(opts.Now),
 		failures: newThrottle(opts.Now, 5, 15*time.Minute),
 		csrfKey:  key,
 		stop:     make(chan struct{}),
@@ -173,7 +175,7 @@ func (w *Web) HashPassword(pw string) (string, error) {
 func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		server.WriteError(ctx, &server.APIError{Code: server.CodeInternal, Message: "internal error"})
+		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeInternal, Message: "internal error"})
 		return
 	}
 	ctx.Response.Header.SetContentType("application/json")
@@ -183,62 +185,62 @@ func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	ctx.SetBody(b)
 }
 
-func badRequest(issues ...server.Issue) *server.APIError {
+func badRequest(issues ...httpapi.Issue) *httpapi.APIError {
 	msg := "invalid request"
 	if len(issues) > 0 {
 		msg = "invalid request: " + strings.TrimPrefix(issues[0].Path+" ", " ") + issues[0].Message
 	}
-	return &server.APIError{Code: server.CodeBadRequest, Message: msg, Details: map[string]any{"issues": issues}}
+	return &httpapi.APIError{Code: httpapi.CodeBadRequest, Message: msg, Details: map[string]any{"issues": issues}}
 }
 
-func forbidden(msg, reason string) *server.APIError {
-	return &server.APIError{Code: server.CodeForbidden, Message: msg, Details: map[string]any{"reason": reason}}
+func forbidden(msg, reason string) *httpapi.APIError {
+	return &httpapi.APIError{Code: httpapi.CodeForbidden, Message: msg, Details: map[string]any{"reason": reason}}
 }
 
-func unauthorized(msg string) *server.APIError {
-	return &server.APIError{Code: server.CodeUnauthorized, Message: msg}
+func unauthorized(msg string) *httpapi.APIError {
+	return &httpapi.APIError{Code: httpapi.CodeUnauthorized, Message: msg}
 }
 
 func (w *Web) internal(ctx *fasthttp.RequestCtx, what string, err error) {
 	w.log.Error("internal error", "what", what, "err", err, "path", string(ctx.Path()))
-	server.WriteError(ctx, &server.APIError{Code: server.CodeInternal, Message: "internal error; safe to retry"})
+	httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeInternal, Message: "internal error; safe to retry"})
 }
 
 // decodeStrings reads a JSON object whose members are all strings, into
 // fields; a member not in fields, or not a string, is an issue, as is a
 // required one missing.
-func decodeStrings(body []byte, fields map[string]*string, required ...string) []server.Issue {
-	var issues []server.Issue
+func decodeStrings(body []byte, fields map[string]*string, required ...string) []httpapi.Issue {
+	var issues []httpapi.Issue
 	seen := map[string]bool{}
-	err := server.WalkObject(body, func(name string, dec *json.Decoder) error {
+	err := httpapi.WalkObject(body, func(name string, dec *json.Decoder) error {
 		var v any
 		if err := dec.Decode(&v); err != nil {
 			return err
 		}
 		p, ok := fields[name]
 		if !ok {
-			issues = append(issues, server.Issue{Path: name, Message: "unknown property"})
+			issues = append(issues, httpapi.Issue{Path: name, Message: "unknown property"})
 			return nil
 		}
 		seen[name] = true // present: a bad value is its issue, not "is required"
 		s, ok := v.(string)
 		if !ok {
-			issues = append(issues, server.Issue{Path: name, Message: "must be a string"})
+			issues = append(issues, httpapi.Issue{Path: name, Message: "must be a string"})
 			return nil
 		}
-		if msg := server.CheckText(s); msg != "" {
-			issues = append(issues, server.Issue{Path: name, Message: msg})
+		if msg := httpapi.CheckText(s); msg != "" {
+			issues = append(issues, httpapi.Issue{Path: name, Message: msg})
 			return nil
 		}
 		*p = s
 		return nil
 	})
 	if err != nil {
-		return []server.Issue{{Message: err.Error()}}
+		return []httpapi.Issue{{Message: err.Error()}}
 	}
 	for _, f := range required {
 		if !seen[f] {
-			issues = append(issues, server.Issue{Path: f, Message: "is required"})
+			issues = append(issues, httpapi.Issue{Path: f, Message: "is required"})
 		}
 	}
 	return issues
@@ -257,16 +259,16 @@ func decodeStrings(body []byte, fields map[string]*string, required ...string) [
 // form can send it, and so can a no-cors fetch of a Blob without a type.
 // application/json with a parameter other than charset=utf-8
 // (charset=utf-16) is not a form's; it answers 415 as on /v1
-// (server.CheckJSONType).
+// (httpapi.CheckJSONType).
 func (w *Web) browserWrite(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if reason := w.crossSite(ctx); reason != "" {
-			w.log.Info("cross-site request refused", "path", string(ctx.Path()), "reason", reason, "ip", w.api.ClientIP(ctx))
-			server.WriteError(ctx, csrfRefused("cross-site request refused: "+reason))
+			w.log.Info("cross-site request refused", "path", string(ctx.Path()), "reason", reason, "ip", w.guard.ClientIP(ctx))
+			httpapi.WriteError(ctx, csrfRefused("cross-site request refused: "+reason))
 			return
 		}
-		if e := server.CheckJSONType(&ctx.Request.Header); e != nil {
-			server.WriteError(ctx, e)
+		if e := httpapi.CheckJSONType(&ctx.Request.Header); e != nil {
+			httpapi.WriteError(ctx, e)
 			return
 		}
 		h(ctx)
@@ -305,7 +307,7 @@ func (w *Web) origin(ctx *fasthttp.RequestCtx) string {
 }
 
 func (w *Web) overTLS(ctx *fasthttp.RequestCtx) bool {
-	return ctx.IsTLS() || w.api.ViaTrustedProxy(ctx) && strings.EqualFold(string(ctx.Request.Header.Peek("X-Forwarded-Proto")), "https")
+	return ctx.IsTLS() || w.guard.ViaTrustedProxy(ctx) && strings.EqualFold(string(ctx.Request.Header.Peek("X-Forwarded-Proto")), "https")
 }
 
 // csrfToken is the session's CSRF token: an HMAC of its id under the
@@ -404,7 +406,7 @@ func (w *Web) startSession(ctx *fasthttp.RequestCtx, u storage.User, account str
 			}
 		}
 	}
-	token, s, err := w.db.CreateSession(u.ID, account, w.api.ClientIP(ctx), string(ctx.UserAgent()), w.opts.SessionLifetime)
+	token, s, err := w.db.CreateSession(u.ID, account, w.guard.ClientIP(ctx), string(ctx.UserAgent()), w.opts.SessionLifetime)
 	if err != nil {
 		return storage.Session{}, err
 	}

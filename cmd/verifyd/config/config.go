@@ -400,7 +400,7 @@ type Webhooks struct {
 	Concurrency int `toml:"concurrency"`
 }
 
-// Jobs configures the batch scheduler (server/jobs).
+// Jobs configures the batch scheduler (server/batch).
 type Jobs struct {
 	// RetryWindow is how long after its first greylisting an address of a
 	// batch is retried; then its result is final (unknown). Default 30m.

@@ -1,0 +1,72 @@
+package server
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"io"
+	"strconv"
+
+	"github.com/verifyd/verifyd/server/receipt"
+	"github.com/verifyd/verifyd/storage"
+)
+
+// csvHeader is spec §4.4's header row, in its order.
+var csvHeader = []string{"email", "status", "score", "is_disposable", "is_role_based", "is_catch_all",
+	"is_free_provider", "mx_host", "latency_ms", "probed_at"}
+
+// csvFlags is what a row needs of a stored receipt.
+type csvFlags struct {
+	Checks struct {
+		MXHost         string `json:"mx_host"`
+		IsDisposable   bool   `json:"is_disposable"`
+		IsRoleBased    bool   `json:"is_role_based"`
+		IsFreeProvider bool   `json:"is_free_provider"`
+		IsCatchAll     bool   `json:"is_catch_all"`
+	} `json:"checks"`
+}
+
+// writeCSV streams the job's results as spec §4.4's CSV (RFC 4180: CRLF
+// line ends, fields with commas, quotes or line breaks quoted, quotes
+// doubled), one row per address in upload order, straight from storage:
+// one row in memory at a time.
+func writeCSV(w io.Writer, db storage.Jobs, jobID string) (rows int, err error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	cw := csv.NewWriter(bw)
+	cw.UseCRLF = true
+	if err := cw.Write(csvHeader); err != nil {
+		return 0, err
+	}
+	row := make([]string, len(csvHeader))
+	var f csvFlags
+	err = db.JobResults(jobID, func(r storage.Result) error {
+		f = csvFlags{}
+		if len(r.Receipt) > 0 {
+			_ = json.Unmarshal(r.Receipt, &f) // a missing flag reads false
+		}
+		c := &f.Checks
+		row[0] = r.Email
+		row[1] = r.Status
+		row[2] = strconv.Itoa(r.Score)
+		row[3] = strconv.FormatBool(c.IsDisposable)
+		row[4] = strconv.FormatBool(c.IsRoleBased)
+		row[5] = strconv.FormatBool(c.IsCatchAll)
+		row[6] = strconv.FormatBool(c.IsFreeProvider)
+		row[7] = c.MXHost
+		row[8] = ""
+		if r.LatencyMs >= 0 {
+			row[8] = strconv.FormatInt(r.LatencyMs, 10)
+		}
+		row[9] = receipt.FormatTime(r.ProbedAt)
+		rows++
+		return cw.Write(row)
+	})
+	cw.Flush()
+	if err == nil {
+		err = cw.Error()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	return rows, err
+}

@@ -1,0 +1,46 @@
+package httpapi
+
+import (
+	"fmt"
+	"mime"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
+// CheckJSONType is the answer to a request whose body is not declared
+// JSON (spec §1.5, §4.1: application/json, UTF-8): 415 Unsupported Media
+// Type in the envelope, code BAD_REQUEST (the enumeration has no code of
+// its own for it), details.issues naming Content-Type. Nil when the
+// Content-Type is application/json, with no parameter or one charset of
+// utf-8 (RFC 8259 §8.1: JSON is UTF-8), in any case; and nil when there
+// is none, which declares no other type (clients such as Go's net/http
+// send none unless told). text/plain, forms (curl -d sends
+// application/x-www-form-urlencoded), XML and charset=utf-16 are refused.
+func CheckJSONType(h *fasthttp.RequestHeader) *APIError {
+	ct := h.ContentType()
+	if len(ct) == 0 {
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(string(ct))
+	if err == nil && mt == "application/json" {
+		cs, ok := params["charset"]
+		if len(params) == 0 || len(params) == 1 && ok && strings.EqualFold(cs, "utf-8") {
+			return nil
+		}
+	}
+	return &APIError{Code: CodeBadRequest, Status: fasthttp.StatusUnsupportedMediaType,
+		Message: "the body must be JSON: send Content-Type: application/json",
+		Details: map[string]any{"issues": []Issue{{Path: "Content-Type",
+			Message: fmt.Sprintf("must be application/json (optionally with charset=utf-8), not %q", ct)}}}}
+}
+
+// RequireJSON answers 415 (CheckJSONType) and returns false when the
+// request's body is not declared JSON.
+func RequireJSON(ctx *fasthttp.RequestCtx) bool {
+	if e := CheckJSONType(&ctx.Request.Header); e != nil {
+		WriteError(ctx, e)
+		return false
+	}
+	return true
+}

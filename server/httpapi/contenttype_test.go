@@ -1,0 +1,43 @@
+package httpapi
+
+import (
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+func TestCheckJSONType(t *testing.T) {
+	for ct, ok := range map[string]bool{
+		"":                                     true, // none: read as JSON
+		"application/json":                     true,
+		"application/json; charset=utf-8":      true,
+		"Application/JSON;Charset=UTF-8":       true,
+		`application/json; charset="utf-8"`:    true,
+		"application/json ; charset=utf-8":     true,
+		"application/json; charset=utf-16":     false,
+		"application/json; charset=latin1":     false,
+		"application/json; charset=utf-8; x=1": false,
+		"application/json; x=1":                false,
+		"application/json;":                    true, // no parameter after all
+		"application/jsonx":                    false,
+		"application/problem+json":             false,
+		"text/json":                            false,
+		"text/plain":                           false,
+		"text/plain; charset=utf-8":            false,
+		"application/x-www-form-urlencoded":    false,
+		"multipart/form-data; boundary=x":      false,
+		"application/xml":                      false,
+		"*/*":                                  false,
+	} {
+		var h fasthttp.RequestHeader
+		h.SetContentType(ct)
+		e := CheckJSONType(&h)
+		if (e == nil) != ok {
+			t.Errorf("%q: %v, want accepted %v", ct, e, ok)
+			continue
+		}
+		if e != nil && (e.Code != CodeBadRequest || e.Status != 415) {
+			t.Errorf("%q: %+v, want BAD_REQUEST with status 415", ct, e)
+		}
+	}
+}

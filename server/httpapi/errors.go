@@ -1,0 +1,131 @@
+// Package httpapi is the leaf HTTP kit every front end of verifyd shares:
+// the error envelope of spec §7, strict request decoding, the rate
+// limits of spec §8, the authentication guard of the /v1 routes (API keys
+// and browser sessions) and the one idempotency middleware of spec §7.3.
+// The /v1 handlers (package server), the dashboard and /auth/* (server/web)
+// and the admin socket (server/admin) build on it; it imports no other
+// part of server/.
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+// Error codes of spec §2.3 and §7; the code is the stable identifier, the
+// message is for people.
+const (
+	CodeBadRequest   = "BAD_REQUEST"
+	CodeUnauthorized = "UNAUTHORIZED"
+	CodeForbidden    = "FORBIDDEN"
+	CodeNotFound     = "NOT_FOUND"
+	CodeConflict     = "CONFLICT"
+	CodeRateLimited  = "RATE_LIMITED"
+	CodeInternal     = "INTERNAL"
+)
+
+// statusOf maps an error code to its HTTP status (spec §7).
+var statusOf = map[string]int{
+	CodeBadRequest:   fasthttp.StatusBadRequest,
+	CodeUnauthorized: fasthttp.StatusUnauthorized,
+	CodeForbidden:    fasthttp.StatusForbidden,
+	CodeNotFound:     fasthttp.StatusNotFound,
+	CodeConflict:     fasthttp.StatusConflict,
+	CodeRateLimited:  fasthttp.StatusTooManyRequests,
+	CodeInternal:     fasthttp.StatusInternalServerError,
+}
+
+// APIError is an error answered to the client in the envelope of spec §2.11.
+type APIError struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+	// Status is the HTTP status when it is not the code's own: spec §7's
+	// enumeration has no code for 408, 415 or 431, which answer
+	// BAD_REQUEST, the closest. Zero means the code's status.
+	Status int `json:"-"`
+}
+
+func (e *APIError) Error() string { return e.Code + ": " + e.Message }
+
+// WriteError answers ctx with the error envelope. A code outside the
+// enumeration is a programming error and answers INTERNAL.
+func WriteError(ctx *fasthttp.RequestCtx, e *APIError) {
+	status, ok := statusOf[e.Code]
+	if !ok {
+		e = &APIError{Code: CodeInternal, Message: "internal error"}
+		status = fasthttp.StatusInternalServerError
+	} else if e.Status != 0 {
+		status = e.Status
+	}
+	b, err := json.Marshal(struct {
+		Error *APIError `json:"error"`
+	}{e})
+	if err != nil {
+		b = []byte(`{"error":{"code":"INTERNAL","message":"internal error"}}`)
+		status = fasthttp.StatusInternalServerError
+	}
+	ctx.Response.Header.SetContentType("application/json")
+	ctx.SetStatusCode(status)
+	ctx.SetBody(b)
+}
+
+// WriteInternal answers a request that failed on err: 500 INTERNAL, or,
+// when the store refuses writes because its disk is full
+// (storage.NoSpace), 503 with Retry-After: nothing was written or
+// charged, and the same request goes through once space is freed. The
+// message never carries err's text.
+func WriteInternal(ctx *fasthttp.RequestCtx, err error) {
+	if storage.NoSpace(err) {
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(noSpaceRetry))
+		WriteError(ctx, &APIError{Code: CodeInternal, Status: fasthttp.StatusServiceUnavailable,
+			Message: "the server's storage is full: nothing was charged; retry later with the same Idempotency-Key",
+			Details: map[string]any{"retryAfter": noSpaceRetry}})
+		return
+	}
+	WriteError(ctx, &APIError{Code: CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
+}
+
+// noSpaceRetry is the Retry-After, in seconds, of a 503 for a full disk.
+const noSpaceRetry = 30
+
+// BodyTooLarge is the answer to a request body over its route's limit of
+// max bytes; details.maxBodyBytes names the limit.
+func BodyTooLarge(max int) *APIError {
+	return &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("request body exceeds the limit of %d bytes", max),
+		Details: map[string]any{"maxBodyBytes": max}}
+}
+
+// BadRequest is a 400 for a request body's problems: details.issues
+// lists them.
+func BadRequest(msg string, issues []Issue) *APIError {
+	return &APIError{Code: CodeBadRequest, Message: msg, Details: map[string]any{"issues": issues}}
+}
+
+// RateLimited answers 429 RATE_LIMITED with Retry-After and
+// details.retryAfter, the whole seconds of wait rounded up.
+func RateLimited(ctx *fasthttp.RequestCtx, wait time.Duration) {
+	secs := retryAfterSeconds(wait)
+	ctx.Response.Header.Set("Retry-After", strconv.Itoa(secs))
+	WriteError(ctx, &APIError{Code: CodeRateLimited,
+		Message: "rate limit exceeded; retry in " + strconv.Itoa(secs) + " s",
+		Details: map[string]any{"retryAfter": secs}})
+}
+
+// WriteJSON answers status with v as JSON.
+func WriteJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		WriteError(ctx, &APIError{Code: CodeInternal, Message: "internal error"})
+		return
+	}
+	ctx.Response.Header.SetContentType("application/json")
+	ctx.SetStatusCode(status)
+	ctx.SetBody(b)
+}
