@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,7 +76,7 @@ func (s *Server) postBatch(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 	}
 	addrs := normalize(req.Emails)
 	var resp []byte
-	job, err := s.db.CreateJob(storage.JobSpec{
+	job, err := s.db.CreateJob(httpapi.Context(ctx), storage.JobSpec{
 		Account: account, Addresses: addrs, ListName: req.ListName, WebhookURL: req.WebhookURL,
 		Idem: idem.Ref,
 		Respond: func(j storage.Job) (storage.IdemResponse, error) {
@@ -153,7 +154,7 @@ func jobView(j storage.Job) jobJSON {
 // §4.3: unknown, or another account's).
 func (s *Server) ownJob(ctx *fasthttp.RequestCtx, account string) (storage.Job, bool) {
 	id, _ := ctx.UserValue("id").(string)
-	j, err := s.db.AccountJob(account, id)
+	j, err := s.db.AccountJob(httpapi.Context(ctx), account, id)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "job not found"})
@@ -218,7 +219,8 @@ func (s *Server) getResults(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 		// or the client gone (http.write_timeout cuts one that stopped
 		// reading, which closes the pipe).
 		defer release()
-		rows, err := writeCSV(pw, db, id)
+		// Not the request's context: the download outlives the handler.
+		rows, err := writeCSV(context.Background(), pw, db, id)
 		csvRows.Add(rows)
 		if err != nil && !errors.Is(err, io.ErrClosedPipe) {
 			log.Error("results.csv broken off", "job", id, "rows", rows, "err", err)
@@ -271,8 +273,8 @@ func (g *downloadGate) acquire(account string) (release func(), ok bool) {
 
 // AccountJobs is the dashboard's list of an account's jobs, newest first:
 // {"jobs": [spec §2.8 jobs]}.
-func (s *Server) AccountJobs(account string, limit int) (any, error) {
-	js, err := s.db.ListAccountJobs(account, limit)
+func (s *Server) AccountJobs(ctx context.Context, account string, limit int) (any, error) {
+	js, err := s.db.ListAccountJobs(ctx, account, limit)
 	if err != nil {
 		return nil, err
 	}

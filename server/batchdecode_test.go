@@ -132,11 +132,11 @@ func TestCSV(t *testing.T) {
 	db := pebbletest.Open(t, nil)
 	acct := pebbletest.Account(t, db, 10)
 	addrs := []string{`"john,doe"@x.test`, `a"b@x.test`, "plain@x.test", "line\nbreak@x.test", "nomx@nowhere.test"}
-	j, err := db.CreateJob(storage.JobSpec{Account: acct, Addresses: addrs})
+	j, err := db.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: addrs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.StartJob(j.ID); err != nil {
+	if _, err := db.StartJob(t.Context(), j.ID); err != nil {
 		t.Fatal(err)
 	}
 	probed := time.Date(2026, 11, 21, 10, 0, 0, 123_000_000, time.UTC)
@@ -156,14 +156,14 @@ func TestCSV(t *testing.T) {
 		rs = append(rs, storage.JobResult{Index: i, Result: res})
 	}
 	// Written in two chunks, out of order: the CSV is in upload order.
-	if _, err := db.PutJobResults(j.ID, rs[3:]); err != nil {
+	if _, err := db.PutJobResults(t.Context(), j.ID, rs[3:]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.PutJobResults(j.ID, rs[:3]); err != nil {
+	if _, err := db.PutJobResults(t.Context(), j.ID, rs[:3]); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	n, err := writeCSV(&buf, db, j.ID)
+	n, err := writeCSV(t.Context(), &buf, db, j.ID)
 	if err != nil || n != len(addrs) {
 		t.Fatalf("writeCSV: %d rows, %v", n, err)
 	}

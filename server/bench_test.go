@@ -75,14 +75,14 @@ func benchServer(b *testing.B, v Verifier) (addr, key string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	acct, err := db.CreateAccount("bench", storage.PlanEnterprise)
+	acct, err := db.CreateAccount(b.Context(), "bench", storage.PlanEnterprise)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := db.AddCredits(acct.ID, 1<<40, "bench"); err != nil {
+	if _, err := db.AddCredits(b.Context(), acct.ID, 1<<40, "bench"); err != nil {
 		b.Fatal(err)
 	}
-	key, _, err = db.MintKey(acct.ID, []string{httpapi.ScopeRead, httpapi.ScopeWrite}, "bench")
+	key, _, err = db.MintKey(b.Context(), acct.ID, []string{httpapi.ScopeRead, httpapi.ScopeWrite}, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}

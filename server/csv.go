@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"io"
@@ -30,7 +31,7 @@ type csvFlags struct {
 // line ends, fields with commas, quotes or line breaks quoted, quotes
 // doubled), one row per address in upload order, straight from storage:
 // one row in memory at a time.
-func writeCSV(w io.Writer, db storage.Jobs, jobID string) (rows int, err error) {
+func writeCSV(ctx context.Context, w io.Writer, db storage.Jobs, jobID string) (rows int, err error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	cw := csv.NewWriter(bw)
 	cw.UseCRLF = true
@@ -39,7 +40,7 @@ func writeCSV(w io.Writer, db storage.Jobs, jobID string) (rows int, err error) 
 	}
 	row := make([]string, len(csvHeader))
 	var f csvFlags
-	err = db.JobResults(jobID, func(r storage.Result) error {
+	err = db.JobResults(ctx, jobID, func(r storage.Result) error {
 		f = csvFlags{}
 		if len(r.Receipt) > 0 {
 			_ = json.Unmarshal(r.Receipt, &f) // a missing flag reads false

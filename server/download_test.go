@@ -74,7 +74,7 @@ func TestCSVDownloadCaps(t *testing.T) {
 	const rows = 3000 // ~300 KB of CSV: far more than the buffers hold
 	for i := range jobs {
 		acct := pebbletest.Account(t, db, rows)
-		key, _, err := db.MintKey(acct, []string{httpapi.ScopeRead}, "test")
+		key, _, err := db.MintKey(t.Context(), acct, []string{httpapi.ScopeRead}, "test")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,13 +83,13 @@ func TestCSVDownloadCaps(t *testing.T) {
 		for n := range rows {
 			addrs = append(addrs, fmt.Sprintf("a%d-%d@d%d.test", i, n, n%30))
 		}
-		j, err := db.CreateJob(storage.JobSpec{Account: acct, Addresses: addrs})
+		j, err := db.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: addrs})
 		if err != nil {
 			t.Fatal(err)
 		}
 		sched.Add(j, addrs)
 		jobs[i] = j.ID
-		waitUntil(t, 2*time.Minute, "the job", func() bool { j, _ := db.Job(jobs[i]); return j.Status == storage.JobCompleted })
+		waitUntil(t, 2*time.Minute, "the job", func() bool { j, _ := db.Job(t.Context(), jobs[i]); return j.Status == storage.JobCompleted })
 	}
 	get := func(i int) (int, http.Header, []byte) {
 		req, _ := http.NewRequest("GET", "http://"+addr+"/v1/jobs/"+jobs[i]+"/results.csv", nil)

@@ -82,14 +82,14 @@ func startServer(t *testing.T, mod func(*Options)) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, err := db.CreateAccount("test", storage.PlanEnterprise)
+	acct, err := db.CreateAccount(t.Context(), "test", storage.PlanEnterprise)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.AddCredits(acct.ID, 1000, "test"); err != nil {
+	if _, err := db.AddCredits(t.Context(), acct.ID, 1000, "test"); err != nil {
 		t.Fatal(err)
 	}
-	key, _, err := db.MintKey(acct.ID, []string{httpapi.ScopeRead, httpapi.ScopeWrite}, "test")
+	key, _, err := db.MintKey(t.Context(), acct.ID, []string{httpapi.ScopeRead, httpapi.ScopeWrite}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,12 +14,12 @@ import (
 
 // balance is GET /v1/balance (spec §4.5).
 func (s *Server) balance(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
-	n, err := s.db.Balance(c.Account)
+	cr, err := s.db.Credits(httpapi.Context(ctx), c.Account)
 	if err != nil {
 		s.internal(ctx, "balance", err)
 		return
 	}
-	httpapi.WriteJSON(ctx, fasthttp.StatusOK, map[string]int64{"credits": n})
+	httpapi.WriteJSON(ctx, fasthttp.StatusOK, map[string]int64{"credits": cr.Balance})
 }
 
 // historyRow is spec §2.9's ResultItem; null fields are JSON null.
@@ -74,7 +74,7 @@ func (s *Server) results(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Message: "invalid query", Details: map[string]any{"issues": issues}})
 		return
 	}
-	page, err := s.db.ListHistory(c.Account, kind, cursor, limit)
+	page, err := s.db.ListHistory(httpapi.Context(ctx), c.Account, kind, cursor, limit)
 	if errors.Is(err, storage.ErrInvalid) {
 		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Message: fmt.Sprintf("invalid query: %v", err)})
 		return

@@ -56,7 +56,7 @@ func (s *Server) validate(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 // and double-charges none).
 func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem httpapi.Idem, email string) {
 	t := time.Now()
-	hold, err := s.db.Hold(c.Account, 1, httpapi.RequestID(ctx))
+	hold, err := s.db.Hold(httpapi.Context(ctx), c.Account, 1, httpapi.RequestID(ctx))
 	phase.Since(phase.Hold, t)
 	var ice *storage.InsufficientCreditsError
 	switch {
@@ -68,13 +68,13 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem
 		s.internal(ctx, "hold credit", err)
 		return
 	}
-	// The engine gets its own context: the request's may not outlive the
-	// handler, and the probe must end within the budget.
-	pctx, cancel := context.WithTimeout(context.Background(), s.opts.RealtimeBudget)
+	// The engine runs within the real-time budget, and within the
+	// request's deadline (http.request_timeout exceeds the budget).
+	pctx, cancel := context.WithTimeout(httpapi.Context(ctx), s.opts.RealtimeBudget)
 	res, err := s.opts.Verifier.Verify(pctx, strings.Clone(email))
 	cancel()
 	if err != nil || res == nil {
-		if _, rerr := s.db.Release(hold, "engine error"); rerr != nil {
+		if _, rerr := s.db.Release(httpapi.Context(ctx), hold, "engine error"); rerr != nil {
 			s.reqLog(ctx).Error("release hold", "err", rerr)
 		}
 		idem.Abort()
@@ -101,7 +101,7 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem
 // validateCached answers from the account's own recent result, when there
 // is one; it still costs a credit and writes a history row (spec §2.1).
 func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem httpapi.Idem, email string) bool {
-	prev, ok, err := s.db.LookupCache(c.Account, strings.ToLower(email), s.opts.CacheMaxAge)
+	prev, ok, err := s.db.LookupCache(httpapi.Context(ctx), c.Account, strings.ToLower(email), s.opts.CacheMaxAge)
 	if err != nil || !ok {
 		if err != nil {
 			s.reqLog(ctx).Warn("cache lookup", "err", err)
@@ -163,9 +163,9 @@ func (s *Server) charge(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem httpap
 	var charged storage.Charged
 	var err error
 	if hold != nil {
-		charged, err = s.db.Charge(*hold, req)
+		charged, err = s.db.Charge(httpapi.Context(ctx), *hold, req)
 	} else {
-		charged, err = s.db.ChargeDirect(c.Account, 1, req)
+		charged, err = s.db.ChargeDirect(httpapi.Context(ctx), c.Account, 1, req)
 	}
 	var ice *storage.InsufficientCreditsError
 	switch {
@@ -174,7 +174,11 @@ func (s *Server) charge(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem httpap
 		return
 	case err != nil:
 		if hold != nil {
-			if _, rerr := s.db.Release(*hold, "charge failed"); rerr != nil && !errors.Is(rerr, storage.ErrHoldNotActive) {
+			// Under the request's deadline too, which may be what failed
+			// the charge: a release that cannot be made now is the
+			// store's to finish (postgres releases it from its
+			// heartbeat), not the client's to wait for.
+			if _, rerr := s.db.Release(httpapi.Context(ctx), *hold, "charge failed"); rerr != nil && !errors.Is(rerr, storage.ErrHoldNotActive) {
 				s.reqLog(ctx).Error("release hold", "err", rerr)
 			}
 		}

@@ -1,78 +1,82 @@
 package storage
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // The storage contract: what server/ and its packages need from storage,
-// as small interfaces, one per area. Today *DB (Pebble) implements them
-// all; fleet mode (docs/fleet.md, issue 17) adds a PostgreSQL
-// implementation behind the same interfaces, and one compliance suite runs
-// against both. What stays on each box (the egress state, checkpoints,
-// Pebble's metrics) is not in the contract.
+// as small interfaces, one per area. storage/pebble (one box) and
+// storage/postgres (a fleet) implement them all; storage/storagetest is
+// the suite both pass. Every method takes the caller's context first: a
+// request's deadline reaches the database (postgres bounds each call by
+// the shorter of it and Options.CallTimeout; Pebble's calls are local and
+// short). A consumer declares the smaller interface it uses where it uses
+// it. What stays on each box (the egress state, checkpoints, Pebble's
+// metrics) is not in the contract.
 
 // Accounts is the accounts: their plans and webhook secrets.
 type Accounts interface {
-	CreateAccount(name string, plan Plan) (Account, error)
-	GetAccount(id string) (Account, error)
-	ListAccounts() ([]Account, error)
-	SetPlan(id string, plan Plan) (Account, error)
-	RotateWebhookSecret(id string) (Account, error)
+	CreateAccount(ctx context.Context, name string, plan Plan) (Account, error)
+	GetAccount(ctx context.Context, id string) (Account, error)
+	ListAccounts(ctx context.Context) ([]Account, error)
+	SetPlan(ctx context.Context, id string, plan Plan) (Account, error)
+	RotateWebhookSecret(ctx context.Context, id string) (Account, error)
 }
 
 // Keys is the API keys, kept as hashes.
 type Keys interface {
-	MintKey(account string, scopes []string, label string) (string, APIKey, error)
-	LookupKey(prefix string) (APIKey, error)
-	VerifyKey(key string) (APIKey, error)
-	RevokeKey(prefix string) (APIKey, error)
-	ListKeys(account string) ([]APIKey, error)
+	MintKey(ctx context.Context, account string, scopes []string, label string) (string, APIKey, error)
+	LookupKey(ctx context.Context, prefix string) (APIKey, error)
+	VerifyKey(ctx context.Context, key string) (APIKey, error)
+	RevokeKey(ctx context.Context, prefix string) (APIKey, error)
+	ListKeys(ctx context.Context, account string) ([]APIKey, error)
 }
 
 // Balances is balances, holds, charges and the ledger: no overdraft, and a
 // charge written with its result.
 type Balances interface {
-	Balance(account string) (int64, error)
-	Credits(account string) (Credits, error)
-	AddCredits(account string, n int64, note string) (Entry, error)
-	SetCredits(account string, n int64, note string) (Entry, error)
-	Hold(account string, n int64, ref string) (Hold, error)
-	Charge(h Hold, req ChargeRequest) (Charged, error)
-	ChargeDirect(account string, n int64, req ChargeRequest) (Charged, error)
-	Release(h Hold, note string) (Entry, error)
-	Holds(account string) ([]Hold, error)
-	Ledger(account string, after uint64, limit int) ([]Entry, error)
+	Credits(ctx context.Context, account string) (Credits, error)
+	AddCredits(ctx context.Context, account string, n int64, note string) (Entry, error)
+	SetCredits(ctx context.Context, account string, n int64, note string) (Entry, error)
+	Hold(ctx context.Context, account string, n int64, ref string) (Hold, error)
+	Charge(ctx context.Context, h Hold, req ChargeRequest) (Charged, error)
+	ChargeDirect(ctx context.Context, account string, n int64, req ChargeRequest) (Charged, error)
+	Release(ctx context.Context, h Hold, note string) (Entry, error)
+	Holds(ctx context.Context, account string) ([]Hold, error)
+	Ledger(ctx context.Context, account string, after uint64, limit int) ([]Entry, error)
 }
 
 // Idempotency is Idempotency-Key records (spec §7.3).
 type Idempotency interface {
-	BeginIdem(ref IdemRef, requestHash []byte) (IdemOutcome, IdemRecord, error)
-	CompleteIdem(ref IdemRef, resp IdemResponse) error
-	AbortIdem(ref IdemRef) error
-	GetIdem(ref IdemRef) (IdemRecord, error)
-	PurgeIdem() (int, error)
+	BeginIdem(ctx context.Context, ref IdemRef, requestHash []byte) (IdemOutcome, IdemRecord, error)
+	CompleteIdem(ctx context.Context, ref IdemRef, resp IdemResponse) error
+	AbortIdem(ctx context.Context, ref IdemRef) error
+	GetIdem(ctx context.Context, ref IdemRef) (IdemRecord, error)
+	PurgeIdem(ctx context.Context) (int, error)
 }
 
 // Results is results, the history and the cache:true lookups.
 type Results interface {
-	GetResult(id string) (Result, error)
-	LookupCache(account, email string, maxAge time.Duration) (r Result, ok bool, err error)
-	PurgeCache(maxAge time.Duration) (int, error)
-	ListHistory(account, kind, cursor string, limit int) (HistoryPage, error)
-	DailyCounts(account string, days int) ([]DayCount, error)
+	GetResult(ctx context.Context, id string) (Result, error)
+	LookupCache(ctx context.Context, account, email string, maxAge time.Duration) (r Result, ok bool, err error)
+	PurgeCache(ctx context.Context, maxAge time.Duration) (int, error)
+	ListHistory(ctx context.Context, account, kind, cursor string, limit int) (HistoryPage, error)
+	DailyCounts(ctx context.Context, account string, days int) ([]DayCount, error)
 }
 
 // Jobs is batch jobs, their addresses and results.
 type Jobs interface {
-	CreateJob(spec JobSpec) (Job, error)
-	Job(id string) (Job, error)
-	AccountJob(account, id string) (Job, error)
-	StartJob(id string) (Job, error)
-	PutJobResults(id string, results []JobResult) (Job, error)
-	FinishJob(id string, f JobFinish) (Job, error)
-	ListJobs(status JobStatus) ([]Job, error)
-	ListAccountJobs(account string, limit int) ([]Job, error)
-	JobAddresses(id string, from int, fn func(index int, addr string) error) error
-	PendingAddresses(id string, fn func(index int, addr string) error) error
-	JobResults(id string, fn func(Result) error) error
+	CreateJob(ctx context.Context, spec JobSpec) (Job, error)
+	Job(ctx context.Context, id string) (Job, error)
+	AccountJob(ctx context.Context, account, id string) (Job, error)
+	StartJob(ctx context.Context, id string) (Job, error)
+	PutJobResults(ctx context.Context, id string, results []JobResult) (Job, error)
+	FinishJob(ctx context.Context, id string, f JobFinish) (Job, error)
+	ListJobs(ctx context.Context, status JobStatus) ([]Job, error)
+	ListAccountJobs(ctx context.Context, account string, limit int) ([]Job, error)
+	PendingAddresses(ctx context.Context, id string, fn func(index int, addr string) error) error
+	JobResults(ctx context.Context, id string, fn func(Result) error) error
 }
 
 // JobLeases is what a store shared by several boxes adds to Jobs: the
@@ -86,17 +90,17 @@ type JobLeases interface {
 	// (Slice −1) running jobs whose every address has a result but
 	// which no box ended (the box that wrote the last result stopped):
 	// the caller ends them.
-	LeaseSlices(n int) ([]JobSlice, error)
+	LeaseSlices(ctx context.Context, n int) ([]JobSlice, error)
 	// SliceAddresses calls fn, in index order, with the addresses of a
 	// job's slice that have no result yet.
-	SliceAddresses(id string, slice int, fn func(index int, addr string) error) error
+	SliceAddresses(ctx context.Context, id string, slice int, fn func(index int, addr string) error) error
 	// ReturnSlice gives back a slice this box leased and will not work
 	// on: another box may lease it at once.
-	ReturnSlice(id string, slice int) error
+	ReturnSlice(ctx context.Context, id string, slice int) error
 	// LeasedSlices returns the slices this box holds (Job.ID and Slice
 	// set, the rest of Job zero), for the scheduler to give back those it
 	// is not working on.
-	LeasedSlices() ([]JobSlice, error)
+	LeasedSlices(ctx context.Context) ([]JobSlice, error)
 }
 
 // JobSlice is a slice of a job leased to this box.
@@ -107,49 +111,48 @@ type JobSlice struct {
 
 // Outbox is the webhook outbox and its dead letters.
 type Outbox interface {
-	Enqueue(ev Event) (Event, error)
-	DueEvents(limit int) ([]Event, error)
-	NextDue() (at time.Time, ok bool, err error)
-	MarkDelivered(ev Event) error
-	Reschedule(ev Event, next time.Time, status int, errText string) (Event, error)
-	DeadLetter(ev Event, status int, errText string) (Event, error)
-	DeadLetters(account string, limit int) ([]Event, error)
-	Redrive(account, id string) (Event, error)
-	LastEvent(account string) (Event, error)
-	OutboxEvents(account string, limit int) ([]Event, error)
-	ResendEvent(account, id string) (Event, error)
+	Enqueue(ctx context.Context, ev Event) (Event, error)
+	DueEvents(ctx context.Context, limit int) ([]Event, error)
+	NextDue(ctx context.Context) (at time.Time, ok bool, err error)
+	MarkDelivered(ctx context.Context, ev Event) error
+	Reschedule(ctx context.Context, ev Event, next time.Time, status int, errText string) (Event, error)
+	DeadLetter(ctx context.Context, ev Event, status int, errText string) (Event, error)
+	DeadLetters(ctx context.Context, account string, limit int) ([]Event, error)
+	Redrive(ctx context.Context, account, id string) (Event, error)
+	LastEvent(ctx context.Context, account string) (Event, error)
+	OutboxEvents(ctx context.Context, account string, limit int) ([]Event, error)
+	ResendEvent(ctx context.Context, account, id string) (Event, error)
 }
 
 // Users is users, invitations and dashboard sessions.
 type Users interface {
-	CreateUser(email, passwordHash string, operator bool) (User, error)
-	RegisterWithInvite(email, passwordHash, token string) (User, Invite, error)
-	RegisterWithAccount(email, passwordHash, accountName string, plan Plan, credits int64) (User, Account, error)
-	GetUser(id string) (User, error)
-	UserByEmail(email string) (User, error)
-	ListUsers() ([]User, error)
-	Members(account string) ([]User, error)
-	SetPassword(id, passwordHash string) (User, error)
-	RehashPassword(id, old, hash string) error
-	SetOperator(id string, operator bool) (User, error)
-	SetRole(account, id string, role Role) (User, error)
-	CreateInvite(account string, role Role, email, createdBy string, ttl time.Duration) (string, Invite, error)
-	RedeemInvite(token, userID string) (User, Invite, error)
-	Invites(account string) ([]Invite, error)
-	RevokeInvite(account, id string) (Invite, error)
-	CreateSession(user, account, ip, userAgent string, ttl time.Duration) (string, Session, error)
-	LookupSession(token string) (Session, error)
-	TouchSession(id string) error
-	SetSessionAccount(id, account string) (Session, error)
-	DeleteSession(id string) error
-	UserSessions(user string) []Session
-	PurgeSessions(idle time.Duration) (int, error)
+	CreateUser(ctx context.Context, email, passwordHash string, operator bool) (User, error)
+	RegisterWithInvite(ctx context.Context, email, passwordHash, token string) (User, Invite, error)
+	RegisterWithAccount(ctx context.Context, email, passwordHash, accountName string, plan Plan, credits int64) (User, Account, error)
+	GetUser(ctx context.Context, id string) (User, error)
+	UserByEmail(ctx context.Context, email string) (User, error)
+	ListUsers(ctx context.Context) ([]User, error)
+	Members(ctx context.Context, account string) ([]User, error)
+	SetPassword(ctx context.Context, id, passwordHash string) (User, error)
+	RehashPassword(ctx context.Context, id, old, hash string) error
+	SetOperator(ctx context.Context, id string, operator bool) (User, error)
+	SetRole(ctx context.Context, account, id string, role Role) (User, error)
+	CreateInvite(ctx context.Context, account string, role Role, email, createdBy string, ttl time.Duration) (string, Invite, error)
+	RedeemInvite(ctx context.Context, token, userID string) (User, Invite, error)
+	Invites(ctx context.Context, account string) ([]Invite, error)
+	RevokeInvite(ctx context.Context, account, id string) (Invite, error)
+	CreateSession(ctx context.Context, user, account, ip, userAgent string, ttl time.Duration) (string, Session, error)
+	LookupSession(ctx context.Context, token string) (Session, error)
+	TouchSession(ctx context.Context, id string) error
+	SetSessionAccount(ctx context.Context, id, account string) (Session, error)
+	DeleteSession(ctx context.Context, id string) error
+	PurgeSessions(ctx context.Context, idle time.Duration) (int, error)
 }
 
 // Secrets is named secrets, made once and shared (signing, CSRF and
 // session keys).
 type Secrets interface {
-	Secret(name string) ([]byte, error)
+	Secret(ctx context.Context, name string) ([]byte, error)
 }
 
 // Store is the whole contract.
@@ -163,5 +166,4 @@ type Store interface {
 	Outbox
 	Users
 	Secrets
-	Close() error
 }

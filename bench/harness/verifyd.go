@@ -260,7 +260,7 @@ func offlineSetCredits(dir, account string, n int64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := db.SetCredits(account, n, "verifybench"); err != nil {
+	if _, err := db.SetCredits(context.Background(), account, n, "verifybench"); err != nil {
 		db.Close()
 		return err
 	}

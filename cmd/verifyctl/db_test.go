@@ -86,10 +86,10 @@ func TestDBCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, _ := box.CreateAccount("moved", storage.PlanFree)
-	box.AddCredits(acct.ID, 42, "")
-	h, _ := box.Hold(acct.ID, 2, "")
-	if _, err := box.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"}}); err != nil {
+	acct, _ := box.CreateAccount(t.Context(), "moved", storage.PlanFree)
+	box.AddCredits(t.Context(), acct.ID, 42, "")
+	h, _ := box.Hold(t.Context(), acct.ID, 2, "")
+	if _, err := box.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"}}); err != nil {
 		t.Fatal(err)
 	}
 	box.Close()
@@ -112,7 +112,7 @@ func TestDBCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if c, err := db.Credits(acct.ID); err != nil || c.Balance != 40 {
+	if c, err := db.Credits(t.Context(), acct.ID); err != nil || c.Balance != 40 {
 		t.Fatalf("the imported account: %+v, %v", c, err)
 	}
 	if r := execCtl(t, "", nil, "db", "import", "--dsn", dsn, "--in", file); r.code == 0 || !strings.Contains(r.stderr, "holds accounts already") {

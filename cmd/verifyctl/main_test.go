@@ -205,7 +205,7 @@ func TestAccountsCommands(t *testing.T) {
 	if !strings.HasPrefix(id, "acct_") || kvValue(t, out, "name") != "Acme Corp" || kvValue(t, out, "plan") != "growth" || kvValue(t, out, "balance") != "500" {
 		t.Errorf("create:\n%s", out)
 	}
-	if a, err := e.db.GetAccount(id); err != nil || a.Name != "Acme Corp" {
+	if a, err := e.db.GetAccount(t.Context(), id); err != nil || a.Name != "Acme Corp" {
 		t.Errorf("stored %+v %v", a, err)
 	}
 	var b adminapi.Account
@@ -262,7 +262,7 @@ func TestUsersAndInvites(t *testing.T) {
 	if r.code != 0 || kvValue(t, r.stdout, "operator") != "true" || strings.Contains(r.stdout+r.stderr, "horse") {
 		t.Fatalf("users add: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	u, err := e.db.UserByEmail("OPS@example.test")
+	u, err := e.db.UserByEmail(t.Context(), "OPS@example.test")
 	if err != nil || !strings.HasPrefix(u.PasswordHash, "$argon2id$") || !u.Operator {
 		t.Fatalf("stored %+v %v", u, err)
 	}
@@ -288,7 +288,7 @@ func TestUsersAndInvites(t *testing.T) {
 	if strings.Contains(e.ok("accounts", "invites", acct), token) {
 		t.Error("invites shows the token")
 	}
-	if _, _, err := e.db.RegisterWithInvite("ann@example.test", u.PasswordHash, token); err != nil {
+	if _, _, err := e.db.RegisterWithInvite(t.Context(), "ann@example.test", u.PasswordHash, token); err != nil {
 		t.Fatalf("the invitation does not work: %v", err)
 	}
 	contains(t, "after use", e.ok("accounts", "invites", acct), "no pending invitations")
@@ -297,7 +297,7 @@ func TestUsersAndInvites(t *testing.T) {
 
 func TestCreditsCommands(t *testing.T) {
 	e := newEnv(t)
-	a, err := e.db.CreateAccount("Acme", storage.PlanStarter)
+	a, err := e.db.CreateAccount(t.Context(), "Acme", storage.PlanStarter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,8 +310,8 @@ func TestCreditsCommands(t *testing.T) {
 	if c.Balance != 100 || c.Entry.Kind != "set" || c.Entry.Delta != -150 || c.Entry.Note != "reset" {
 		t.Errorf("set -json: %+v", c)
 	}
-	if bal, _ := e.db.Balance(a.ID); bal != 100 {
-		t.Errorf("stored balance %d", bal)
+	if cr, _ := e.db.Credits(t.Context(), a.ID); cr.Balance != 100 {
+		t.Errorf("stored balance %d", cr.Balance)
 	}
 
 	out = e.ok("credits", "show", a.ID)
@@ -349,7 +349,7 @@ func TestCreditsCommands(t *testing.T) {
 
 func TestKeysCommands(t *testing.T) {
 	e := newEnv(t)
-	a, err := e.db.CreateAccount("Acme", storage.PlanGrowth)
+	a, err := e.db.CreateAccount(t.Context(), "Acme", storage.PlanGrowth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,14 +363,14 @@ func TestKeysCommands(t *testing.T) {
 	if kvValue(t, r.stdout, "scopes") != "validate:read,validate:write" || kvValue(t, r.stdout, "label") != "production" {
 		t.Errorf("mint:\n%s", r.stdout)
 	}
-	k, err := e.db.VerifyKey(token)
+	k, err := e.db.VerifyKey(t.Context(), token)
 	if err != nil || k.Prefix != prefix || !k.HasScope(storage.ScopeValidateWrite) || !k.HasScope(storage.ScopeValidateRead) {
 		t.Fatalf("VerifyKey of the printed key: %+v %v", k, err)
 	}
 
 	var ro adminapi.MintedKey
 	e.okJSON(&ro, "keys", "mint", "--scopes", "validate:read", a.ID)
-	if k, err := e.db.VerifyKey(ro.Token); err != nil || k.HasScope(storage.ScopeValidateWrite) {
+	if k, err := e.db.VerifyKey(t.Context(), ro.Token); err != nil || k.HasScope(storage.ScopeValidateWrite) {
 		t.Errorf("read-only key: %+v %v", k, err)
 	}
 
@@ -382,7 +382,7 @@ func TestKeysCommands(t *testing.T) {
 
 	out = e.ok("keys", "revoke", prefix)
 	contains(t, "revoke", out, "revoked key "+prefix, a.ID)
-	if _, err := e.db.VerifyKey(token); !errors.Is(err, storage.ErrKeyRevoked) {
+	if _, err := e.db.VerifyKey(t.Context(), token); !errors.Is(err, storage.ErrKeyRevoked) {
 		t.Errorf("VerifyKey after revoke: %v", err)
 	}
 	contains(t, "revoke twice", e.fails(1, "keys", "revoke", prefix), "already revoked", "CONFLICT")
@@ -392,7 +392,7 @@ func TestKeysCommands(t *testing.T) {
 	if !rk.Revoked || rk.Prefix != ro.Prefix {
 		t.Errorf("revoke by whole key: %+v", rk)
 	}
-	if _, err := e.db.VerifyKey(ro.Token); !errors.Is(err, storage.ErrKeyRevoked) {
+	if _, err := e.db.VerifyKey(t.Context(), ro.Token); !errors.Is(err, storage.ErrKeyRevoked) {
 		t.Errorf("VerifyKey after revoke by whole key: %v", err)
 	}
 	out = e.ok("keys", "list", a.ID)
@@ -404,7 +404,7 @@ func TestKeysCommands(t *testing.T) {
 	contains(t, "unknown prefix", e.fails(1, "keys", "revoke", "zzzzzzzzzzzz"), "no key")
 	contains(t, "unknown account", e.fails(1, "keys", "list", "acct_nope"), "no account")
 	e.fails(2, "keys", "mint")
-	if ks, _ := e.db.ListKeys(a.ID); len(ks) != 2 {
+	if ks, _ := e.db.ListKeys(t.Context(), a.ID); len(ks) != 2 {
 		t.Errorf("%d keys, want 2", len(ks))
 	}
 	out = e.ok("keys", "list", "-json", a.ID)
@@ -415,7 +415,7 @@ func TestKeysCommands(t *testing.T) {
 
 func TestWebhooksCommands(t *testing.T) {
 	e := newEnv(t)
-	a, err := e.db.CreateAccount("Acme", storage.PlanGrowth)
+	a, err := e.db.CreateAccount(t.Context(), "Acme", storage.PlanGrowth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +427,7 @@ func TestWebhooksCommands(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("rotate-secret: %d %s", r.code, r.stderr)
 	}
-	stored, _ := e.db.GetAccount(a.ID)
+	stored, _ := e.db.GetAccount(t.Context(), a.ID)
 	if got := kvValue(t, r.stdout, "secret"); got != stored.WebhookSecret || got == a.WebhookSecret {
 		t.Errorf("rotate-secret printed %q; stored %q, old %q", got, stored.WebhookSecret, a.WebhookSecret)
 	}

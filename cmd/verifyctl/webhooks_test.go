@@ -67,7 +67,7 @@ func hookServer(t *testing.T, status *atomic.Int32, got *atomic.Int32) *httptest
 
 func TestWebhookDeliveryCommands(t *testing.T) {
 	e := newWebhookEnv(t, 100*time.Millisecond)
-	a, err := e.db.CreateAccount("hooks", storage.PlanGrowth)
+	a, err := e.db.CreateAccount(t.Context(), "hooks", storage.PlanGrowth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestWebhookDeliveryCommands(t *testing.T) {
 	bad, good := hookServer(t, &badStatus, &badGot), hookServer(t, &goodStatus, &goodGot)
 
 	// An event whose receiver fails: tried, then given up after 100 ms.
-	ev, err := e.db.Enqueue(storage.Event{Account: a.ID, Type: "batch.completed", URL: bad.URL + "/hook",
+	ev, err := e.db.Enqueue(t.Context(), storage.Event{Account: a.ID, Type: "batch.completed", URL: bad.URL + "/hook",
 		Body: []byte(`{"event":"batch.completed","job_id":"x"}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestWebhookDeliveryCommands(t *testing.T) {
 	contains(t, "resend", e.ok("webhooks", "resend", ev.ID), ev.ID)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if dl, _ := e.db.DeadLetters("", 0); len(dl) == 1 {
+		if dl, _ := e.db.DeadLetters(t.Context(), "", 0); len(dl) == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -95,7 +95,7 @@ func TestWebhookDeliveryCommands(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// One more waiting in the outbox, due in an hour.
-	later, _ := e.db.Enqueue(storage.Event{Account: a.ID, Type: "reputation.warning", URL: bad.URL + "/later",
+	later, _ := e.db.Enqueue(t.Context(), storage.Event{Account: a.ID, Type: "reputation.warning", URL: bad.URL + "/later",
 		Body: []byte(`{}`), NextAttempt: time.Now().Add(time.Hour)})
 
 	out := e.ok("webhooks", "dlq")

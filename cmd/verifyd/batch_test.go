@@ -519,11 +519,11 @@ give_up_after = "3s"
 		t.Fatal(err)
 	}
 	defer db.Close()
-	dl, _ := db.DeadLetters("", 0)
+	dl, _ := db.DeadLetters(t.Context(), "", 0)
 	if len(dl) != 1 || dl[0].Attempts != len(got) || dl[0].LastStatus != 503 || dl[0].Type != "batch.completed" {
 		t.Fatalf("dead letters %+v", dl)
 	}
-	if out, _ := db.OutboxEvents("", 0); len(out) != 0 {
+	if out, _ := db.OutboxEvents(t.Context(), "", 0); len(out) != 0 {
 		t.Errorf("outbox %+v", out)
 	}
 }
@@ -648,12 +648,12 @@ func TestBatchCrashResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mid, err := db.Job(id)
+	mid, err := db.Job(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	judged := map[string]bool{}
-	db.JobResults(id, func(r storage.Result) error { judged[r.Email] = true; return nil })
+	db.JobResults(t.Context(), id, func(r storage.Result) error { judged[r.Email] = true; return nil })
 	db.Close()
 	if mid.Status != storage.JobRunning || mid.Processed != len(judged) || mid.Processed == 0 || mid.Processed == len(addrs) {
 		t.Fatalf("after the kill: %s, %d processed, %d results stored", mid.Status, mid.Processed, len(judged))

@@ -262,14 +262,14 @@ func TestFleetDiskFull(t *testing.T) {
 		t.Fatalf("job %v", done)
 	}
 	n := 0
-	if err := db.JobResults(id, func(storage.Result) error { n++; return nil }); err != nil || n != len(addrs) {
+	if err := db.JobResults(t.Context(), id, func(storage.Result) error { n++; return nil }); err != nil || n != len(addrs) {
 		t.Fatalf("%d results for %d addresses (%v)", n, len(addrs), err)
 	}
 	charges := chargeEntries(t, db, acct.ID)
 	if charges != charged {
 		t.Errorf("%d charge entries for %d validations answered 200", charges, charged)
 	}
-	if cr, _ := db.Credits(acct.ID); cr.Held != 0 || cr.Balance != int64(start-charged-len(addrs)) {
+	if cr, _ := db.Credits(t.Context(), acct.ID); cr.Held != 0 || cr.Balance != int64(start-charged-len(addrs)) {
 		t.Errorf("credits %+v, want balance %d and nothing held", cr, start-charged-len(addrs))
 	}
 }

@@ -246,17 +246,18 @@ func TestFleetCrashDuringValidations(t *testing.T) {
 	t.Logf("%d of %d validations answered before the kill", len(answered), n)
 
 	// The survivor releases the dead box's holds after its lease.
-	waitFor(t, func() bool { c, err := db.Credits(acct.ID); return err == nil && c.Held == 0 })
+	waitFor(t, func() bool { c, err := db.Credits(t.Context(), acct.ID); return err == nil && c.Held == 0 })
 	storagetest.CheckLedger(t, db, acct.ID)
-	before, _ := db.Balance(acct.ID)
+	crBefore, _ := db.Credits(t.Context(), acct.ID)
+	before := crBefore.Balance
 
 	c := &client{t: t, base: boxes[1].base, key: key}
 	replays := retryKeyed(t, c, "fleet-crash-%03d", n, answered)
 	if before != int64(1000-replays) {
 		t.Errorf("balance after the kill %d, want 1000 − %d charged before it", before, replays)
 	}
-	if after, _ := db.Balance(acct.ID); after != 1000-n {
-		t.Errorf("balance after every key is answered: %d, want %d", after, 1000-n)
+	if cr, _ := db.Credits(t.Context(), acct.ID); cr.Balance != 1000-n {
+		t.Errorf("balance cr.Balance every key is answered: %d, want %d", cr.Balance, 1000-n)
 	}
 	if replays < len(answered) {
 		t.Errorf("%d replays, fewer than the %d receipts answered", replays, len(answered))
@@ -317,7 +318,7 @@ func TestFleetBatchKill(t *testing.T) {
 	// holds slices, once a quarter of the job is done.
 	victim := -1
 	waitFor(t, func() bool {
-		j, err := db.Job(id)
+		j, err := db.Job(t.Context(), id)
 		if err != nil || j.Processed < len(addrs)/4 {
 			return false
 		}
@@ -329,7 +330,7 @@ func TestFleetBatchKill(t *testing.T) {
 		}
 		return false
 	})
-	mid, _ := db.Job(id)
+	mid, _ := db.Job(t.Context(), id)
 	if err := boxes[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func TestFleetBatchKill(t *testing.T) {
 		t.Fatalf("job %v", job)
 	}
 	seen := map[int]bool{}
-	if err := db.JobResults(id, func(r storage.Result) error {
+	if err := db.JobResults(t.Context(), id, func(r storage.Result) error {
 		if seen[r.JobIndex] {
 			t.Fatalf("address %d has two results", r.JobIndex)
 		}
@@ -378,8 +379,8 @@ func TestFleetBatchKill(t *testing.T) {
 			t.Errorf("a refund of a completed job: %+v", e)
 		}
 	}
-	if b, _ := db.Balance(acct.ID); reserved != more || used != more || b != 1000 {
-		t.Fatalf("reserved %d, used %d, balance %d: want %d, %d, 1000", reserved, used, b, more, more)
+	if cr, _ := db.Credits(t.Context(), acct.ID); reserved != more || used != more || cr.Balance != 1000 {
+		t.Fatalf("reserved %d, used %d, balance %d: want %d, %d, 1000", reserved, used, cr.Balance, more, more)
 	}
 	waitFor(t, func() bool { return len(hook.Requests()) >= 1 })
 	time.Sleep(time.Second)
@@ -407,7 +408,7 @@ func TestFleetDatabaseOutage(t *testing.T) {
 
 	inflight := make(chan reply, 1)
 	go func() { inflight <- c.do("POST", "/v1/validate", key, `{"email":"info@shop.test"}`) }()
-	waitFor(t, func() bool { cr, err := db.Credits(acct.ID); return err == nil && cr.Held == 1 })
+	waitFor(t, func() bool { cr, err := db.Credits(t.Context(), acct.ID); return err == nil && cr.Held == 1 })
 	srv.Kill()
 	(<-inflight).wantError(t, 500, "INTERNAL")
 	for _, req := range []struct{ method, path, body string }{
@@ -434,12 +435,12 @@ func TestFleetDatabaseOutage(t *testing.T) {
 		return ok.status == 200
 	})
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		cr, err := db.Credits(acct.ID)
+		cr, err := db.Credits(t.Context(), acct.ID)
 		if err == nil && cr.Held == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			hs, _ := db.Holds(acct.ID)
+			hs, _ := db.Holds(t.Context(), acct.ID)
 			boxes[0].mu.Lock()
 			t.Fatalf("credits %+v (%v) still held after the outage: holds %+v; verifyd logged:\n%s", cr, err, hs, strings.Join(boxes[0].stderr, "\n"))
 		}
@@ -604,7 +605,7 @@ func TestFleetJobRuns(t *testing.T) {
 			t.Fatalf("run %d: job %v", i, job)
 		}
 		n := 0
-		if err := db.JobResults(id, func(storage.Result) error { n++; return nil }); err != nil || n != len(addrs) {
+		if err := db.JobResults(t.Context(), id, func(storage.Result) error { n++; return nil }); err != nil || n != len(addrs) {
 			t.Fatalf("run %d: %d results for %d addresses (%v)", i, n, len(addrs), err)
 		}
 		t.Logf("run %d: completed in %v", i, time.Since(start).Round(time.Millisecond))
@@ -704,7 +705,7 @@ func TestFleetDatabaseRestart(t *testing.T) {
 		t.Error("no request answered 500: the restarts came at no request")
 	}
 	t.Logf("the last retry answered 200 %v after the database's return (lease %v)", worst.Round(time.Millisecond), fleetLease)
-	waitFor(t, func() bool { c, err := db.Credits(acct.ID); return err == nil && c.Held == 0 })
+	waitFor(t, func() bool { c, err := db.Credits(t.Context(), acct.ID); return err == nil && c.Held == 0 })
 	charges := chargeEntries(t, db, acct.ID)
 	if charges != rounds*n {
 		t.Errorf("%d charge entries for %d keys", charges, rounds*n)

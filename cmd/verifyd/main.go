@@ -132,7 +132,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	}
 	defer a.close(log)
 	if cfg.DemoAccount {
-		if err := bootstrap(a.db, os.Stdout); err != nil {
+		if err := bootstrap(ctx, a.db, os.Stdout); err != nil {
 			return fmt.Errorf("cannot create the demo account: %w", err)
 		}
 	}
@@ -154,6 +154,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		IPLimitsDisabled: limits.Disabled,
 		TrustedProxies:   proxies,
 		IPv6PrefixLen:    cfg.HTTP.IPv6PrefixLen,
+		RequestTimeout:   cfg.HTTP.RequestTimeout,
 		Logger:           log,
 	})
 	// --- webhooks (server/webhook): deliver the outbox's events.

@@ -227,19 +227,19 @@ func (a *app) close(log *slog.Logger) {
 
 // bootstrap creates the demo account on an empty data directory: an account
 // with credits and one key with both scopes, printed once to w.
-func bootstrap(db storage.Store, w io.Writer) error {
-	accts, err := db.ListAccounts()
+func bootstrap(ctx context.Context, db storage.Store, w io.Writer) error {
+	accts, err := db.ListAccounts(ctx)
 	if err != nil || len(accts) > 0 {
 		return err
 	}
-	acct, err := db.CreateAccount("demo", storage.PlanEnterprise)
+	acct, err := db.CreateAccount(ctx, "demo", storage.PlanEnterprise)
 	if err != nil {
 		return err
 	}
-	if _, err := db.AddCredits(acct.ID, 1000, "demo account"); err != nil {
+	if _, err := db.AddCredits(ctx, acct.ID, 1000, "demo account"); err != nil {
 		return err
 	}
-	key, _, err := db.MintKey(acct.ID, []string{"validate:read", "validate:write"}, "demo")
+	key, _, err := db.MintKey(ctx, acct.ID, []string{"validate:read", "validate:write"}, "demo")
 	if err != nil {
 		return err
 	}

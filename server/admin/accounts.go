@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -47,7 +48,7 @@ func pathID(ctx *fasthttp.RequestCtx) string {
 // account returns the account of the path, or a 404.
 func (s *Server) account(ctx *fasthttp.RequestCtx) (storage.Account, error) {
 	id := pathID(ctx)
-	a, err := s.db.GetAccount(id)
+	a, err := s.db.GetAccount(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return a, notFound("no account %q", id)
 	}
@@ -56,8 +57,8 @@ func (s *Server) account(ctx *fasthttp.RequestCtx) (storage.Account, error) {
 
 // accountView is the account as the admin API shows it: with its credits,
 // without its webhook secret.
-func (s *Server) accountView(a storage.Account) (adminapi.Account, error) {
-	c, err := s.db.Credits(a.ID)
+func (s *Server) accountView(ctx context.Context, a storage.Account) (adminapi.Account, error) {
+	c, err := s.db.Credits(ctx, a.ID)
 	if err != nil {
 		return adminapi.Account{}, err
 	}
@@ -116,18 +117,18 @@ func (s *Server) createAccount(ctx *fasthttp.RequestCtx) (any, error) {
 	if err := is.err(); err != nil {
 		return nil, err
 	}
-	a, err := s.db.CreateAccount(name, storage.Plan(req.Plan))
+	a, err := s.db.CreateAccount(ctx, name, storage.Plan(req.Plan))
 	if err != nil {
 		return nil, err
 	}
 	accountsCreated.Inc()
 	s.log.Info("account created", append([]any{"account", a.ID, "plan", a.Plan, "credits", req.Credits}, peerAttrs(ctx)...)...)
 	if req.Credits > 0 {
-		if _, err := s.db.AddCredits(a.ID, req.Credits, "initial credits"); err != nil {
+		if _, err := s.db.AddCredits(ctx, a.ID, req.Credits, "initial credits"); err != nil {
 			return nil, fmt.Errorf("account %s was created, but adding its %d initial credits failed (add them with verifyctl credits add): %w", a.ID, req.Credits, err)
 		}
 	}
-	v, err := s.accountView(a)
+	v, err := s.accountView(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -136,14 +137,14 @@ func (s *Server) createAccount(ctx *fasthttp.RequestCtx) (any, error) {
 }
 
 // GET /v1/accounts
-func (s *Server) listAccounts(*fasthttp.RequestCtx) (any, error) {
-	as, err := s.db.ListAccounts()
+func (s *Server) listAccounts(ctx *fasthttp.RequestCtx) (any, error) {
+	as, err := s.db.ListAccounts(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := adminapi.AccountList{Accounts: make([]adminapi.Account, 0, len(as))}
 	for _, a := range as {
-		v, err := s.accountView(a)
+		v, err := s.accountView(ctx, a)
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +159,7 @@ func (s *Server) getAccount(ctx *fasthttp.RequestCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.accountView(a)
+	return s.accountView(ctx, a)
 }
 
 // POST /v1/accounts/{id}/plan {plan}
@@ -176,7 +177,7 @@ func (s *Server) setPlan(ctx *fasthttp.RequestCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.db.SetPlan(old.ID, storage.Plan(req.Plan))
+	a, err := s.db.SetPlan(ctx, old.ID, storage.Plan(req.Plan))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, notFound("no account %q", old.ID)
 	}
@@ -184,7 +185,7 @@ func (s *Server) setPlan(ctx *fasthttp.RequestCtx) (any, error) {
 		return nil, err
 	}
 	s.log.Info("account plan changed", append([]any{"account", a.ID, "from", old.Plan, "to", a.Plan}, peerAttrs(ctx)...)...)
-	return s.accountView(a)
+	return s.accountView(ctx, a)
 }
 
 // POST /v1/accounts/{id}/credits {add: n} or {set: n}, note?
@@ -218,7 +219,7 @@ func (s *Server) adjustCredits(ctx *fasthttp.RequestCtx) (any, error) {
 	}
 	var e storage.Entry
 	if req.Add != nil {
-		c, err := s.db.Credits(a.ID)
+		c, err := s.db.Credits(ctx, a.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -226,12 +227,12 @@ func (s *Server) adjustCredits(ctx *fasthttp.RequestCtx) (any, error) {
 			return nil, badRequest(fmt.Sprintf("the balance would exceed %d", int64(MaxCredits)),
 				adminapi.Issue{Path: "add", Message: fmt.Sprintf("the balance is %d; it would exceed %d", c.Balance, int64(MaxCredits))})
 		}
-		e, err = s.db.AddCredits(a.ID, *req.Add, req.Note)
+		e, err = s.db.AddCredits(ctx, a.ID, *req.Add, req.Note)
 		if err != nil {
 			return nil, err
 		}
 	} else {
-		e, err = s.db.SetCredits(a.ID, *req.Set, req.Note)
+		e, err = s.db.SetCredits(ctx, a.ID, *req.Set, req.Note)
 		if err != nil {
 			return nil, err
 		}
@@ -278,11 +279,11 @@ func (s *Server) ledger(ctx *fasthttp.RequestCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.db.Credits(a.ID)
+	c, err := s.db.Credits(ctx, a.ID)
 	if err != nil {
 		return nil, err
 	}
-	last, err := lastLedgerSeq(s.db, a.ID)
+	last, err := lastLedgerSeq(ctx, s.db, a.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +299,7 @@ func (s *Server) ledger(ctx *fasthttp.RequestCtx) (any, error) {
 	if upper > uint64(limit) {
 		from = upper - uint64(limit)
 	}
-	es, err := s.db.Ledger(a.ID, from, limit)
+	es, err := s.db.Ledger(ctx, a.ID, from, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -319,9 +320,9 @@ func (s *Server) ledger(ctx *fasthttp.RequestCtx) (any, error) {
 // Ledger(after, 1) is empty exactly when after ≥ the last seq, and an
 // exponential then binary search finds that bound in 2·log2(n) seeks of
 // one entry each, instead of reading the whole ledger.
-func lastLedgerSeq(db storage.Store, account string) (uint64, error) {
+func lastLedgerSeq(ctx context.Context, db storage.Store, account string) (uint64, error) {
 	beyond := func(after uint64) (bool, error) {
-		es, err := db.Ledger(account, after, 1)
+		es, err := db.Ledger(ctx, account, after, 1)
 		return len(es) > 0, err
 	}
 	more, err := beyond(0)

@@ -162,7 +162,7 @@ func TestAccounts(t *testing.T) {
 	if !strings.HasPrefix(a.ID, "acct_") || a.Name != "Acme Corp" || a.Plan != "growth" || a.Balance != 500 || a.CreatedAt.IsZero() {
 		t.Errorf("created %+v", a)
 	}
-	es, err := e.db.Ledger(a.ID, 0, 0)
+	es, err := e.db.Ledger(t.Context(), a.ID, 0, 0)
 	if err != nil || len(es) != 1 || es[0].Kind != storage.EntryAdd || es[0].Amount != 500 || es[0].Note != "initial credits" {
 		t.Errorf("ledger after create: %+v %v", es, err)
 	}
@@ -170,7 +170,7 @@ func TestAccounts(t *testing.T) {
 	if b.Balance != 0 {
 		t.Errorf("balance %d", b.Balance)
 	}
-	if es, _ := e.db.Ledger(b.ID, 0, 0); len(es) != 0 {
+	if es, _ := e.db.Ledger(t.Context(), b.ID, 0, 0); len(es) != 0 {
 		t.Errorf("an account without credits has ledger entries: %+v", es)
 	}
 
@@ -199,7 +199,7 @@ func TestAccounts(t *testing.T) {
 	if got.Plan != "enterprise" {
 		t.Errorf("plan %q", got.Plan)
 	}
-	if st, _ := e.db.GetAccount(a.ID); st.Plan != storage.PlanEnterprise {
+	if st, _ := e.db.GetAccount(t.Context(), a.ID); st.Plan != storage.PlanEnterprise {
 		t.Errorf("stored plan %q", st.Plan)
 	}
 
@@ -233,7 +233,7 @@ func TestAccounts(t *testing.T) {
 	e.fail("POST", "/v1/accounts", `["x"]`, 400, "BAD_REQUEST")
 	e.fail("POST", "/v1/accounts", ``, 400, "BAD_REQUEST")
 	e.fail("POST", "/v1/accounts", `{"name":"x","plan":"free","credits":1000000000001}`, 400, "BAD_REQUEST")
-	if all, _ := e.db.ListAccounts(); len(all) != 3 {
+	if all, _ := e.db.ListAccounts(t.Context()); len(all) != 3 {
 		t.Errorf("%d accounts after the failed creations, want 3", len(all))
 	}
 }
@@ -256,8 +256,8 @@ func TestCredits(t *testing.T) {
 	if c.Balance != 0 {
 		t.Errorf("set 0: %+v", c)
 	}
-	if bal, _ := e.db.Balance(a.ID); bal != 0 {
-		t.Errorf("stored balance %d", bal)
+	if cr, _ := e.db.Credits(t.Context(), a.ID); cr.Balance != 0 {
+		t.Errorf("stored balance %d", cr.Balance)
 	}
 
 	for _, body := range []string{`{}`, `{"note":"x"}`, `{"add":1,"set":1}`, `{"add":0}`, `{"add":-5}`,
@@ -267,11 +267,11 @@ func TestCredits(t *testing.T) {
 	e.fail("POST", "/v1/accounts/acct_nope/credits", `{"add":1}`, 404, "NOT_FOUND")
 
 	// Set below what validations in flight hold.
-	h, err := e.db.AddCredits(a.ID, 10, "")
+	h, err := e.db.AddCredits(t.Context(), a.ID, 10, "")
 	if err != nil || h.Balance != 10 {
 		t.Fatal(err)
 	}
-	hold, err := e.db.Hold(a.ID, 3, "req-1")
+	hold, err := e.db.Hold(t.Context(), a.ID, 3, "req-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestCredits(t *testing.T) {
 	if acc.Balance != 10 || acc.Held != 3 {
 		t.Errorf("account credits %d held %d", acc.Balance, acc.Held)
 	}
-	if _, err := e.db.Release(hold, "test"); err != nil {
+	if _, err := e.db.Release(t.Context(), hold, "test"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -301,7 +301,7 @@ func TestLedger(t *testing.T) {
 	}
 	const n = 45
 	for i := 1; i <= n; i++ {
-		if _, err := e.db.AddCredits(a.ID, int64(i), fmt.Sprint("n", i)); err != nil {
+		if _, err := e.db.AddCredits(t.Context(), a.ID, int64(i), fmt.Sprint("n", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -362,18 +362,18 @@ func TestLedger(t *testing.T) {
 
 func TestLastLedgerSeq(t *testing.T) {
 	e := newEnv(t)
-	a, err := e.db.CreateAccount("x", storage.PlanFree)
+	a, err := e.db.CreateAccount(t.Context(), "x", storage.PlanFree)
 	if err != nil {
 		t.Fatal(err)
 	}
 	added := 0
 	for _, n := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 100} {
 		for ; added < n; added++ {
-			if _, err := e.db.AddCredits(a.ID, 1, ""); err != nil {
+			if _, err := e.db.AddCredits(t.Context(), a.ID, 1, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
-		got, err := lastLedgerSeq(e.db, a.ID)
+		got, err := lastLedgerSeq(t.Context(), e.db, a.ID)
 		if err != nil || got != uint64(n) {
 			t.Errorf("lastLedgerSeq with %d entries: %d %v", n, got, err)
 		}
@@ -394,13 +394,13 @@ func TestKeys(t *testing.T) {
 	if !strings.HasPrefix(m.Token, "svc_live_"+m.Prefix+"_") {
 		t.Errorf("token %q does not carry prefix %q", m.Token, m.Prefix)
 	}
-	k, err := e.db.VerifyKey(m.Token)
+	k, err := e.db.VerifyKey(t.Context(), m.Token)
 	if err != nil || k.Prefix != m.Prefix || k.Account != a.ID || !k.HasScope(storage.ScopeValidateWrite) {
 		t.Fatalf("VerifyKey of the minted key: %+v %v", k, err)
 	}
 	var ro adminapi.MintedKey
 	e.ok("POST", path, `{"scopes":["validate:read"]}`, 201, &ro)
-	if k, err := e.db.VerifyKey(ro.Token); err != nil || k.HasScope(storage.ScopeValidateWrite) {
+	if k, err := e.db.VerifyKey(t.Context(), ro.Token); err != nil || k.HasScope(storage.ScopeValidateWrite) {
 		t.Errorf("read-only key: %+v %v", k, err)
 	}
 
@@ -424,10 +424,10 @@ func TestKeys(t *testing.T) {
 	if !rk.Revoked || rk.RevokedAt.IsZero() || rk.Prefix != m.Prefix {
 		t.Errorf("revoked %+v", rk)
 	}
-	if _, err := e.db.VerifyKey(m.Token); !errors.Is(err, storage.ErrKeyRevoked) {
+	if _, err := e.db.VerifyKey(t.Context(), m.Token); !errors.Is(err, storage.ErrKeyRevoked) {
 		t.Errorf("VerifyKey after revoke: %v", err)
 	}
-	if _, err := e.db.VerifyKey(ro.Token); err != nil {
+	if _, err := e.db.VerifyKey(t.Context(), ro.Token); err != nil {
 		t.Errorf("the other key stopped working: %v", err)
 	}
 	er := e.fail("POST", "/v1/keys/"+m.Prefix+"/revoke", "", 409, "CONFLICT")
@@ -456,7 +456,7 @@ func TestKeys(t *testing.T) {
 	}
 	e.fail("POST", "/v1/accounts/acct_nope/keys", `{"scopes":["validate:read"]}`, 404, "NOT_FOUND")
 	e.fail("GET", "/v1/accounts/acct_nope/keys", "", 404, "NOT_FOUND")
-	if ks, _ := e.db.ListKeys(a.ID); len(ks) != 2 {
+	if ks, _ := e.db.ListKeys(t.Context(), a.ID); len(ks) != 2 {
 		t.Errorf("%d keys after the failed mints, want 2", len(ks))
 	}
 }
@@ -468,13 +468,13 @@ func TestWebhookSecret(t *testing.T) {
 
 	var s1 adminapi.WebhookSecret
 	e.ok("GET", path, "", 200, &s1)
-	stored, _ := e.db.GetAccount(a.ID)
+	stored, _ := e.db.GetAccount(t.Context(), a.ID)
 	if s1.Account != a.ID || s1.Secret != stored.WebhookSecret || !strings.HasPrefix(s1.Secret, "whsec_") || !s1.RotatedAt.IsZero() {
 		t.Errorf("secret %+v", s1)
 	}
 	var s2 adminapi.WebhookSecret
 	e.ok("POST", path+"/rotate", "", 200, &s2)
-	stored, _ = e.db.GetAccount(a.ID)
+	stored, _ = e.db.GetAccount(t.Context(), a.ID)
 	if s2.Secret == s1.Secret || s2.Secret != stored.WebhookSecret || s2.RotatedAt.IsZero() {
 		t.Errorf("rotated %+v, before %+v", s2, s1)
 	}
@@ -652,7 +652,7 @@ func TestConcurrentMints(t *testing.T) {
 			t.Fatal("the same key minted twice")
 		}
 		seen[tok] = true
-		if _, err := e.db.VerifyKey(tok); err != nil {
+		if _, err := e.db.VerifyKey(t.Context(), tok); err != nil {
 			t.Error(err)
 		}
 	}

@@ -22,7 +22,7 @@ type Webhooks interface {
 	Attempts(account string, limit int) []hookapi.Attempt
 	// Resend makes an event of the outbox or the dead-letter queue due
 	// now (of account, "" for any).
-	Resend(account, id string) (storage.Event, error)
+	Resend(ctx context.Context, account, id string) (storage.Event, error)
 	// Test sends ev's payload once, under a new event id.
 	Test(ctx context.Context, ev storage.Event) hookapi.TestResult
 	// CheckURL judges a URL as a batch's webhookUrl is judged.
@@ -67,7 +67,7 @@ func (s *Server) listArgs(ctx *fasthttp.RequestCtx) (account string, limit int, 
 		limit = n
 	}
 	if account != "" {
-		if _, err := s.db.GetAccount(account); err != nil {
+		if _, err := s.db.GetAccount(ctx, account); err != nil {
 			return "", 0, err
 		}
 	}
@@ -95,7 +95,7 @@ func (s *Server) adminOutbox(ctx *fasthttp.RequestCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	evs, err := s.db.OutboxEvents(account, limit)
+	evs, err := s.db.OutboxEvents(ctx, account, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (s *Server) adminDeadLetters(ctx *fasthttp.RequestCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	evs, err := s.db.DeadLetters(account, limit)
+	evs, err := s.db.DeadLetters(ctx, account, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (s *Server) adminAttempts(ctx *fasthttp.RequestCtx) (any, error) {
 func (s *Server) adminResend(ctx *fasthttp.RequestCtx) (any, error) {
 	id, _ := ctx.UserValue("id").(string)
 	// ?account= (the dashboard's) limits it to that account's events.
-	ev, err := s.opts.Webhooks.Resend(string(ctx.QueryArgs().Peek("account")), id)
+	ev, err := s.opts.Webhooks.Resend(ctx, string(ctx.QueryArgs().Peek("account")), id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, &adminapi.Error{Code: adminapi.CodeNotFound,
 			Message: "no event " + strconv.Quote(id) + " in the outbox or the dead-letter queue (delivered events are not kept)"}
@@ -145,10 +145,10 @@ func (s *Server) adminTest(ctx *fasthttp.RequestCtx) (any, error) {
 		return nil, &adminapi.Error{Code: adminapi.CodeBadRequest, Message: "invalid request: account is required",
 			Details: map[string]any{"issues": []adminapi.Issue{{Path: "account", Message: "is required"}}}}
 	}
-	if _, err := s.db.GetAccount(req.Account); err != nil {
+	if _, err := s.db.GetAccount(ctx, req.Account); err != nil {
 		return nil, err
 	}
-	last, err := s.db.LastEvent(req.Account)
+	last, err := s.db.LastEvent(ctx, req.Account)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, &adminapi.Error{Code: adminapi.CodeNotFound, Message: "the account has no webhook event yet whose payload could be replayed"}
 	}

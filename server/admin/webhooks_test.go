@@ -50,13 +50,13 @@ func TestAdminWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Enqueue(*ev); err != nil {
+	if _, err := db.Enqueue(t.Context(), *ev); err != nil {
 		t.Fatal(err)
 	}
 	e.srv.opts.Webhooks.(*webhook.Dispatcher).Wake()
 	// First attempt fails; the last one, as the window closes, too.
 	waitFor(t, "dead-lettered", func() bool {
-		dl, _ := db.DeadLetters("", 0)
+		dl, _ := db.DeadLetters(t.Context(), "", 0)
 		return len(dl) == 1
 	})
 	dead, err := hookapi.DeadLetters(ctx, c, acct, 10)
@@ -88,7 +88,7 @@ func TestAdminWebhooks(t *testing.T) {
 		got[0].Header.Get(webhook.HeaderEventID) != res.EventID {
 		t.Fatalf("test delivery: %+v", got)
 	}
-	a, err := db.GetAccount(acct)
+	a, err := db.GetAccount(t.Context(), acct)
 	if err != nil || !webhook.Verify(a.WebhookSecret, got[0].Body, got[0].Header.Get(webhook.HeaderSignature)) {
 		t.Errorf("test delivery not signed with the account's secret: %v", err)
 	}
@@ -108,8 +108,8 @@ func TestAdminWebhooks(t *testing.T) {
 		t.Fatalf("resend: %+v, %v", re, err)
 	}
 	waitFor(t, "redelivered", func() bool { return failing.Count() == n+1 })
-	waitFor(t, "outbox empty", func() bool { evs, _ := db.OutboxEvents("", 0); return len(evs) == 0 })
-	if dl, _ := db.DeadLetters("", 0); len(dl) != 0 {
+	waitFor(t, "outbox empty", func() bool { evs, _ := db.OutboxEvents(t.Context(), "", 0); return len(evs) == 0 })
+	if dl, _ := db.DeadLetters(t.Context(), "", 0); len(dl) != 0 {
 		t.Errorf("dead letters after the resend: %+v", dl)
 	}
 	if _, err := hookapi.Resend(ctx, c, dead[0].ID); !isCode(err, adminapi.CodeNotFound) {

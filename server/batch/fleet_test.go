@@ -64,7 +64,7 @@ func TestFleetJob(t *testing.T) {
 	acct := pebbletest.Account(t, dbA, 6000)
 	j := submit(t, sa, acct, addresses("f", 6000, 600), hook.URL)
 	waitUntil(t, time.Minute, "both boxes at work", func() bool {
-		cur, _ := dbB.Job(j.ID)
+		cur, _ := dbB.Job(t.Context(), j.ID)
 		va.mu.Lock()
 		vb.mu.Lock()
 		both := va.calls > 0 && vb.calls > 0
@@ -85,7 +85,7 @@ func TestFleetJob(t *testing.T) {
 	}
 	n := 0
 	seen := map[int]bool{}
-	if err := dbB.JobResults(j.ID, func(r storage.Result) error {
+	if err := dbB.JobResults(t.Context(), j.ID, func(r storage.Result) error {
 		if seen[r.JobIndex] {
 			t.Errorf("index %d has two results", r.JobIndex)
 		}
@@ -98,8 +98,8 @@ func TestFleetJob(t *testing.T) {
 	if n != 6000 {
 		t.Fatalf("%d results, want 6,000", n)
 	}
-	c, _ := dbB.Credits(acct)
-	es, _ := dbB.Ledger(acct, 0, 0)
+	c, _ := dbB.Credits(t.Context(), acct)
+	es, _ := dbB.Ledger(t.Context(), acct, 0, 0)
 	var reserve, use int64
 	for _, e := range es {
 		switch e.Kind {
@@ -141,7 +141,7 @@ func TestFleetStraySlice(t *testing.T) {
 
 	acct := pebbletest.Account(t, db, 3000)
 	addrs := addresses("s", 3000, 300)
-	j, err := db.CreateJob(storage.JobSpec{Account: acct, Addresses: addrs})
+	j, err := db.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: addrs})
 	if err != nil {
 		t.Fatal(err)
 	}

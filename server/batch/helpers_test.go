@@ -151,7 +151,7 @@ func startService(t testing.TB, db storage.Store, v Verifier, tweak func(*Option
 // submit creates a job the way POST /v1/batch does, of unique addresses.
 func submit(t testing.TB, s *Scheduler, account string, addrs []string, webhook string) storage.Job {
 	t.Helper()
-	j, err := s.db.CreateJob(storage.JobSpec{Account: account, Addresses: addrs, WebhookURL: webhook})
+	j, err := s.db.CreateJob(t.Context(), storage.JobSpec{Account: account, Addresses: addrs, WebhookURL: webhook})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func waitJob(t testing.TB, db storage.Jobs, id string, within time.Duration) sto
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		j, err := db.Job(id)
+		j, err := db.Job(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func waitUntil(t testing.TB, within time.Duration, what string, cond func() bool
 func results(t testing.TB, db storage.Jobs, id string) map[string]storage.Result {
 	t.Helper()
 	out := map[string]storage.Result{}
-	if err := db.JobResults(id, func(r storage.Result) error {
+	if err := db.JobResults(t.Context(), id, func(r storage.Result) error {
 		out[r.Email] = r
 		return nil
 	}); err != nil {

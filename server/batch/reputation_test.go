@@ -23,7 +23,7 @@ func TestReputationWarning(t *testing.T) {
 	withHook := submit(t, s, acct, []string{"a@x.test"}, "https://hooks.example/a")
 	submit(t, s, acct, []string{"b@x.test"}, "")
 	waitUntil(t, 5*time.Second, "running", func() bool {
-		j, _ := db.Job(withHook.ID)
+		j, _ := db.Job(t.Context(), withHook.ID)
 		return j.Status == storage.JobRunning
 	})
 	ev := egress.Event{Kind: egress.EventReputation, Addr: netip.MustParseAddr("192.0.2.10"), Reason: "3 policy blocks in 10m0s", At: time.Now()}
@@ -31,11 +31,11 @@ func TestReputationWarning(t *testing.T) {
 	s.EgressEvent(ev) // the same warning again: not repeated
 	s.EgressEvent(egress.Event{Kind: egress.EventCooldown, Addr: ev.Addr})
 	waitUntil(t, 5*time.Second, "warning enqueued", func() bool {
-		evs, _ := db.OutboxEvents(acct, 0)
+		evs, _ := db.OutboxEvents(t.Context(), acct, 0)
 		return len(evs) == 1
 	})
 	time.Sleep(50 * time.Millisecond)
-	evs, _ := db.OutboxEvents(acct, 0)
+	evs, _ := db.OutboxEvents(t.Context(), acct, 0)
 	if len(evs) != 1 || evs[0].Type != webhook.EventReputationWarning || evs[0].URL != "https://hooks.example/a" {
 		t.Fatalf("outbox %+v", evs)
 	}

@@ -177,7 +177,7 @@ type scheduler struct {
 	deferred deferHeap
 	closing  bool
 
-	ctx      context.Context // the engine calls'; cancelled by stop
+	ctx      context.Context // the engine calls' and the lease loop's reads; cancelled by stop (writes and give-backs outlive it)
 	cancel   context.CancelFunc
 	wakeCh   chan struct{}
 	stopCh   chan struct{}
@@ -208,14 +208,14 @@ func (sc *scheduler) resume() error {
 		return nil
 	}
 	for _, st := range []storage.JobStatus{storage.JobRunning, storage.JobQueued} {
-		js, err := sc.db.ListJobs(st)
+		js, err := sc.db.ListJobs(sc.ctx, st)
 		if err != nil {
 			return err
 		}
 		slices.SortFunc(js, func(a, b storage.Job) int { return a.CreatedAt.Compare(b.CreatedAt) })
 		for _, j := range js {
 			b := newBuilder(sc.opts.GroupSize)
-			err := sc.db.PendingAddresses(j.ID, func(i int, addr string) error {
+			err := sc.db.PendingAddresses(sc.ctx, j.ID, func(i int, addr string) error {
 				b.add(i, addr)
 				return nil
 			})
@@ -482,7 +482,7 @@ func (sc *scheduler) giveBack() {
 		}
 	}
 	sc.mu.Unlock()
-	held, err := sc.leases.LeasedSlices()
+	held, err := sc.leases.LeasedSlices(sc.ctx)
 	if err != nil {
 		sc.s.log.Warn("cannot list the job slices this box holds", "err", err)
 		return
@@ -500,7 +500,7 @@ func (sc *scheduler) giveBack() {
 	}
 	sc.mu.Unlock()
 	for _, js := range stray {
-		if err := sc.leases.ReturnSlice(js.Job.ID, js.Slice); err != nil {
+		if err := sc.leases.ReturnSlice(context.Background(), js.Job.ID, js.Slice); err != nil {
 			sc.s.log.Error("cannot give back a job slice this box does not work on", "job", js.Job.ID, "slice", js.Slice, "err", err)
 			continue
 		}
@@ -522,7 +522,7 @@ func (sc *scheduler) leaseMore() bool {
 	if closing || n == 0 {
 		return false
 	}
-	got, err := sc.leases.LeaseSlices(n)
+	got, err := sc.leases.LeaseSlices(sc.ctx, n)
 	if err != nil {
 		// What it leased before the error is this box's now: queue it.
 		sc.s.log.Error("cannot lease job slices", "err", err)
@@ -532,14 +532,14 @@ func (sc *scheduler) leaseMore() bool {
 		b := newBuilder(sc.opts.GroupSize)
 		if js.Slice >= 0 {
 			leased++
-			if err := sc.leases.SliceAddresses(js.Job.ID, js.Slice, func(i int, addr string) error {
+			if err := sc.leases.SliceAddresses(sc.ctx, js.Job.ID, js.Slice, func(i int, addr string) error {
 				b.add(i, addr)
 				return nil
 			}); err != nil {
 				// Give it back: held by a live box, it would wait for
 				// this one's end.
 				sc.s.log.Error("cannot read a leased slice; giving it back", "job", js.Job.ID, "slice", js.Slice, "err", err)
-				if rerr := sc.leases.ReturnSlice(js.Job.ID, js.Slice); rerr != nil {
+				if rerr := sc.leases.ReturnSlice(context.Background(), js.Job.ID, js.Slice); rerr != nil {
 					sc.s.log.Error("cannot give a slice back; it is free again when this box stops", "job", js.Job.ID, "slice", js.Slice, "err", rerr)
 				}
 				continue
@@ -800,7 +800,7 @@ func (sc *scheduler) startJob(r *jobRun) {
 	sc.wg.Add(1)
 	go func() {
 		defer sc.wg.Done()
-		_, err := sc.db.StartJob(r.id)
+		_, err := sc.db.StartJob(context.Background(), r.id)
 		sc.mu.Lock()
 		defer sc.wake()
 		defer sc.mu.Unlock()
@@ -982,7 +982,7 @@ func (sc *scheduler) startWrite(r *jobRun) {
 	sc.wg.Add(1)
 	go func() {
 		defer sc.wg.Done()
-		j, err := sc.db.PutJobResults(r.id, batch)
+		j, err := sc.db.PutJobResults(context.Background(), r.id, batch)
 		sc.mu.Lock()
 		defer sc.wake()
 		defer sc.mu.Unlock()
@@ -1065,7 +1065,7 @@ func (sc *scheduler) startFinish(r *jobRun, status storage.JobStatus) {
 	sc.wg.Add(1)
 	go func() {
 		defer sc.wg.Done()
-		j, err := sc.db.FinishJob(r.id, storage.JobFinish{Status: status, Error: errText, Event: webhook.JobEvent})
+		j, err := sc.db.FinishJob(context.Background(), r.id, storage.JobFinish{Status: status, Error: errText, Event: webhook.JobEvent})
 		sc.mu.Lock()
 		defer sc.wake()
 		defer sc.mu.Unlock()
@@ -1133,7 +1133,7 @@ func (sc *scheduler) stop(ctx context.Context) error {
 		batch := r.buf
 		r.buf = nil
 		sc.mu.Unlock()
-		if _, werr := sc.db.PutJobResults(r.id, batch); werr != nil {
+		if _, werr := sc.db.PutJobResults(ctx, r.id, batch); werr != nil {
 			err = errors.Join(err, fmt.Errorf("jobs: results of job %s not written at shutdown (they are probed again): %w", r.id, werr))
 		}
 	}

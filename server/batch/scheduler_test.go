@@ -43,8 +43,8 @@ func TestJobCompletesAndSettles(t *testing.T) {
 	if j.Total != 4 || j.Reserved != 4 {
 		t.Fatalf("job of %d unique addresses: total %d reserved %d", 4, j.Total, j.Reserved)
 	}
-	if bal, _ := db.Balance(acct); bal != 96 {
-		t.Fatalf("balance after the reservation %d, want 96", bal)
+	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 96 {
+		t.Fatalf("balance after the reservation %d, want 96", cr.Balance)
 	}
 	j = waitJob(t, db, j.ID, 10*time.Second)
 	if j.Status != storage.JobCompleted || j.Processed != 4 || j.Used != 4 || j.Refunded != 0 {
@@ -53,8 +53,8 @@ func TestJobCompletesAndSettles(t *testing.T) {
 	if j.StartedAt.IsZero() || j.CompletedAt.Before(j.StartedAt) {
 		t.Errorf("times: started %v completed %v", j.StartedAt, j.CompletedAt)
 	}
-	if bal, _ := db.Balance(acct); bal != 96 {
-		t.Errorf("balance after completion %d, want 96 (4 used)", bal)
+	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 96 {
+		t.Errorf("balance after completion %d, want 96 (4 used)", cr.Balance)
 	}
 	rs := results(t, db, j.ID)
 	if len(rs) != 4 || rs["ann@a.test"].Status != "valid" || rs["bad@a.test"].Status != "invalid" {
@@ -65,11 +65,11 @@ func TestJobCompletesAndSettles(t *testing.T) {
 			t.Errorf("%s probed %d times, want once (duplicates are one address)", e, n)
 		}
 	}
-	page, err := db.ListHistory(acct, storage.HistoryBatch, "", 10)
+	page, err := db.ListHistory(t.Context(), acct, storage.HistoryBatch, "", 10)
 	if err != nil || len(page.Rows) != 4 || page.Rows[0].JobID != j.ID || page.Rows[0].Kind != "batch" {
 		t.Fatalf("history: %+v, %v", page, err)
 	}
-	evs, _ := db.OutboxEvents(acct, 0)
+	evs, _ := db.OutboxEvents(t.Context(), acct, 0)
 	if len(evs) != 1 || evs[0].Type != webhook.EventBatchCompleted {
 		t.Fatalf("outbox %+v", evs)
 	}
@@ -91,12 +91,12 @@ func TestFairness(t *testing.T) {
 	s := startService(t, db, f, func(o *Options) { o.Concurrency = 4; o.GroupSize = 10 })
 	bj := submit(t, s, big, addresses("big", 20_000, 2_000), "")
 	waitUntil(t, 10*time.Second, "the big job starts", func() bool {
-		j, _ := db.Job(bj.ID)
+		j, _ := db.Job(t.Context(), bj.ID)
 		return j.Processed > 0
 	})
 	sj := submit(t, s, small, addresses("small", 10, 3), "")
 	sj = waitJob(t, db, sj.ID, 10*time.Second)
-	bNow, _ := db.Job(bj.ID)
+	bNow, _ := db.Job(t.Context(), bj.ID)
 	t.Logf("small job done when the big one had %d of %d", bNow.Processed, bNow.Total)
 	if sj.Status != storage.JobCompleted || bNow.Processed > bNow.Total/4 {
 		t.Fatalf("small job %s; big job at %d of %d: the small one waited", sj.Status, bNow.Processed, bNow.Total)
@@ -105,7 +105,7 @@ func TestFairness(t *testing.T) {
 	// Within one account, a second job gets turns too.
 	sj2 := submit(t, s, big, addresses("second", 10, 2), "")
 	sj2 = waitJob(t, db, sj2.ID, 10*time.Second)
-	bNow2, _ := db.Job(bj.ID)
+	bNow2, _ := db.Job(t.Context(), bj.ID)
 	if sj2.Status != storage.JobCompleted || !bNow2.Active() {
 		t.Fatalf("second job of the same account %s; big job %s", sj2.Status, bNow2.Status)
 	}
@@ -153,7 +153,7 @@ func TestGreylistDeferral(t *testing.T) {
 		_, ok := results(t, db, j.ID)["c@fine.test"]
 		return ok
 	})
-	if jj, _ := db.Job(j.ID); jj.Processed != 1 || !jj.Active() {
+	if jj, _ := db.Job(t.Context(), j.ID); jj.Processed != 1 || !jj.Active() {
 		t.Fatalf("before the retry: %+v", jj)
 	}
 	j = waitJob(t, db, j.ID, 5*time.Second)
@@ -245,7 +245,7 @@ func TestResumeAfterStop(t *testing.T) {
 	addrs := addresses("r", 600, 60)
 	j := submit(t, s1, acct, addrs, "http://127.0.0.1:9/x")
 	waitUntil(t, 10*time.Second, "the answered results stored", func() bool {
-		jj, _ := db.Job(j.ID)
+		jj, _ := db.Job(t.Context(), j.ID)
 		return jj.Processed == 250
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -256,7 +256,7 @@ func TestResumeAfterStop(t *testing.T) {
 	db.Close()
 
 	db = pebbletest.OpenIn(t, filepath.Join(dir, "db"), nil)
-	mid, _ := db.Job(j.ID)
+	mid, _ := db.Job(t.Context(), j.ID)
 	if mid.Status != storage.JobRunning || mid.Processed != 250 {
 		t.Fatalf("after the stop: %+v", mid)
 	}
@@ -281,10 +281,10 @@ func TestResumeAfterStop(t *testing.T) {
 	if again != 600-mid.Processed {
 		t.Errorf("the resumed service probed %d addresses, want %d", again, 600-mid.Processed)
 	}
-	if bal, _ := db.Balance(acct); bal != 400 {
-		t.Errorf("balance %d, want 400 (600 used once)", bal)
+	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 400 {
+		t.Errorf("balance %d, want 400 (600 used once)", cr.Balance)
 	}
-	if evs, _ := db.OutboxEvents(acct, 0); len(evs) != 1 {
+	if evs, _ := db.OutboxEvents(t.Context(), acct, 0); len(evs) != 1 {
 		t.Errorf("outbox after the resumed job: %d events, want 1", len(evs))
 	}
 }
@@ -303,10 +303,10 @@ func TestJobFailsAfterRetries(t *testing.T) {
 	if j.Status != storage.JobFailed || j.Used != 0 || j.Refunded != 3 || !strings.Contains(j.Error, "pool closed") {
 		t.Fatalf("ended %+v", j)
 	}
-	if bal, _ := db.Balance(acct); bal != 100 {
-		t.Errorf("balance %d, want 100", bal)
+	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 100 {
+		t.Errorf("balance %d, want 100", cr.Balance)
 	}
-	evs, _ := db.OutboxEvents(acct, 0)
+	evs, _ := db.OutboxEvents(t.Context(), acct, 0)
 	if len(evs) != 1 || evs[0].Type != webhook.EventBatchFailed {
 		t.Fatalf("outbox %+v", evs)
 	}
@@ -421,7 +421,7 @@ type flakyStarts struct {
 	calls int
 }
 
-func (f *flakyStarts) StartJob(id string) (storage.Job, error) {
+func (f *flakyStarts) StartJob(ctx context.Context, id string) (storage.Job, error) {
 	f.mu.Lock()
 	f.calls++
 	failing := f.fail < 0 || f.calls <= f.fail
@@ -429,7 +429,7 @@ func (f *flakyStarts) StartJob(id string) (storage.Job, error) {
 	if failing {
 		return storage.Job{}, errors.New("disk refused the write")
 	}
-	return f.Jobs.StartJob(id)
+	return f.Jobs.StartJob(ctx, id)
 }
 
 func (f *flakyStarts) count() int {
@@ -459,8 +459,8 @@ func TestStartJobFails(t *testing.T) {
 	if n := flaky.count(); n != 2 {
 		t.Fatalf("StartJob called %d times, want 2 (one failure, one retry after the back-off)", n)
 	}
-	if bal, _ := db.Balance(acct); bal != 80 {
-		t.Errorf("balance %d, want 80", bal)
+	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 80 {
+		t.Errorf("balance %d, want 80", cr.Balance)
 	}
 
 	s2 := startService(t, db, newFake(), func(o *Options) { o.MaxFailures = 2 })
@@ -476,8 +476,8 @@ func TestStartJobFails(t *testing.T) {
 	if n := always.count(); n != 2 {
 		t.Fatalf("StartJob called %d times, want MaxFailures = 2", n)
 	}
-	if bal, _ := db.Balance(acct); bal != 80 {
-		t.Errorf("balance %d after the failed job, want 80", bal)
+	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 80 {
+		t.Errorf("balance %d after the failed job, want 80", cr.Balance)
 	}
 }
 
@@ -489,20 +489,20 @@ type fullDisk struct {
 	writes atomic.Int32 // refused writes
 }
 
-func (f *fullDisk) PutJobResults(id string, rs []storage.JobResult) (storage.Job, error) {
+func (f *fullDisk) PutJobResults(ctx context.Context, id string, rs []storage.JobResult) (storage.Job, error) {
 	if f.full.Load() {
 		f.writes.Add(1)
 		return storage.Job{}, storage.ErrNoSpace
 	}
-	return f.Jobs.PutJobResults(id, rs)
+	return f.Jobs.PutJobResults(ctx, id, rs)
 }
 
-func (f *fullDisk) StartJob(id string) (storage.Job, error) {
+func (f *fullDisk) StartJob(ctx context.Context, id string) (storage.Job, error) {
 	if f.full.Load() {
 		f.writes.Add(1)
 		return storage.Job{}, storage.ErrNoSpace
 	}
-	return f.Jobs.StartJob(id)
+	return f.Jobs.StartJob(ctx, id)
 }
 
 // TestDiskFullPauses: while the store refuses writes for a full disk, a
@@ -527,9 +527,9 @@ func TestDiskFullPauses(t *testing.T) {
 	s.sched.db = disk
 	s.sched.mu.Unlock()
 	j := submit(t, s, acct, addresses("p", 200, 200), "")
-	waitUntil(t, 30*time.Second, "the job under way", func() bool { cur, _ := db.Job(j.ID); return cur.Processed >= 20 })
+	waitUntil(t, 30*time.Second, "the job under way", func() bool { cur, _ := db.Job(t.Context(), j.ID); return cur.Processed >= 20 })
 	disk.full.Store(true)
-	if cur, _ := db.Job(j.ID); cur.Processed > 150 {
+	if cur, _ := db.Job(t.Context(), j.ID); cur.Processed > 150 {
 		t.Skipf("the job ran too far (%d of 200) before the disk filled: too little left to see it pause", cur.Processed)
 	}
 	waitUntil(t, 30*time.Second, "refused writes", func() bool { return disk.writes.Load() >= 3 })
@@ -543,7 +543,7 @@ func TestDiskFullPauses(t *testing.T) {
 	if more > 2 { // at most the calls already under way
 		t.Fatalf("%d engine calls while the disk was full", more)
 	}
-	if cur, _ := db.Job(j.ID); cur.Status != storage.JobRunning {
+	if cur, _ := db.Job(t.Context(), j.ID); cur.Status != storage.JobRunning {
 		t.Fatalf("a job paused by a full disk: %+v", cur)
 	}
 	disk.full.Store(false)

@@ -255,7 +255,7 @@ func (s *Scheduler) reputationLoop() {
 }
 
 func (s *Scheduler) warnJobs(ev egress.Event) {
-	running, err := s.db.ListJobs(storage.JobRunning)
+	running, err := s.db.ListJobs(context.Background(), storage.JobRunning)
 	if err != nil {
 		s.log.Error("cannot list running jobs for a reputation warning", "err", err)
 		return
@@ -286,7 +286,7 @@ func (s *Scheduler) warnJobs(ev egress.Event) {
 		if err != nil {
 			continue
 		}
-		if _, err := s.db.Enqueue(storage.Event{Account: j.Account, Type: webhook.EventReputationWarning, URL: j.WebhookURL, Body: body}); err != nil {
+		if _, err := s.db.Enqueue(context.Background(), storage.Event{Account: j.Account, Type: webhook.EventReputationWarning, URL: j.WebhookURL, Body: body}); err != nil {
 			s.log.Error("cannot enqueue a reputation warning", "job", j.ID, "err", err)
 			continue
 		}

@@ -76,11 +76,12 @@ func WriteError(ctx *fasthttp.RequestCtx, e *APIError) {
 	ctx.SetBody(b)
 }
 
-// WriteInternal answers a request that failed on err: 500 INTERNAL, or,
-// when the store refuses writes because its disk is full
-// (storage.NoSpace), 503 with Retry-After: nothing was written or
-// charged, and the same request goes through once space is freed. The
-// message never carries err's text.
+// WriteInternal answers a request that failed on err: 500 INTERNAL (its
+// deadline passed, GuardOptions.RequestTimeout, too: retried with its
+// Idempotency-Key it is answered once), or, when the store refuses writes
+// because its disk is full (storage.NoSpace), 503 with Retry-After:
+// nothing was written or charged, and the same request goes through once
+// space is freed. The message never carries err's text.
 func WriteInternal(ctx *fasthttp.RequestCtx, err error) {
 	if storage.NoSpace(err) {
 		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(noSpaceRetry))

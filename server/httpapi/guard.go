@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"net/netip"
@@ -31,8 +32,8 @@ type Caller struct {
 
 // KeyStore is what the guard reads: API keys and the accounts' plans.
 type KeyStore interface {
-	VerifyKey(key string) (storage.APIKey, error)
-	GetAccount(id string) (storage.Account, error)
+	VerifyKey(ctx context.Context, key string) (storage.APIKey, error)
+	GetAccount(ctx context.Context, id string) (storage.Account, error)
 }
 
 // GuardOptions configures a Guard.
@@ -49,6 +50,9 @@ type GuardOptions struct {
 	// IPLimits, the /auth/* limits of server/web): conns.ClientPrefix.
 	// 0 means conns.DefaultIPv6PrefixLen (64).
 	IPv6PrefixLen int
+	// RequestTimeout is the deadline of a request's work below HTTP
+	// (storage calls, the engine): Context. Default 30 s.
+	RequestTimeout time.Duration
 	// Now is the limits' clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -81,10 +85,16 @@ func NewGuard(opts GuardOptions) *Guard {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
 	g := &Guard{opts: opts, log: opts.Logger.With("pkg", "httpapi"), ipLimits: newLimiter(opts.Now), keyLimits: newLimiter(opts.Now)}
 	g.SetIPLimits(opts.IPLimits, opts.IPLimitsDisabled)
 	return g
 }
+
+// DefaultRequestTimeout is GuardOptions.RequestTimeout's default.
+const DefaultRequestTimeout = 30 * time.Second
 
 // SetIPLimits changes the per source IP limits (a reload). Windows already
 // counted keep their counts.
@@ -128,6 +138,12 @@ type Handler func(ctx *fasthttp.RequestCtx, c *Caller)
 // Whichever limit trips answers 429 with Retry-After and details.retryAfter.
 func (g *Guard) Wrap(r Class, scope string, h Handler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
+		// The request's deadline, for every storage call it makes (the
+		// guard's own too) and its engine run: Context.
+		rctx, cancel := context.WithTimeout(context.Background(), g.opts.RequestTimeout)
+		defer cancel()
+		ctx.SetUserValue(ctxKey{}, rctx)
+		defer ctx.RemoveUserValue(ctxKey{})
 		if conf := g.ipConf.Load(); !conf.disabled {
 			if ok, wait := g.ipLimits.allow(g.ClientKey(ctx), r, conf.limits[r]); !ok {
 				RateLimited(ctx, wait)
@@ -153,7 +169,7 @@ func (g *Guard) Wrap(r Class, scope string, h Handler) fasthttp.RequestHandler {
 			WriteError(ctx, &APIError{Code: CodeUnauthorized, Message: "missing bearer token: send Authorization: Bearer <API key>"})
 			return
 		}
-		key, err := g.opts.DB.VerifyKey(token)
+		key, err := g.opts.DB.VerifyKey(Context(ctx), token)
 		switch {
 		case errors.Is(err, storage.ErrKeyRevoked):
 			WriteError(ctx, &APIError{Code: CodeUnauthorized, Message: "API key revoked"})
@@ -170,7 +186,7 @@ func (g *Guard) Wrap(r Class, scope string, h Handler) fasthttp.RequestHandler {
 				Details: map[string]any{"missingScope": scope}})
 			return
 		}
-		acct, err := g.opts.DB.GetAccount(key.Account)
+		acct, err := g.opts.DB.GetAccount(Context(ctx), key.Account)
 		if err != nil {
 			g.internal(ctx, "get account", err)
 			return
@@ -188,7 +204,7 @@ func (g *Guard) Wrap(r Class, scope string, h Handler) fasthttp.RequestHandler {
 
 // serveSession runs h for a browser session: steps 3 and 4 of guard.
 func (g *Guard) serveSession(ctx *fasthttp.RequestCtx, r Class, sess Session, h Handler) {
-	acct, err := g.opts.DB.GetAccount(sess.Account)
+	acct, err := g.opts.DB.GetAccount(Context(ctx), sess.Account)
 	if errors.Is(err, storage.ErrNotFound) {
 		WriteError(ctx, &APIError{Code: CodeForbidden, Message: "the session's account is gone"})
 		return
@@ -291,4 +307,22 @@ func (g *Guard) internal(ctx *fasthttp.RequestCtx, what string, err error) {
 // RequestID is the request's id for logs and ledger references.
 func RequestID(ctx *fasthttp.RequestCtx) string {
 	return "req-" + strconv.FormatUint(ctx.ID(), 36) + "-" + strconv.FormatInt(ctx.ConnTime().UnixNano()%1e9, 36)
+}
+
+// ctxKey is the user value under which the guard keeps a request's
+// context.
+type ctxKey struct{}
+
+// Context is the context of the request ctx for the calls it makes below
+// HTTP (storage, the engine): the one the guard gave it, which ends with
+// the request's deadline (GuardOptions.RequestTimeout), or, for a route
+// the guard does not wrap, one without a deadline (storage still bounds
+// each call by its own timeout). It is not a context of its own: a
+// handler that hands work to a goroutine outliving it gives that work its
+// own context.
+func Context(ctx *fasthttp.RequestCtx) context.Context {
+	if c, ok := ctx.UserValue(ctxKey{}).(context.Context); ok {
+		return c
+	}
+	return context.Background()
 }

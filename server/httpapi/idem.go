@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
@@ -25,9 +26,9 @@ var idemReplays = metrics.NewCounter("verifyd_http_idempotent_replays_total")
 
 // IdemStore is what the idempotency middleware reads and writes.
 type IdemStore interface {
-	BeginIdem(ref storage.IdemRef, requestHash []byte) (storage.IdemOutcome, storage.IdemRecord, error)
-	CompleteIdem(ref storage.IdemRef, resp storage.IdemResponse) error
-	AbortIdem(ref storage.IdemRef) error
+	BeginIdem(ctx context.Context, ref storage.IdemRef, requestHash []byte) (storage.IdemOutcome, storage.IdemRecord, error)
+	CompleteIdem(ctx context.Context, ref storage.IdemRef, resp storage.IdemResponse) error
+	AbortIdem(ctx context.Context, ref storage.IdemRef) error
 }
 
 // Idempotency is the one Idempotency-Key middleware (spec §7.3) of the
@@ -45,6 +46,12 @@ type Idempotency struct {
 // the key the store could not record (Lost), or neither (no key).
 type Idem struct {
 	d *Idempotency
+	// ctx is the request's context: ending the record is bounded by the
+	// request's deadline too. A record the request could not end (its
+	// deadline passed, the store was away) is the store's to clean up:
+	// postgres ends such strays from its heartbeat, and a retry of the
+	// same key on this box takes it over at once.
+	ctx context.Context
 	// Ref is the record begun; the handler ends it: with its result's
 	// write (storage.ChargeRequest.Idem, storage.JobSpec.Idem), Answer
 	// or Abort.
@@ -71,7 +78,7 @@ type LostKey struct {
 // Wait) and replays it. done reports that the request was answered.
 // When the store fails, the request goes on without a record (Idem.Lost).
 func (d *Idempotency) Begin(ctx *fasthttp.RequestCtx, account, endpoint string, body []byte) (idem Idem, done bool) {
-	idem.d = d
+	idem.d, idem.ctx = d, Context(ctx)
 	key, e := IdemKey(&ctx.Request.Header)
 	if e != nil {
 		WriteError(ctx, e)
@@ -84,7 +91,7 @@ func (d *Idempotency) Begin(ctx *fasthttp.RequestCtx, account, endpoint string, 
 	sum := sha256.Sum256(body)
 	deadline := time.Now().Add(d.Wait)
 	for {
-		out, rec, err := d.DB.BeginIdem(r, sum[:])
+		out, rec, err := d.DB.BeginIdem(Context(ctx), r, sum[:])
 		if err != nil {
 			d.Logger.Warn("idempotency store unavailable; processing without it", "err", err, "request_id", RequestID(ctx))
 			idem.Lost = &LostKey{Ref: r, Hash: sum[:]}
@@ -127,7 +134,7 @@ func (i Idem) Answer(ctx *fasthttp.RequestCtx, e *APIError) {
 		return
 	}
 	resp := storage.IdemResponse{Status: ctx.Response.StatusCode(), Body: append([]byte(nil), ctx.Response.Body()...)}
-	if err := i.d.DB.CompleteIdem(*i.Ref, resp); err != nil {
+	if err := i.d.DB.CompleteIdem(i.ctx, *i.Ref, resp); err != nil {
 		i.d.Logger.Warn("idempotency record", "err", err, "request_id", RequestID(ctx))
 	}
 }
@@ -139,7 +146,7 @@ func (i Idem) Abort() {
 	if i.Ref == nil {
 		return
 	}
-	if err := i.d.DB.AbortIdem(*i.Ref); err != nil {
+	if err := i.d.DB.AbortIdem(i.ctx, *i.Ref); err != nil {
 		i.d.Logger.Warn("idempotency abort", "err", err)
 	}
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -30,7 +31,7 @@ type Actions struct {
 	Hooks  admin.HookHandlers
 	Egress EgressActions
 	// Jobs lists an account's jobs, newest first (server.Server.AccountJobs).
-	Jobs func(account string, limit int) (any, error)
+	Jobs func(ctx context.Context, account string, limit int) (any, error)
 }
 
 // need is the role a dashboard route needs in the session's account.
@@ -193,7 +194,7 @@ func (w *Web) Register(r *router.Router, a Actions) {
 		if err != nil {
 			return nil, err
 		}
-		return a.Jobs(s.Account, n)
+		return a.Jobs(ctx, s.Account, n)
 	}, "limit"))
 	r.GET(p+"/members", w.dash(needMember, w.members))
 	r.POST(p+"/members/{user}/role", w.dash(needOwner, w.setRole))
@@ -205,7 +206,7 @@ func (w *Web) Register(r *router.Router, a Actions) {
 	r.POST(p+"/keys/{prefix}/revoke", w.dash(needOwner, func(ctx *fasthttp.RequestCtx, s storage.Session, _ storage.User) (any, error) {
 		// Only the session's account's keys: another's is not found.
 		prefix, _ := ctx.UserValue("prefix").(string)
-		if k, err := w.db.LookupKey(prefix); err == nil && k.Account != s.Account {
+		if k, err := w.db.LookupKey(ctx, prefix); err == nil && k.Account != s.Account {
 			return nil, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no key with that prefix in this account"}
 		}
 		return a.Admin.RevokeKey(ctx)
@@ -274,7 +275,7 @@ func (w *Web) stats(ctx *fasthttp.RequestCtx, s storage.Session, _ storage.User)
 	if err != nil {
 		return nil, err
 	}
-	dcs, err := w.db.DailyCounts(s.Account, days)
+	dcs, err := w.db.DailyCounts(ctx, s.Account, days)
 	if err != nil {
 		return nil, err
 	}
@@ -299,8 +300,8 @@ type memberJSON struct {
 }
 
 // GET /dashboard/api/members
-func (w *Web) members(_ *fasthttp.RequestCtx, s storage.Session, u storage.User) (any, error) {
-	us, err := w.db.Members(s.Account)
+func (w *Web) members(ctx *fasthttp.RequestCtx, s storage.Session, u storage.User) (any, error) {
+	us, err := w.db.Members(ctx, s.Account)
 	if err != nil {
 		return nil, err
 	}
@@ -326,12 +327,12 @@ func (w *Web) setRole(ctx *fasthttp.RequestCtx, s storage.Session, u storage.Use
 		return nil, badRequest(httpapi.Issue{Path: "role", Message: `must be "owner", "member" or "" (remove)`})
 	}
 	id, _ := ctx.UserValue("user").(string)
-	m, err := w.db.GetUser(id)
+	m, err := w.db.GetUser(ctx, id)
 	if _, member := m.Role(s.Account); err != nil || !member {
 		return nil, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no such member of this account"}
 	}
 	before, _ := m.Role(s.Account)
-	m, err = w.db.SetRole(s.Account, id, r)
+	m, err = w.db.SetRole(ctx, s.Account, id, r)
 	if errors.Is(err, storage.ErrLastOwner) {
 		return nil, &httpapi.APIError{Code: httpapi.CodeConflict, Message: "the account must keep at least one owner"}
 	}
@@ -341,10 +342,10 @@ func (w *Web) setRole(ctx *fasthttp.RequestCtx, s storage.Session, u storage.Use
 	if before == storage.RoleOwner && r != storage.RoleOwner {
 		// Invitations are made with their owner's authority: a demoted
 		// or removed owner's pending ones go with it.
-		if ivs, err := w.db.Invites(s.Account); err == nil {
+		if ivs, err := w.db.Invites(ctx, s.Account); err == nil {
 			for _, iv := range ivs {
 				if iv.CreatedBy == id {
-					if _, err := w.db.RevokeInvite(s.Account, iv.ID); err != nil {
+					if _, err := w.db.RevokeInvite(ctx, s.Account, iv.ID); err != nil {
 						w.log.Error("cannot revoke a demoted owner's invitation", "invite", iv.ID, "err", err)
 					}
 				}
@@ -358,7 +359,7 @@ func (w *Web) setRole(ctx *fasthttp.RequestCtx, s storage.Session, u storage.Use
 // POST /dashboard/api/invites/{invite}/revoke
 func (w *Web) revokeInvite(ctx *fasthttp.RequestCtx, s storage.Session, u storage.User) (any, error) {
 	id, _ := ctx.UserValue("invite").(string)
-	iv, err := w.db.RevokeInvite(s.Account, id)
+	iv, err := w.db.RevokeInvite(ctx, s.Account, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no pending invitation with that id"}
 	}
@@ -387,16 +388,16 @@ func (w *Web) switchAccount(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if _, member := u.Role(account); !member {
-		_, err := w.db.GetAccount(account)
+		_, err := w.db.GetAccount(ctx, account)
 		if !u.Operator || err != nil {
 			httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no such account of yours"})
 			return
 		}
 	}
-	s, err := w.db.SetSessionAccount(s.ID, account)
+	s, err := w.db.SetSessionAccount(ctx, s.ID, account)
 	if err != nil {
 		w.internal(ctx, "switch account", err)
 		return
 	}
-	writeJSON(ctx, http.StatusOK, w.sessionView(s, u))
+	writeJSON(ctx, http.StatusOK, w.sessionView(ctx, s, u))
 }

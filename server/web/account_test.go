@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,8 +24,8 @@ func (e *env) signIn(email string) *browser {
 func (e *env) addMember(email, account string) storage.User {
 	e.t.Helper()
 	h, _ := e.web.HashPassword(pw)
-	token, _, _ := e.db.CreateInvite(account, storage.RoleMember, "", storage.OperatorInviter, time.Hour)
-	u, _, err := e.db.RegisterWithInvite(email, h, token)
+	token, _, _ := e.db.CreateInvite(context.Background(), account, storage.RoleMember, "", storage.OperatorInviter, time.Hour)
+	u, _, err := e.db.RegisterWithInvite(context.Background(), email, h, token)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestDashboardRoles(t *testing.T) {
 	_, acct := e.newUser("owner@x.test")
 	e.addMember("member@x.test", acct.ID)
 	_, other := e.newUser("other@x.test")
-	_, otherKey, _ := e.db.MintKey(other.ID, []string{"validate:read"}, "theirs")
+	_, otherKey, _ := e.db.MintKey(t.Context(), other.ID, []string{"validate:read"}, "theirs")
 	owner, member := e.signIn("owner@x.test"), e.signIn("member@x.test")
 
 	for _, p := range []string{"/dashboard/api/account", "/dashboard/api/stats?days=7", "/dashboard/api/jobs", "/dashboard/api/members"} {
@@ -77,7 +78,7 @@ func TestDashboardRoles(t *testing.T) {
 	if r := owner.do("POST", "/dashboard/api/keys/"+otherKey.Prefix+"/revoke", "{}"); r.status != 404 {
 		t.Errorf("revoke another account's key: %d %s", r.status, r.body)
 	}
-	if k, _ := e.db.LookupKey(otherKey.Prefix); k.Revoked {
+	if k, _ := e.db.LookupKey(t.Context(), otherKey.Prefix); k.Revoked {
 		t.Fatal("another account's key was revoked")
 	}
 
@@ -113,8 +114,8 @@ func TestDashboardRoles(t *testing.T) {
 	}
 
 	// Operators may act on any account and switch to it.
-	u, _ := e.db.UserByEmail("other@x.test")
-	e.db.SetOperator(u.ID, true)
+	u, _ := e.db.UserByEmail(t.Context(), "other@x.test")
+	e.db.SetOperator(t.Context(), u.ID, true)
 	op := e.signIn("other@x.test")
 	if r := op.do("GET", "/dashboard/api/operator/accounts", ""); r.status != 200 || !strings.Contains(string(r.body), acct.ID) {
 		t.Errorf("operator accounts: %d %s", r.status, r.body)
@@ -122,8 +123,8 @@ func TestDashboardRoles(t *testing.T) {
 	if r := op.do("POST", "/dashboard/api/operator/accounts/"+acct.ID+"/credits", `{"add":25,"note":"goodwill"}`); r.status != 200 {
 		t.Errorf("operator credits: %d %s", r.status, r.body)
 	}
-	if n, _ := e.db.Balance(acct.ID); n != 25 {
-		t.Errorf("balance after the operator's credits: %d", n)
+	if cr, _ := e.db.Credits(t.Context(), acct.ID); cr.Balance != 25 {
+		t.Errorf("balance after the operator's credits: %d", cr.Balance)
 	}
 	if r := op.do("POST", "/auth/account", js(map[string]string{"account": acct.ID})); r.status != 200 || r.json(t)["role"] != "operator" {
 		t.Errorf("operator switch: %d %s", r.status, r.body)
@@ -143,7 +144,7 @@ func TestDashboardCSRF(t *testing.T) {
 	b := e.signIn("owner@x.test")
 	token := b.csrf
 	keys := func() int {
-		ks, _ := e.db.ListKeys(acct.ID)
+		ks, _ := e.db.ListKeys(t.Context(), acct.ID)
 		return len(ks)
 	}
 	n := keys()
@@ -259,7 +260,7 @@ func TestRedirectsRelative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.db.CreateUser("bob@x.test", h, false); err != nil {
+	if _, err := e.db.CreateUser(t.Context(), "bob@x.test", h, false); err != nil {
 		t.Fatal(err)
 	}
 	lone := e.signIn("bob@x.test")
@@ -316,7 +317,7 @@ func TestReviewFixes(t *testing.T) {
 		t.Fatalf("invite: %d %s", r.status, r.body)
 	}
 	u2 := e.addMember("second@x.test", acct.ID)
-	if _, err := e.db.SetRole(acct.ID, u2.ID, storage.RoleOwner); err != nil {
+	if _, err := e.db.SetRole(t.Context(), acct.ID, u2.ID, storage.RoleOwner); err != nil {
 		t.Fatal(err)
 	}
 	ownerID := b.do("GET", "/auth/session", "").json(t)["user"].(map[string]any)["id"].(string)
@@ -324,7 +325,7 @@ func TestReviewFixes(t *testing.T) {
 	if r := b2.do("POST", "/dashboard/api/members/"+ownerID+"/role", `{"role":"member"}`); r.status != 200 {
 		t.Fatalf("demote: %d %s", r.status, r.body)
 	}
-	if ivs, _ := e.db.Invites(acct.ID); len(ivs) != 0 {
+	if ivs, _ := e.db.Invites(t.Context(), acct.ID); len(ivs) != 0 {
 		t.Errorf("the demoted owner's invitations are still pending: %+v", ivs)
 	}
 
@@ -332,7 +333,7 @@ func TestReviewFixes(t *testing.T) {
 	if r := b.do("POST", "/auth/login", js(map[string]string{"email": "second@x.test", "password": pw})); r.status != 200 {
 		t.Fatalf("login again: %d", r.status)
 	}
-	if _, err := e.db.LookupSession(old); err == nil {
+	if _, err := e.db.LookupSession(t.Context(), old); err == nil {
 		t.Error("the replaced session is still alive")
 	}
 
@@ -356,7 +357,7 @@ func TestContentTypes(t *testing.T) {
 	_, acct := e.newUser("owner@x.test")
 	b := e.signIn("owner@x.test")
 	keys := func() int {
-		ks, _ := e.db.ListKeys(acct.ID)
+		ks, _ := e.db.ListKeys(t.Context(), acct.ID)
 		return len(ks)
 	}
 	n := keys()

@@ -43,17 +43,17 @@ type SessionView struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-func (w *Web) userView(u storage.User) UserView {
+func (w *Web) userView(ctx context.Context, u storage.User) UserView {
 	v := UserView{ID: u.ID, Email: u.Email, Operator: u.Operator, Accounts: []MembershipView{}}
 	for _, m := range u.Accounts {
-		a, _ := w.db.GetAccount(m.Account)
+		a, _ := w.db.GetAccount(ctx, m.Account)
 		v.Accounts = append(v.Accounts, MembershipView{Account: m.Account, Name: a.Name, Role: string(m.Role)})
 	}
 	return v
 }
 
-func (w *Web) sessionView(s storage.Session, u storage.User) SessionView {
-	v := SessionView{User: w.userView(u), Account: s.Account, CSRFToken: w.csrfToken(s.ID), ExpiresAt: s.ExpiresAt}
+func (w *Web) sessionView(ctx context.Context, s storage.Session, u storage.User) SessionView {
+	v := SessionView{User: w.userView(ctx, u), Account: s.Account, CSRFToken: w.csrfToken(s.ID), ExpiresAt: s.ExpiresAt}
 	if r, ok := u.Role(s.Account); ok {
 		v.Role = string(r)
 	} else if u.Operator && s.Account != "" {
@@ -108,12 +108,12 @@ func (w *Web) register(ctx *fasthttp.RequestCtx) {
 	var u storage.User
 	switch {
 	case invitation != "":
-		u, _, err = w.db.RegisterWithInvite(email, hash, strings.TrimSpace(invitation))
+		u, _, err = w.db.RegisterWithInvite(ctx, email, hash, strings.TrimSpace(invitation))
 	case w.opts.Registration == RegistrationOpen:
 		if accountName == "" {
 			accountName = strings.TrimSpace(email)
 		}
-		u, _, err = w.db.RegisterWithAccount(email, hash, accountName, w.opts.OpenPlan, w.opts.OpenCredits)
+		u, _, err = w.db.RegisterWithAccount(ctx, email, hash, accountName, w.opts.OpenPlan, w.opts.OpenCredits)
 	}
 	switch {
 	case errors.Is(err, storage.ErrEmailTaken):
@@ -138,7 +138,7 @@ func (w *Web) register(ctx *fasthttp.RequestCtx) {
 		w.internal(ctx, "start session", err)
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusCreated, w.sessionView(s, u))
+	writeJSON(ctx, fasthttp.StatusCreated, w.sessionView(ctx, s, u))
 }
 
 // checkNewUser checks the email and password of a new user.
@@ -191,7 +191,7 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 	defer w.failures.end(acctKey, ipKey)
 	hctx, cancel := context.WithTimeout(bgCtx, hashWait)
 	defer cancel()
-	u, err := w.db.UserByEmail(email)
+	u, err := w.db.UserByEmail(ctx, email)
 	hash := u.PasswordHash
 	if err != nil {
 		hash = w.hash.dummy // the same work whether or not the user exists
@@ -217,7 +217,7 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 		// that the password is at hand. Sessions stay (SetPassword would
 		// end them), so write it as a plain update.
 		if h, err := w.hash.hash(hctx, pw); err == nil {
-			w.rehash(u, h)
+			w.rehash(ctx, u, h)
 		}
 	}
 	s, err := w.startSession(ctx, u, "")
@@ -227,13 +227,13 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 	}
 	w.log.Info("user signed in", "user", u.ID, "session", s.ID, "ip", ip)
 	loginsOK.Inc()
-	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(s, u))
+	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(ctx, s, u))
 }
 
 // rehash stores a hash remade with the current cost. It cannot use
 // SetPassword (which ends sessions): the password did not change.
-func (w *Web) rehash(u storage.User, h string) {
-	if err := w.db.RehashPassword(u.ID, u.PasswordHash, h); err != nil {
+func (w *Web) rehash(ctx context.Context, u storage.User, h string) {
+	if err := w.db.RehashPassword(ctx, u.ID, u.PasswordHash, h); err != nil {
 		w.log.Error("cannot store a remade password hash", "user", u.ID, "err", err)
 	}
 }
@@ -246,7 +246,7 @@ func (w *Web) logout(ctx *fasthttp.RequestCtx) {
 			httpapi.WriteError(ctx, csrfRefused("missing or wrong X-CSRF-Token"))
 			return
 		}
-		if err := w.db.DeleteSession(s.ID); err != nil {
+		if err := w.db.DeleteSession(ctx, s.ID); err != nil {
 			w.internal(ctx, "end session", err)
 			return
 		}
@@ -286,7 +286,7 @@ func (w *Web) link(ctx *fasthttp.RequestCtx) {
 		httpapi.WriteError(ctx, badRequest(issues...))
 		return
 	}
-	u, iv, err := w.db.RedeemInvite(strings.TrimSpace(invitation), s.User)
+	u, iv, err := w.db.RedeemInvite(ctx, strings.TrimSpace(invitation), s.User)
 	switch {
 	case errors.Is(err, storage.ErrInviteInvalid):
 		httpapi.WriteError(ctx, badRequest(httpapi.Issue{Path: "invitation", Message: "is invalid, used, expired or for another email"}))
@@ -295,12 +295,12 @@ func (w *Web) link(ctx *fasthttp.RequestCtx) {
 		w.internal(ctx, "redeem invitation", err)
 		return
 	}
-	if s, err = w.db.SetSessionAccount(s.ID, iv.Account); err != nil {
+	if s, err = w.db.SetSessionAccount(ctx, s.ID, iv.Account); err != nil {
 		w.internal(ctx, "switch account", err)
 		return
 	}
 	w.log.Info("user linked", "user", u.ID, "account", iv.Account, "role", iv.Role, "invite", iv.ID)
-	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(s, u))
+	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(ctx, s, u))
 }
 
 // POST /auth/password {current_password, new_password}: every session of
@@ -343,7 +343,7 @@ func (w *Web) password(ctx *fasthttp.RequestCtx) {
 		w.internal(ctx, "hash password", err)
 		return
 	}
-	if u, err = w.db.SetPassword(u.ID, h); err != nil {
+	if u, err = w.db.SetPassword(ctx, u.ID, h); err != nil {
 		w.internal(ctx, "set password", err)
 		return
 	}
@@ -354,7 +354,7 @@ func (w *Web) password(ctx *fasthttp.RequestCtx) {
 		w.internal(ctx, "start session", err)
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(ns, u))
+	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(ctx, ns, u))
 }
 
 // GET /auth/session: the signed-in user, or 401.
@@ -364,5 +364,5 @@ func (w *Web) session(ctx *fasthttp.RequestCtx) {
 		httpapi.WriteError(ctx, unauthorized("not signed in, or the session ended"))
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(s, u))
+	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(ctx, s, u))
 }

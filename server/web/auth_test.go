@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -77,7 +78,7 @@ func startEnvAPI(t *testing.T, apiMod func(*httpapi.GuardOptions), mod func(*Opt
 	t.Cleanup(w.Close)
 	adm := admin.New(admin.Options{DB: db, Logger: quiet, HashPassword: w.HashPassword})
 	w.Register(api.Router(), Actions{Admin: adm.Handlers(),
-		Jobs: func(string, int) (any, error) { return map[string][]any{"jobs": {}}, nil }})
+		Jobs: func(context.Context, string, int) (any, error) { return map[string][]any{"jobs": {}}, nil }})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -177,8 +178,8 @@ func TestRegisterModes(t *testing.T) {
 	// invite: only with a valid invitation, which then links the account.
 	e = startEnv(t, nil)
 	b = &browser{e: e}
-	acct, _ := e.db.CreateAccount("Shop", storage.PlanGrowth)
-	token, _, err := e.db.CreateInvite(acct.ID, storage.RoleOwner, "", storage.OperatorInviter, time.Hour)
+	acct, _ := e.db.CreateAccount(t.Context(), "Shop", storage.PlanGrowth)
+	token, _, err := e.db.CreateInvite(t.Context(), acct.ID, storage.RoleOwner, "", storage.OperatorInviter, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,9 +225,9 @@ func TestRegisterModes(t *testing.T) {
 		t.Fatalf("open: %d %s", r.status, r.body)
 	}
 	id := r.json(t)["account"].(string)
-	a, _ := e.db.GetAccount(id)
-	if n, _ := e.db.Balance(id); a.Plan != storage.PlanStarter || n != 250 || a.Name != "Bob's" {
-		t.Fatalf("open account %+v, balance %d", a, n)
+	a, _ := e.db.GetAccount(t.Context(), id)
+	if cr, _ := e.db.Credits(t.Context(), id); a.Plan != storage.PlanStarter || cr.Balance != 250 || a.Name != "Bob's" {
+		t.Fatalf("open account %+v, balance %d", a, cr.Balance)
 	}
 	if r := (&browser{e: e}).do("POST", "/auth/register", js(map[string]string{"email": "bob@x.test", "password": pw})); r.status != 409 || r.code(t) != "CONFLICT" {
 		t.Errorf("same email again: %d %s", r.status, r.body)
@@ -236,7 +237,7 @@ func TestRegisterModes(t *testing.T) {
 // newUser makes a user directly in storage, member of a new account.
 func (e *env) newUser(email string) (storage.User, storage.Account) {
 	e.t.Helper()
-	acct, err := e.db.CreateAccount("Shop", storage.PlanGrowth)
+	acct, err := e.db.CreateAccount(context.Background(), "Shop", storage.PlanGrowth)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -244,8 +245,8 @@ func (e *env) newUser(email string) (storage.User, storage.Account) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	token, _, _ := e.db.CreateInvite(acct.ID, storage.RoleOwner, "", storage.OperatorInviter, time.Hour)
-	u, _, err := e.db.RegisterWithInvite(email, h, token)
+	token, _, _ := e.db.CreateInvite(context.Background(), acct.ID, storage.RoleOwner, "", storage.OperatorInviter, time.Hour)
+	u, _, err := e.db.RegisterWithInvite(context.Background(), email, h, token)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -505,8 +506,8 @@ func TestSessionTimeouts(t *testing.T) {
 func TestLink(t *testing.T) {
 	e := startEnv(t, nil)
 	e.newUser("ann@x.test")
-	other, _ := e.db.CreateAccount("Other", storage.PlanFree)
-	token, _, _ := e.db.CreateInvite(other.ID, storage.RoleMember, "", storage.OperatorInviter, time.Hour)
+	other, _ := e.db.CreateAccount(t.Context(), "Other", storage.PlanFree)
+	token, _, _ := e.db.CreateInvite(t.Context(), other.ID, storage.RoleMember, "", storage.OperatorInviter, time.Hour)
 	b := &browser{e: e}
 	if r := b.do("POST", "/auth/link", js(map[string]string{"invitation": token})); r.status != 401 {
 		t.Fatalf("link signed out: %d", r.status)

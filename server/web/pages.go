@@ -215,9 +215,9 @@ func (w *Web) page(p pageDef) fasthttp.RequestHandler {
 		s, u, ok := w.current(ctx)
 		if ok {
 			d.Signed = true
-			v := w.sessionView(s, u)
+			v := w.sessionView(ctx, s, u)
 			d.CSRF, d.User, d.Account, d.Role = v.CSRFToken, v.User, v.Account, v.Role
-			if a, err := w.db.GetAccount(s.Account); err == nil {
+			if a, err := w.db.GetAccount(ctx, s.Account); err == nil {
 				d.AccountName = a.Name
 			}
 			d.Operator = u.Operator

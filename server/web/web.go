@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -114,7 +115,7 @@ func New(opts Options) (*Web, error) {
 	// The dummy hash of unknown emails, now: made at the first such
 	// login, it doubled that login's time (one hash made, one checked).
 	h.makeDummy()
-	key, err := opts.DB.Secret("csrf")
+	key, err := opts.DB.Secret(context.Background(), "csrf")
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the CSRF key: %w", err)
 	}
@@ -145,7 +146,7 @@ func (w *Web) purgeLoop(every time.Duration) {
 		case <-w.stop:
 			return
 		case <-t.C:
-			if n, err := w.db.PurgeSessions(w.opts.SessionIdle); err != nil {
+			if n, err := w.db.PurgeSessions(context.Background(), w.opts.SessionIdle); err != nil {
 				w.log.Error("cannot purge sessions", "err", err)
 			} else if n > 0 {
 				w.log.Debug("purged sessions", "sessions", n)
@@ -371,22 +372,22 @@ func (w *Web) current(ctx *fasthttp.RequestCtx) (storage.Session, storage.User, 
 	if len(tok) == 0 {
 		return storage.Session{}, storage.User{}, false
 	}
-	s, err := w.db.LookupSession(string(tok))
+	s, err := w.db.LookupSession(ctx, string(tok))
 	if err != nil {
 		return storage.Session{}, storage.User{}, false
 	}
 	now := w.opts.Now()
 	if !now.Before(s.ExpiresAt) || now.Sub(s.LastSeen) >= w.opts.SessionIdle {
-		if err := w.db.DeleteSession(s.ID); err != nil {
+		if err := w.db.DeleteSession(ctx, s.ID); err != nil {
 			w.log.Error("cannot end an expired session", "err", err)
 		}
 		return storage.Session{}, storage.User{}, false
 	}
-	u, err := w.db.GetUser(s.User)
+	u, err := w.db.GetUser(ctx, s.User)
 	if err != nil {
 		return storage.Session{}, storage.User{}, false
 	}
-	if err := w.db.TouchSession(s.ID); err != nil {
+	if err := w.db.TouchSession(ctx, s.ID); err != nil {
 		w.log.Error("cannot touch a session", "err", err)
 	}
 	return s, u, true
@@ -400,13 +401,13 @@ func (w *Web) startSession(ctx *fasthttp.RequestCtx, u storage.User, account str
 	// A browser signing in again (as anyone) ends the session it had:
 	// its cookie is about to be replaced, and nobody would end it later.
 	if old := ctx.Request.Header.Cookie(w.cookieName(ctx)); len(old) > 0 {
-		if prev, err := w.db.LookupSession(string(old)); err == nil {
-			if err := w.db.DeleteSession(prev.ID); err != nil {
+		if prev, err := w.db.LookupSession(ctx, string(old)); err == nil {
+			if err := w.db.DeleteSession(ctx, prev.ID); err != nil {
 				w.log.Error("cannot end the replaced session", "err", err)
 			}
 		}
 	}
-	token, s, err := w.db.CreateSession(u.ID, account, w.guard.ClientIP(ctx), string(ctx.UserAgent()), w.opts.SessionLifetime)
+	token, s, err := w.db.CreateSession(ctx, u.ID, account, w.guard.ClientIP(ctx), string(ctx.UserAgent()), w.opts.SessionLifetime)
 	if err != nil {
 		return storage.Session{}, err
 	}

@@ -131,7 +131,7 @@ const recentAttempts = 500
 // accounts whose secrets sign the events.
 type Store interface {
 	storage.Outbox
-	GetAccount(id string) (storage.Account, error)
+	GetAccount(ctx context.Context, id string) (storage.Account, error)
 }
 
 // Dispatcher delivers the outbox's events. Start makes one; Close stops
@@ -264,7 +264,7 @@ func (d *Dispatcher) loop() {
 // pass starts the deliveries of the due events and returns how long to
 // sleep before the next pass.
 func (d *Dispatcher) pass() time.Duration {
-	evs, err := d.db.DueEvents(4 * d.opts.Concurrency)
+	evs, err := d.db.DueEvents(d.ctx, 4*d.opts.Concurrency)
 	if err != nil {
 		if d.ctx.Err() == nil {
 			d.log.Error("cannot read the webhook outbox", "err", err)
@@ -289,7 +289,7 @@ func (d *Dispatcher) pass() time.Duration {
 		d.wg.Add(1)
 		go d.deliver(ev)
 	}
-	at, ok, err := d.db.NextDue()
+	at, ok, err := d.db.NextDue(d.ctx)
 	if err != nil || !ok {
 		return idleWait
 	}
@@ -350,14 +350,14 @@ func (d *Dispatcher) deliver(ev storage.Event) {
 	case o.ok():
 		hooksDelivered.Inc()
 		a.Outcome = "delivered"
-		record = func() error { return d.db.MarkDelivered(ev) }
+		record = func() error { return d.db.MarkDelivered(d.ctx, ev) }
 		log.Info("webhook delivered", "status", o.status, "ms", a.DurationMs)
 	case o.refused:
 		hooksRefused.Inc()
 		ssrfAtDelivery.Inc()
 		hooksDead.Inc()
 		a.Outcome = "dead"
-		record = func() error { _, err := d.db.DeadLetter(ev, 0, o.text()); return err }
+		record = func() error { _, err := d.db.DeadLetter(d.ctx, ev, 0, o.text()); return err }
 		log.Warn("webhook refused by the SSRF guard; dead-lettered", "err", o.text())
 	default:
 		hooksFailed.Inc()
@@ -366,7 +366,7 @@ func (d *Dispatcher) deliver(ev storage.Event) {
 		if !now.Before(giveUp) {
 			hooksDead.Inc()
 			a.Outcome = "dead"
-			record = func() error { _, err := d.db.DeadLetter(ev, o.status, o.text()); return err }
+			record = func() error { _, err := d.db.DeadLetter(d.ctx, ev, o.status, o.text()); return err }
 			log.Warn("webhook given up; dead-lettered", "err", o.text(), "created", ev.CreatedAt)
 			break
 		}
@@ -376,7 +376,7 @@ func (d *Dispatcher) deliver(ev storage.Event) {
 			next = giveUp // one last attempt as the window closes
 		}
 		a.Outcome, a.NextAttempt = "retry", next
-		record = func() error { _, err := d.db.Reschedule(ev, next, o.status, o.text()); return err }
+		record = func() error { _, err := d.db.Reschedule(d.ctx, ev, next, o.status, o.text()); return err }
 		log.Info("webhook attempt failed; will retry", "err", o.text(), "next", next)
 	}
 	d.remember(a)
@@ -388,7 +388,7 @@ func (d *Dispatcher) deliver(ev storage.Event) {
 // send posts ev's body to ev.URL, signed with the account's current
 // secret, under id (a test event has its own).
 func (d *Dispatcher) send(ctx context.Context, ev storage.Event, id string, attempt int, test bool) outcome {
-	acct, err := d.db.GetAccount(ev.Account)
+	acct, err := d.db.GetAccount(ctx, ev.Account)
 	if err != nil {
 		return outcome{err: fmt.Errorf("account %s: %w", ev.Account, err)}
 	}

@@ -41,7 +41,7 @@ func checkSigned(t *testing.T, secret string, r webhooktest.Request) {
 }
 
 func secretOf(t *testing.T, db *pebble.DB, acct string) string {
-	a, err := db.GetAccount(acct)
+	a, err := db.GetAccount(t.Context(), acct)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,12 +61,12 @@ func TestWebhookDeliveredOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Enqueue(*ev); err != nil {
+	if _, err := db.Enqueue(t.Context(), *ev); err != nil {
 		t.Fatal(err)
 	}
 	d.Wake()
 	waitUntil(t, 5*time.Second, "delivery", func() bool { return rc.Count() == 1 })
-	waitUntil(t, 5*time.Second, "outbox empty", func() bool { evs, _ := db.OutboxEvents("", 0); return len(evs) == 0 })
+	waitUntil(t, 5*time.Second, "outbox empty", func() bool { evs, _ := db.OutboxEvents(t.Context(), "", 0); return len(evs) == 0 })
 	time.Sleep(50 * time.Millisecond)
 	got := rc.Requests()
 	if len(got) != 1 {
@@ -97,7 +97,7 @@ func TestWebhookRetrySchedule(t *testing.T) {
 	rc := webhooktest.New(t, 503)
 	d := startDispatcher(t, db, func(o *Options) { o.Now = c.Now })
 	t0 := c.Now()
-	ev, err := db.Enqueue(storage.Event{Account: acct, Type: EventReputationWarning, URL: rc.URL, Body: []byte(`{"event":"reputation.warning"}`)})
+	ev, err := db.Enqueue(t.Context(), storage.Event{Account: acct, Type: EventReputationWarning, URL: rc.URL, Body: []byte(`{"event":"reputation.warning"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +121,10 @@ func TestWebhookRetrySchedule(t *testing.T) {
 		waitUntil(t, 5*time.Second, "outcome recorded", func() bool { return d.inflightCount() == 0 })
 	}
 	waitUntil(t, 5*time.Second, "dead-lettered", func() bool {
-		dl, _ := db.DeadLetters(acct, 0)
+		dl, _ := db.DeadLetters(t.Context(), acct, 0)
 		return len(dl) == 1
 	})
-	dl, _ := db.DeadLetters(acct, 0)
+	dl, _ := db.DeadLetters(t.Context(), acct, 0)
 	if dl[0].ID != ev.ID || dl[0].Attempts != len(wantAt) || dl[0].LastStatus != 503 {
 		t.Fatalf("dead letter %+v", dl[0])
 	}
@@ -133,7 +133,7 @@ func TestWebhookRetrySchedule(t *testing.T) {
 			t.Errorf("attempt %d: id %s attempt %s", i+1, r.Header.Get(HeaderEventID), r.Header.Get(HeaderAttempt))
 		}
 	}
-	if evs, _ := db.OutboxEvents("", 0); len(evs) != 0 {
+	if evs, _ := db.OutboxEvents(t.Context(), "", 0); len(evs) != 0 {
 		t.Errorf("outbox after giving up: %+v", evs)
 	}
 }
@@ -147,15 +147,15 @@ func TestWebhookRedirectNotFollowed(t *testing.T) {
 	redir := httptest.NewServer(http.RedirectHandler(target.URL, http.StatusTemporaryRedirect))
 	defer redir.Close()
 	d := startDispatcher(t, db, nil)
-	if _, err := db.Enqueue(storage.Event{Account: acct, Type: EventBatchCompleted, URL: redir.URL, Body: []byte(`{}`)}); err != nil {
+	if _, err := db.Enqueue(t.Context(), storage.Event{Account: acct, Type: EventBatchCompleted, URL: redir.URL, Body: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	d.Wake()
 	waitUntil(t, 5*time.Second, "rescheduled", func() bool {
-		evs, _ := db.OutboxEvents("", 0)
+		evs, _ := db.OutboxEvents(t.Context(), "", 0)
 		return len(evs) == 1 && evs[0].Attempts == 1
 	})
-	evs, _ := db.OutboxEvents("", 0)
+	evs, _ := db.OutboxEvents(t.Context(), "", 0)
 	if evs[0].LastStatus != 307 || target.Count() != 0 {
 		t.Fatalf("after a redirect: %+v; target hit %d times", evs[0], target.Count())
 	}
@@ -175,16 +175,16 @@ func TestWebhookSSRFRefusedAtDelivery(t *testing.T) {
 		o.Resolver = res
 	})
 	for _, u := range []string{rc.URL, "http://hooks.customer.example:" + strconv.Itoa(int(port)) + "/x"} {
-		if _, err := db.Enqueue(storage.Event{Account: acct, Type: EventBatchCompleted, URL: u, Body: []byte(`{}`)}); err != nil {
+		if _, err := db.Enqueue(t.Context(), storage.Event{Account: acct, Type: EventBatchCompleted, URL: u, Body: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	d.Wake()
 	waitUntil(t, 5*time.Second, "dead-lettered", func() bool {
-		dl, _ := db.DeadLetters(acct, 0)
+		dl, _ := db.DeadLetters(t.Context(), acct, 0)
 		return len(dl) == 2
 	})
-	dl, _ := db.DeadLetters(acct, 0)
+	dl, _ := db.DeadLetters(t.Context(), acct, 0)
 	for _, ev := range dl {
 		if ev.Attempts != 1 || ev.LastStatus != 0 || !strings.Contains(ev.LastError, "loopback") {
 			t.Errorf("dead letter %+v", ev)

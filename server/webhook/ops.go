@@ -14,8 +14,8 @@ import (
 // Resend makes an event of the outbox or the dead-letter queue due now:
 // of account, or of any account when account is "". storage.ErrNotFound
 // when there is no such event (delivered events are not kept).
-func (d *Dispatcher) Resend(account, id string) (storage.Event, error) {
-	ev, err := d.db.ResendEvent(account, id)
+func (d *Dispatcher) Resend(ctx context.Context, account, id string) (storage.Event, error) {
+	ev, err := d.db.ResendEvent(ctx, account, id)
 	if err != nil {
 		return ev, err
 	}

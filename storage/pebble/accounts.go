@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -13,7 +14,7 @@ import (
 
 // CreateAccount creates an account with a new id and webhook secret. Its
 // balance starts at 0 (AddCredits).
-func (db *DB) CreateAccount(name string, plan storage.Plan) (storage.Account, error) {
+func (db *DB) CreateAccount(ctx context.Context, name string, plan storage.Plan) (storage.Account, error) {
 	if err := db.check(); err != nil {
 		return storage.Account{}, err
 	}
@@ -44,7 +45,7 @@ func (db *DB) newAccountLocked(name string, plan storage.Plan) (storage.Account,
 }
 
 // GetAccount returns the account, or ErrNotFound.
-func (db *DB) GetAccount(id string) (storage.Account, error) {
+func (db *DB) GetAccount(ctx context.Context, id string) (storage.Account, error) {
 	if err := db.check(); err != nil {
 		return storage.Account{}, err
 	}
@@ -58,7 +59,7 @@ func (db *DB) GetAccount(id string) (storage.Account, error) {
 }
 
 // ListAccounts returns every account, ordered by id.
-func (db *DB) ListAccounts() ([]storage.Account, error) {
+func (db *DB) ListAccounts(ctx context.Context) ([]storage.Account, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
@@ -73,7 +74,7 @@ func (db *DB) ListAccounts() ([]storage.Account, error) {
 }
 
 // SetPlan changes the account's plan.
-func (db *DB) SetPlan(id string, plan storage.Plan) (storage.Account, error) {
+func (db *DB) SetPlan(ctx context.Context, id string, plan storage.Plan) (storage.Account, error) {
 	if !plan.Valid() {
 		return storage.Account{}, invalidf("unknown plan %q", plan)
 	}
@@ -83,7 +84,7 @@ func (db *DB) SetPlan(id string, plan storage.Plan) (storage.Account, error) {
 // RotateWebhookSecret gives the account a new webhook secret and returns
 // the account with it. Events not yet delivered are signed with the new
 // secret when they are sent.
-func (db *DB) RotateWebhookSecret(id string) (storage.Account, error) {
+func (db *DB) RotateWebhookSecret(ctx context.Context, id string) (storage.Account, error) {
 	return db.updateAccount(id, func(a *storage.Account) {
 		a.WebhookSecret = storage.NewWebhookSecret()
 		a.SecretRotatedAt = db.now().Truncate(time.Millisecond)

@@ -16,7 +16,7 @@ import (
 
 func TestAccounts(t *testing.T) {
 	db := openTest(t)
-	a, err := db.CreateAccount("Acme", storage.PlanStarter)
+	a, err := db.CreateAccount(t.Context(), "Acme", storage.PlanStarter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,21 +34,21 @@ func TestAccounts(t *testing.T) {
 	if !a.CreatedAt.Equal(db.clock.Now().Truncate(1e6)) {
 		t.Errorf("created at %v", a.CreatedAt)
 	}
-	b, err := db.CreateAccount("Beta", storage.PlanFree)
+	b, err := db.CreateAccount(t.Context(), "Beta", storage.PlanFree)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.CreateAccount("x", "platinum"); err == nil {
+	if _, err := db.CreateAccount(t.Context(), "x", "platinum"); err == nil {
 		t.Error("unknown plan accepted")
 	}
 
-	if _, err := db.SetPlan(a.ID, storage.PlanScale); err != nil {
+	if _, err := db.SetPlan(t.Context(), a.ID, storage.PlanScale); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.SetPlan(a.ID, "gold"); err == nil {
+	if _, err := db.SetPlan(t.Context(), a.ID, "gold"); err == nil {
 		t.Error("SetPlan accepted an unknown plan")
 	}
-	rot, err := db.RotateWebhookSecret(a.ID)
+	rot, err := db.RotateWebhookSecret(t.Context(), a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,20 +56,20 @@ func TestAccounts(t *testing.T) {
 	if rot.WebhookSecret == a.WebhookSecret {
 		t.Error("rotation kept the secret")
 	}
-	_, err = db.GetAccount("acct_nope")
+	_, err = db.GetAccount(t.Context(), "acct_nope")
 	wantErr(t, err, storage.ErrNotFound)
-	_, err = db.SetPlan("acct_nope", storage.PlanFree)
+	_, err = db.SetPlan(t.Context(), "acct_nope", storage.PlanFree)
 	wantErr(t, err, storage.ErrNotFound)
 
 	db.reopen(t)
-	got, err := db.GetAccount(a.ID)
+	got, err := db.GetAccount(t.Context(), a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Plan != storage.PlanScale || got.WebhookSecret != rot.WebhookSecret || got.Name != "Acme" || got.SecretRotatedAt.IsZero() {
 		t.Errorf("after reopen: %+v", got)
 	}
-	all, err := db.ListAccounts()
+	all, err := db.ListAccounts(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +118,10 @@ func TestCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cp.Close()
-	if bal, err := cp.Balance(acct); err != nil || bal != 9 {
-		t.Errorf("checkpoint balance %d, %v", bal, err)
+	if cr, err := cp.Credits(t.Context(), acct); err != nil || cr.Balance != 9 {
+		t.Errorf("checkpoint balance %d, %v", cr.Balance, err)
 	}
-	if _, err := cp.GetResult(c.Result.ID); err != nil {
+	if _, err := cp.GetResult(t.Context(), c.Result.ID); err != nil {
 		t.Error(err)
 	}
 	if m := db.Metrics(); m == nil || m.WAL.Files == 0 {
@@ -145,7 +145,7 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := Open(db.dir, testOptions(db.clock)); err == nil || !strings.Contains(err.Error(), "schema") {
 		t.Errorf("newer schema: %v", err)
 	}
-	_, err := db.GetAccount("x")
+	_, err := db.GetAccount(t.Context(), "x")
 	wantErr(t, err, storage.ErrClosed)
 	wantErr(t, db.Close(), storage.ErrClosed)
 }
@@ -154,7 +154,7 @@ func TestOpenErrors(t *testing.T) {
 func TestNoSecretOnDisk(t *testing.T) {
 	db := openTest(t)
 	acct := db.account(t, 0)
-	key, _, err := db.MintKey(acct, []string{storage.ScopeValidateRead}, "ci")
+	key, _, err := db.MintKey(t.Context(), acct, []string{storage.ScopeValidateRead}, "ci")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -18,7 +19,7 @@ const keyUseEvery = time.Minute
 // MintKey creates an API key for the account with the given scopes and
 // returns the key string, which is shown once and never again, and its
 // record.
-func (db *DB) MintKey(account string, scopes []string, label string) (string, storage.APIKey, error) {
+func (db *DB) MintKey(ctx context.Context, account string, scopes []string, label string) (string, storage.APIKey, error) {
 	if err := db.check(); err != nil {
 		return "", storage.APIKey{}, err
 	}
@@ -58,7 +59,7 @@ func (db *DB) MintKey(account string, scopes []string, label string) (string, st
 }
 
 // LookupKey returns the record of the key with that prefix, or ErrNotFound.
-func (db *DB) LookupKey(prefix string) (storage.APIKey, error) {
+func (db *DB) LookupKey(ctx context.Context, prefix string) (storage.APIKey, error) {
 	if err := db.check(); err != nil {
 		return storage.APIKey{}, err
 	}
@@ -76,7 +77,7 @@ func (db *DB) LookupKey(prefix string) (storage.APIKey, error) {
 // ErrKeyRevoked when it matches a revoked key. It reads no disk: every key
 // record is in memory (keys are few: the operator mints them), loaded at
 // Open and kept up to date by MintKey and RevokeKey.
-func (db *DB) VerifyKey(key string) (storage.APIKey, error) {
+func (db *DB) VerifyKey(ctx context.Context, key string) (storage.APIKey, error) {
 	if err := db.check(); err != nil {
 		return storage.APIKey{}, err
 	}
@@ -174,7 +175,7 @@ func (db *DB) withUse(k storage.APIKey) storage.APIKey {
 
 // RevokeKey revokes the key with that prefix; from then on VerifyKey
 // answers ErrKeyRevoked. Revoking a revoked key changes nothing.
-func (db *DB) RevokeKey(prefix string) (storage.APIKey, error) {
+func (db *DB) RevokeKey(ctx context.Context, prefix string) (storage.APIKey, error) {
 	if err := db.check(); err != nil {
 		return storage.APIKey{}, err
 	}
@@ -198,7 +199,7 @@ func (db *DB) RevokeKey(prefix string) (storage.APIKey, error) {
 
 // ListKeys returns the account's keys, revoked ones included, oldest
 // first.
-func (db *DB) ListKeys(account string) ([]storage.APIKey, error) {
+func (db *DB) ListKeys(ctx context.Context, account string) ([]storage.APIKey, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ func TestAPIKeys(t *testing.T) {
 	db := openTest(t)
 	acct := db.account(t, 0)
 	other := db.account(t, 0)
-	key, rec, err := db.MintKey(acct, []string{storage.ScopeValidateWrite, storage.ScopeValidateRead, storage.ScopeValidateRead}, "prod")
+	key, rec, err := db.MintKey(t.Context(), acct, []string{storage.ScopeValidateWrite, storage.ScopeValidateRead, storage.ScopeValidateRead}, "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,16 +27,16 @@ func TestAPIKeys(t *testing.T) {
 	if len(rec.Scopes) != 2 || !rec.HasScope(storage.ScopeValidateRead) || !rec.HasScope(storage.ScopeValidateWrite) {
 		t.Errorf("scopes %v", rec.Scopes)
 	}
-	readOnly, _, err := db.MintKey(acct, []string{storage.ScopeValidateRead}, "")
+	readOnly, _, err := db.MintKey(t.Context(), acct, []string{storage.ScopeValidateRead}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	got, err := db.VerifyKey(key)
+	got, err := db.VerifyKey(t.Context(), key)
 	if err != nil || got.Account != acct {
 		t.Fatalf("VerifyKey: %+v, %v", got, err)
 	}
-	got, err = db.VerifyKey(readOnly)
+	got, err = db.VerifyKey(t.Context(), readOnly)
 	if err != nil || got.HasScope(storage.ScopeValidateWrite) {
 		t.Fatalf("VerifyKey(read-only): %+v, %v", got, err)
 	}
@@ -55,56 +55,56 @@ func TestAPIKeys(t *testing.T) {
 		"svc_live_" + strings.ToUpper(prefix) + key[len("svc_live_")+12:],
 		strings.Replace(key, "_", "-", 3),
 	} {
-		if _, err := db.VerifyKey(bad); err != storage.ErrKeyInvalid {
+		if _, err := db.VerifyKey(t.Context(), bad); err != storage.ErrKeyInvalid {
 			t.Errorf("VerifyKey(%q) = %v", bad, err)
 		}
 	}
 
-	if _, _, err := db.MintKey(acct, nil, ""); err == nil {
+	if _, _, err := db.MintKey(t.Context(), acct, nil, ""); err == nil {
 		t.Error("a key without scopes")
 	}
-	if _, _, err := db.MintKey(acct, []string{"admin"}, ""); err == nil {
+	if _, _, err := db.MintKey(t.Context(), acct, []string{"admin"}, ""); err == nil {
 		t.Error("an unknown scope")
 	}
-	_, _, err = db.MintKey("acct_nope", []string{storage.ScopeValidateRead}, "")
+	_, _, err = db.MintKey(t.Context(), "acct_nope", []string{storage.ScopeValidateRead}, "")
 	wantErr(t, err, storage.ErrNotFound)
-	if _, _, err := db.MintKey(other, []string{storage.ScopeValidateRead}, ""); err != nil {
+	if _, _, err := db.MintKey(t.Context(), other, []string{storage.ScopeValidateRead}, ""); err != nil {
 		t.Fatal(err)
 	}
 
-	if _, err := db.RevokeKey(prefix); err != nil {
+	if _, err := db.RevokeKey(t.Context(), prefix); err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.VerifyKey(key)
+	_, err = db.VerifyKey(t.Context(), key)
 	wantErr(t, err, storage.ErrKeyRevoked)
 	// Revocation needs the secret to show: a wrong secret is invalid.
-	_, err = db.VerifyKey(flipped)
+	_, err = db.VerifyKey(t.Context(), flipped)
 	wantErr(t, err, storage.ErrKeyInvalid)
-	_, err = db.RevokeKey("nope")
+	_, err = db.RevokeKey(t.Context(), "nope")
 	wantErr(t, err, storage.ErrNotFound)
 
 	db.reopen(t)
-	_, err = db.VerifyKey(key)
+	_, err = db.VerifyKey(t.Context(), key)
 	wantErr(t, err, storage.ErrKeyRevoked)
-	if _, err := db.VerifyKey(readOnly); err != nil {
+	if _, err := db.VerifyKey(t.Context(), readOnly); err != nil {
 		t.Errorf("after reopen: %v", err)
 	}
-	lk, err := db.LookupKey(prefix)
+	lk, err := db.LookupKey(t.Context(), prefix)
 	if err != nil || !lk.Revoked || lk.RevokedAt.IsZero() {
 		t.Errorf("LookupKey: %+v, %v", lk, err)
 	}
-	keys, err := db.ListKeys(acct)
+	keys, err := db.ListKeys(t.Context(), acct)
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("ListKeys: %d keys, %v", len(keys), err)
 	}
 	// Callers cannot change the stored record through what they get.
 	keys[0].Scopes[0] = "x"
 	keys[0].Hash[0] ^= 0xff
-	again, _ := db.ListKeys(acct)
+	again, _ := db.ListKeys(t.Context(), acct)
 	if again[0].Scopes[0] == "x" {
 		t.Error("ListKeys shares the record's slices")
 	}
-	if _, err := db.VerifyKey(readOnly); err != nil {
+	if _, err := db.VerifyKey(t.Context(), readOnly); err != nil {
 		t.Error(err)
 	}
 }
@@ -114,7 +114,7 @@ func TestAPIKeys(t *testing.T) {
 func TestKeyLastUsed(t *testing.T) {
 	db := openTest(t)
 	acct := db.account(t, 0)
-	key, rec, err := db.MintKey(acct, []string{storage.ScopeValidateRead}, "")
+	key, rec, err := db.MintKey(t.Context(), acct, []string{storage.ScopeValidateRead}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +122,10 @@ func TestKeyLastUsed(t *testing.T) {
 		t.Fatalf("a new key was used at %v", rec.LastUsed)
 	}
 	t0 := db.clock.Now().Truncate(time.Millisecond)
-	if _, err := db.VerifyKey(key); err != nil {
+	if _, err := db.VerifyKey(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
-	lk, _ := db.LookupKey(rec.Prefix)
+	lk, _ := db.LookupKey(t.Context(), rec.Prefix)
 	if !lk.LastUsed.Equal(t0) {
 		t.Fatalf("LastUsed %v, want %v", lk.LastUsed, t0)
 	}
@@ -145,10 +145,10 @@ func TestKeyLastUsed(t *testing.T) {
 	}
 	// Within the minute a use is only noted in memory...
 	db.clock.Advance(30 * time.Second)
-	if _, err := db.VerifyKey(key); err != nil {
+	if _, err := db.VerifyKey(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
-	keys, _ := db.ListKeys(acct)
+	keys, _ := db.ListKeys(t.Context(), acct)
 	if !keys[0].LastUsed.Equal(t0.Add(30 * time.Second)) {
 		t.Errorf("ListKeys LastUsed %v", keys[0].LastUsed)
 	}
@@ -160,15 +160,15 @@ func TestKeyLastUsed(t *testing.T) {
 	}
 	// ...and a clean close writes it.
 	db.reopen(t)
-	lk, _ = db.LookupKey(rec.Prefix)
+	lk, _ = db.LookupKey(t.Context(), rec.Prefix)
 	if !lk.LastUsed.Equal(t0.Add(30 * time.Second)) {
 		t.Errorf("after reopen LastUsed %v", lk.LastUsed)
 	}
 	// A revoked key's failed attempts are not uses.
 	db.clock.Advance(time.Hour)
-	db.RevokeKey(rec.Prefix)
-	db.VerifyKey(key)
-	lk, _ = db.LookupKey(rec.Prefix)
+	db.RevokeKey(t.Context(), rec.Prefix)
+	db.VerifyKey(t.Context(), key)
+	lk, _ = db.LookupKey(t.Context(), rec.Prefix)
 	if !lk.LastUsed.Equal(t0.Add(30 * time.Second)) {
 		t.Errorf("a revoked key's attempt counted: %v", lk.LastUsed)
 	}
@@ -181,13 +181,13 @@ func TestListKeysMintOrder(t *testing.T) {
 	acct := db.account(t, 0)
 	var want []string
 	for range 20 {
-		_, rec, err := db.MintKey(acct, []string{storage.ScopeValidateRead}, "")
+		_, rec, err := db.MintKey(t.Context(), acct, []string{storage.ScopeValidateRead}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, rec.Prefix)
 	}
-	ks, err := db.ListKeys(acct)
+	ks, err := db.ListKeys(t.Context(), acct)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func benchAccounts(b *testing.B, db *DB, n int, credits int64) []string {
 	b.Helper()
 	ids := make([]string, n)
 	for i := range ids {
-		a, err := db.CreateAccount("bench", storage.PlanEnterprise)
+		a, err := db.CreateAccount(b.Context(), "bench", storage.PlanEnterprise)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -33,7 +33,7 @@ func benchAccounts(b *testing.B, db *DB, n int, credits int64) []string {
 		if credits == 0 {
 			continue
 		}
-		if _, err := db.AddCredits(a.ID, credits, ""); err != nil {
+		if _, err := db.AddCredits(b.Context(), a.ID, credits, ""); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -69,11 +69,11 @@ func BenchmarkValidation(b *testing.B) {
 					var ref *storage.IdemRef
 					if bc.idem {
 						ref = &storage.IdemRef{Account: acct, Endpoint: "validate", Key: fmt.Sprint("key-", i)}
-						if _, _, err := db.BeginIdem(*ref, []byte("hash")); err != nil {
+						if _, _, err := db.BeginIdem(b.Context(), *ref, []byte("hash")); err != nil {
 							b.Fatal(err)
 						}
 					}
-					h, err := db.Hold(acct, 1, "")
+					h, err := db.Hold(b.Context(), acct, 1, "")
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -88,7 +88,7 @@ func BenchmarkValidation(b *testing.B) {
 					} else {
 						req.Result.Receipt = receipt
 					}
-					if _, err := db.Charge(h, req); err != nil {
+					if _, err := db.Charge(b.Context(), h, req); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -107,7 +107,7 @@ func BenchmarkCreateJob100k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := db.CreateJob(storage.JobSpec{Account: acct, Addresses: addrs}); err != nil {
+		if _, err := db.CreateJob(b.Context(), storage.JobSpec{Account: acct, Addresses: addrs}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -126,8 +126,8 @@ func BenchmarkPutJobResults100(b *testing.B) {
 		if next == 0 {
 			b.StopTimer()
 			var err error
-			if j, err = db.CreateJob(storage.JobSpec{Account: acct, Addresses: addresses(100_000)}); err == nil {
-				_, err = db.StartJob(j.ID)
+			if j, err = db.CreateJob(b.Context(), storage.JobSpec{Account: acct, Addresses: addresses(100_000)}); err == nil {
+				_, err = db.StartJob(b.Context(), j.ID)
 			}
 			if err != nil {
 				b.Fatal(err)
@@ -138,7 +138,7 @@ func BenchmarkPutJobResults100(b *testing.B) {
 		for k := range rs {
 			rs[k] = storage.JobResult{Index: next + k, Result: storage.Result{Email: fmt.Sprintf("user%d@example.com", next+k), Status: "valid", Receipt: receipt}}
 		}
-		if _, err := db.PutJobResults(j.ID, rs); err != nil {
+		if _, err := db.PutJobResults(b.Context(), j.ID, rs); err != nil {
 			b.Fatal(err)
 		}
 		next = (next + 100) % 100_000
@@ -152,9 +152,9 @@ func BenchmarkListHistory50(b *testing.B) {
 	db := benchDB(b)
 	acct := benchAccounts(b, db, 1, 1<<40)[0]
 	addrs := addresses(10_000)
-	j, err := db.CreateJob(storage.JobSpec{Account: acct, Addresses: addrs})
+	j, err := db.CreateJob(b.Context(), storage.JobSpec{Account: acct, Addresses: addrs})
 	if err == nil {
-		_, err = db.StartJob(j.ID)
+		_, err = db.StartJob(b.Context(), j.ID)
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -164,20 +164,20 @@ func BenchmarkListHistory50(b *testing.B) {
 		for k := i; k < i+500; k++ {
 			rs = append(rs, storage.JobResult{Index: k, Result: storage.Result{Email: addrs[k], Status: "valid", Receipt: make([]byte, 900)}})
 		}
-		if _, err := db.PutJobResults(j.ID, rs); err != nil {
+		if _, err := db.PutJobResults(b.Context(), j.ID, rs); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for i := range 10_000 {
-		h, err := db.Hold(acct, 1, "")
+		h, err := db.Hold(b.Context(), acct, 1, "")
 		if err == nil {
-			_, err = db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: addrs[i], Status: "valid", Receipt: make([]byte, 900)}})
+			_, err = db.Charge(b.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: addrs[i], Status: "valid", Receipt: make([]byte, 900)}})
 		}
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
-	mid, err := db.ListHistory(acct, storage.HistoryAll, "", 10_000)
+	mid, err := db.ListHistory(b.Context(), acct, storage.HistoryAll, "", 10_000)
 	if err != nil || mid.NextCursor == "" {
 		b.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func BenchmarkListHistory50(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				p, err := db.ListHistory(acct, bc.kind, bc.cursor, 50)
+				p, err := db.ListHistory(b.Context(), acct, bc.kind, bc.cursor, 50)
 				if err != nil || len(p.Rows) != 50 {
 					b.Fatal(len(p.Rows), err)
 				}
@@ -202,14 +202,14 @@ func BenchmarkListHistory50(b *testing.B) {
 func BenchmarkVerifyKey(b *testing.B) {
 	db := benchDB(b)
 	acct := benchAccounts(b, db, 1, 0)[0]
-	key, _, err := db.MintKey(acct, []string{storage.ScopeValidateRead, storage.ScopeValidateWrite}, "")
+	key, _, err := db.MintKey(b.Context(), acct, []string{storage.ScopeValidateRead, storage.ScopeValidateWrite}, "")
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := db.VerifyKey(key); err != nil {
+			if _, err := db.VerifyKey(b.Context(), key); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -221,15 +221,15 @@ func BenchmarkLookupCache(b *testing.B) {
 	db := benchDB(b)
 	acct := benchAccounts(b, db, 1, 1<<40)[0]
 	for i := range 1000 {
-		h, _ := db.Hold(acct, 1, "")
-		if _, err := db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("u%d@example.com", i), Status: "valid", Receipt: make([]byte, 900)}}); err != nil {
+		h, _ := db.Hold(b.Context(), acct, 1, "")
+		if _, err := db.Charge(b.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("u%d@example.com", i), Status: "valid", Receipt: make([]byte, 900)}}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, ok, err := db.LookupCache(acct, fmt.Sprintf("u%d@example.com", i%1000), time.Hour); err != nil || !ok {
+		if _, ok, err := db.LookupCache(b.Context(), acct, fmt.Sprintf("u%d@example.com", i%1000), time.Hour); err != nil || !ok {
 			b.Fatal(ok, err)
 		}
 		i++

@@ -71,17 +71,17 @@ func TestCrashChild(t *testing.T) {
 	for w := range 4 {
 		go func() {
 			for i := 0; ; i++ {
-				h, err := db.Hold(acct, 1, fmt.Sprintf("w%d-%d", w, i))
+				h, err := db.Hold(t.Context(), acct, 1, fmt.Sprintf("w%d-%d", w, i))
 				if err != nil {
 					fail(err)
 				}
 				if i%5 == 4 {
-					if _, err := db.Release(h, "engine error"); err != nil {
+					if _, err := db.Release(t.Context(), h, "engine error"); err != nil {
 						fail(err)
 					}
 					continue
 				}
-				c, err := db.Charge(h, storage.ChargeRequest{Result: result(fmt.Sprintf("w%d-%d@example.com", w, i), "valid")})
+				c, err := db.Charge(t.Context(), h, storage.ChargeRequest{Result: result(fmt.Sprintf("w%d-%d@example.com", w, i), "valid")})
 				if err != nil {
 					fail(err)
 				}
@@ -91,11 +91,11 @@ func TestCrashChild(t *testing.T) {
 	}
 	go func() {
 		for {
-			j, err := db.CreateJob(storage.JobSpec{Account: acct, Addresses: addresses(40)})
+			j, err := db.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: addresses(40)})
 			if err != nil {
 				fail(err)
 			}
-			if _, err := db.StartJob(j.ID); err != nil {
+			if _, err := db.StartJob(t.Context(), j.ID); err != nil {
 				fail(err)
 			}
 			n := 40
@@ -107,7 +107,7 @@ func TestCrashChild(t *testing.T) {
 				for k := i; k < min(n, i+8); k++ {
 					rs = append(rs, storage.JobResult{Index: k, Result: result(fmt.Sprintf("user%d@example.com", k), "valid")})
 				}
-				if _, err := db.PutJobResults(j.ID, rs); err != nil {
+				if _, err := db.PutJobResults(t.Context(), j.ID, rs); err != nil {
 					fail(err)
 				}
 			}
@@ -115,7 +115,7 @@ func TestCrashChild(t *testing.T) {
 			if n < 40 {
 				status = storage.JobFailed
 			}
-			j, err = db.FinishJob(j.ID, storage.JobFinish{Status: status, Event: func(j storage.Job) (*storage.Event, error) {
+			j, err = db.FinishJob(t.Context(), j.ID, storage.JobFinish{Status: status, Event: func(j storage.Job) (*storage.Event, error) {
 				return &storage.Event{Account: j.Account, Type: "batch." + string(j.Status), URL: "https://h.example/", Body: []byte(j.ID)}, nil
 			}})
 			if err != nil {
@@ -217,7 +217,7 @@ func runCrashChild(t *testing.T, dir, acct string, now time.Time, d time.Duratio
 func checkCrashInvariants(t *testing.T, db *DB, acct string, charged map[string]bool, ended map[string]int64) {
 	t.Helper()
 	es := checkLedger(t, db, acct)
-	if hs, _ := db.Holds(acct); len(hs) != 0 {
+	if hs, _ := db.Holds(t.Context(), acct); len(hs) != 0 {
 		t.Fatalf("%d holds after Open", len(hs))
 	}
 	// Every hold ends exactly once, by a charge or a release.
@@ -268,7 +268,7 @@ func checkCrashInvariants(t *testing.T, db *DB, acct string, charged map[string]
 		return true, nil
 	})
 	for id, n := range charges {
-		if _, err := db.GetResult(id); err != nil || n != 1 {
+		if _, err := db.GetResult(t.Context(), id); err != nil || n != 1 {
 			t.Fatalf("charge %s (%d) without its result: %v", id, n, err)
 		}
 	}
@@ -282,7 +282,7 @@ func checkCrashInvariants(t *testing.T, db *DB, acct string, charged map[string]
 		charged2 += int64(n)
 	}
 	for id, r := range reserves {
-		j, err := db.Job(id)
+		j, err := db.Job(t.Context(), id)
 		if err != nil {
 			t.Fatalf("reservation for job %s: %v", id, err)
 		}
@@ -304,19 +304,20 @@ func checkCrashInvariants(t *testing.T, db *DB, acct string, charged map[string]
 		inJobs += uses[id]
 	}
 	for id, used := range ended {
-		if j, err := db.Job(id); err != nil || j.Active() || j.Used != used {
+		if j, err := db.Job(t.Context(), id); err != nil || j.Active() || j.Used != used {
 			t.Fatalf("job %s ended with %d used, now %+v, %v", id, used, j, err)
 		}
 	}
-	bal, _ := db.Balance(acct)
+	crBal, _ := db.Credits(t.Context(), acct)
+	bal := crBal.Balance
 	if added != crashInitial || bal != added-charged2-inJobs {
 		t.Fatalf("balance %d, want %d − %d charged − %d in jobs", bal, added, charged2, inJobs)
 	}
 	// One event per ended job.
-	evs, _ := db.DueEvents(0)
+	evs, _ := db.DueEvents(t.Context(), 0)
 	var finished int
 	for id := range reserves {
-		if j, _ := db.Job(id); !j.Active() {
+		if j, _ := db.Job(t.Context(), id); !j.Active() {
 			finished++
 		}
 	}

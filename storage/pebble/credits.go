@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"sync"
@@ -205,14 +206,8 @@ func (tx *ledgerTx) apply() {
 	countEntries(tx.entries)
 }
 
-// Balance returns the account's balance (spec §2.10 credits).
-func (db *DB) Balance(account string) (int64, error) {
-	c, err := db.Credits(account)
-	return c.Balance, err
-}
-
 // Credits returns the account's balance and held credits.
-func (db *DB) Credits(account string) (storage.Credits, error) {
+func (db *DB) Credits(ctx context.Context, account string) (storage.Credits, error) {
 	st, err := db.lockAccountStaged(account)
 	if err != nil {
 		return storage.Credits{}, err
@@ -222,7 +217,7 @@ func (db *DB) Credits(account string) (storage.Credits, error) {
 }
 
 // AddCredits adds n > 0 credits to the account.
-func (db *DB) AddCredits(account string, n int64, note string) (storage.Entry, error) {
+func (db *DB) AddCredits(ctx context.Context, account string, n int64, note string) (storage.Entry, error) {
 	if n <= 0 {
 		return storage.Entry{}, invalidf("credits to add must be positive, not %d", n)
 	}
@@ -234,7 +229,7 @@ func (db *DB) AddCredits(account string, n int64, note string) (storage.Entry, e
 // SetCredits sets the account's balance to n. It refuses an n below the
 // credits held by validations in flight, which will be charged or released
 // whatever the balance says.
-func (db *DB) SetCredits(account string, n int64, note string) (storage.Entry, error) {
+func (db *DB) SetCredits(ctx context.Context, account string, n int64, note string) (storage.Entry, error) {
 	if n < 0 {
 		return storage.Entry{}, invalidf("balance must not be negative, not %d", n)
 	}
@@ -285,7 +280,7 @@ const (
 // The hold entry is not synced by Hold: the charge or release that ends
 // it is, and brings it to disk with it (see below). ref is logged in the
 // entry (a request id). End the hold with Charge or Release.
-func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
+func (db *DB) Hold(ctx context.Context, account string, n int64, ref string) (storage.Hold, error) {
 	if n <= 0 {
 		return storage.Hold{}, invalidf("credits to hold must be positive, not %d", n)
 	}
@@ -340,7 +335,7 @@ func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
 // req.Idem, the idempotent response. Either all of it survives a crash or
 // none of it does. ErrHoldNotActive when the hold was already charged or
 // released.
-func (db *DB) Charge(h storage.Hold, req storage.ChargeRequest) (storage.Charged, error) {
+func (db *DB) Charge(ctx context.Context, h storage.Hold, req storage.ChargeRequest) (storage.Charged, error) {
 	return db.charge(h.Account, &h, 0, req)
 }
 
@@ -349,7 +344,7 @@ func (db *DB) Charge(h storage.Hold, req storage.ChargeRequest) (storage.Charged
 // charge with the result, its history row and the idempotent response are
 // one synced batch under the account's lock. It fails with an
 // *InsufficientCreditsError when fewer than n are available.
-func (db *DB) ChargeDirect(account string, n int64, req storage.ChargeRequest) (storage.Charged, error) {
+func (db *DB) ChargeDirect(ctx context.Context, account string, n int64, req storage.ChargeRequest) (storage.Charged, error) {
 	if n <= 0 {
 		return storage.Charged{}, invalidf("credits to charge must be positive, not %d", n)
 	}
@@ -469,7 +464,7 @@ func (db *DB) charge(account string, h *storage.Hold, n int64, req storage.Charg
 	if sealErr != nil {
 		// The charge entry is written (the entries after it count it); a
 		// second entry gives the credit back.
-		if _, verr := db.AddCredits(account, n, storage.VoidNote(e.Seq)); verr != nil {
+		if _, verr := db.AddCredits(context.Background(), account, n, storage.VoidNote(e.Seq)); verr != nil {
 			db.log.Error("void charge", "account", account, "seq", e.Seq, "err", verr)
 		}
 		if werr := wait(); werr != nil {
@@ -485,7 +480,7 @@ func (db *DB) charge(account string, h *storage.Hold, n int64, req storage.Charg
 
 // Release ends the hold without a charge (the engine failed; the request
 // answers 500). ErrHoldNotActive when it was already charged or released.
-func (db *DB) Release(h storage.Hold, note string) (storage.Entry, error) {
+func (db *DB) Release(ctx context.Context, h storage.Hold, note string) (storage.Entry, error) {
 	st, err := db.lockAccount(h.Account)
 	if err != nil {
 		return storage.Entry{}, err
@@ -513,7 +508,7 @@ func (db *DB) Release(h storage.Hold, note string) (storage.Entry, error) {
 }
 
 // Holds returns the account's active holds, oldest first.
-func (db *DB) Holds(account string) ([]storage.Hold, error) {
+func (db *DB) Holds(ctx context.Context, account string) ([]storage.Hold, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
@@ -532,7 +527,7 @@ func (db *DB) Holds(account string) ([]storage.Hold, error) {
 
 // Ledger returns up to limit entries of the account with Seq > after, in
 // order (limit ≤ 0: all of them).
-func (db *DB) Ledger(account string, after uint64, limit int) ([]storage.Entry, error) {
+func (db *DB) Ledger(ctx context.Context, account string, after uint64, limit int) ([]storage.Entry, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}

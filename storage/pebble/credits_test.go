@@ -17,65 +17,65 @@ func TestCreditsArithmetic(t *testing.T) {
 	db := openTest(t)
 	acct := db.account(t, 0)
 
-	_, err := db.Hold(acct, 1, "r0")
+	_, err := db.Hold(t.Context(), acct, 1, "r0")
 	var ice *storage.InsufficientCreditsError
 	if !errors.As(err, &ice) || !errors.Is(err, storage.ErrInsufficientCredits) || ice.Current != 0 || ice.Needed != 1 || ice.Shortfall() != 1 {
 		t.Fatalf("hold on an empty account: %v", err)
 	}
-	if _, err := db.AddCredits(acct, 3, "top-up"); err != nil {
+	if _, err := db.AddCredits(t.Context(), acct, 3, "top-up"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.AddCredits(acct, 0, ""); err == nil {
+	if _, err := db.AddCredits(t.Context(), acct, 0, ""); err == nil {
 		t.Error("AddCredits(0)")
 	}
-	h1, err := db.Hold(acct, 1, "r1")
+	h1, err := db.Hold(t.Context(), acct, 1, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h2, err := db.Hold(acct, 1, "r2")
+	h2, err := db.Hold(t.Context(), acct, 1, "r2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := db.Credits(acct)
+	c, _ := db.Credits(t.Context(), acct)
 	if c.Balance != 3 || c.Held != 2 || c.Available() != 1 {
 		t.Fatalf("two holds: %+v", c)
 	}
-	_, err = db.Hold(acct, 2, "r3")
+	_, err = db.Hold(t.Context(), acct, 2, "r3")
 	if !errors.As(err, &ice) || ice.Current != 3 || ice.Held != 2 || ice.Available() != 1 || ice.Needed != 2 {
 		t.Fatalf("hold of 2 with 1 available: %v", err)
 	}
 	// The balance cannot go below what is held.
-	if _, err := db.SetCredits(acct, 1, ""); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := db.SetCredits(t.Context(), acct, 1, ""); !errors.Is(err, storage.ErrInvalid) {
 		t.Fatalf("SetCredits below held: %v", err)
 	}
 
-	ch, err := db.Charge(h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
+	ch, err := db.Charge(t.Context(), h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ch.Balance != 2 || ch.Entry.Kind != storage.EntryCharge || ch.Entry.HoldSeq != h1.Seq || ch.Entry.Ref != ch.Result.ID {
 		t.Errorf("charge: %+v", ch)
 	}
-	_, err = db.Charge(h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
+	_, err = db.Charge(t.Context(), h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
 	wantErr(t, err, storage.ErrHoldNotActive)
-	_, err = db.Release(h1, "")
+	_, err = db.Release(t.Context(), h1, "")
 	wantErr(t, err, storage.ErrHoldNotActive)
 
-	rel, err := db.Release(h2, "engine error")
+	rel, err := db.Release(t.Context(), h2, "engine error")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rel.Balance != 2 || rel.Held != 0 || rel.Note != "engine error" {
 		t.Errorf("release: %+v", rel)
 	}
-	_, err = db.Charge(h2, storage.ChargeRequest{Result: result("b@example.com", "valid")})
+	_, err = db.Charge(t.Context(), h2, storage.ChargeRequest{Result: result("b@example.com", "valid")})
 	wantErr(t, err, storage.ErrHoldNotActive)
 
-	if e, err := db.SetCredits(acct, 10, "plan change"); err != nil || e.Delta != 8 || e.Balance != 10 {
+	if e, err := db.SetCredits(t.Context(), acct, 10, "plan change"); err != nil || e.Delta != 8 || e.Balance != 10 {
 		t.Fatalf("SetCredits: %+v, %v", e, err)
 	}
-	if bal, _ := db.Balance(acct); bal != 10 {
-		t.Errorf("balance %d", bal)
+	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 10 {
+		t.Errorf("balance %d", cr.Balance)
 	}
 	es := checkLedger(t, db.DB, acct)
 	var kinds []string
@@ -85,25 +85,25 @@ func TestCreditsArithmetic(t *testing.T) {
 	if got := fmt.Sprint(kinds); got != "[add hold hold charge release set]" {
 		t.Errorf("ledger kinds %s", got)
 	}
-	if page, _ := db.Ledger(acct, 2, 2); len(page) != 2 || page[0].Seq != 3 {
+	if page, _ := db.Ledger(t.Context(), acct, 2, 2); len(page) != 2 || page[0].Seq != 3 {
 		t.Errorf("Ledger page: %+v", page)
 	}
 
 	// Arguments.
-	if _, err := db.Hold(acct, 0, ""); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := db.Hold(t.Context(), acct, 0, ""); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("Hold(0): %v", err)
 	}
-	_, err = db.Hold("acct_nope", 1, "")
+	_, err = db.Hold(t.Context(), "acct_nope", 1, "")
 	wantErr(t, err, storage.ErrNotFound)
-	h, _ := db.Hold(acct, 1, "")
-	if _, err := db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "x@y"}}); !errors.Is(err, storage.ErrInvalid) {
+	h, _ := db.Hold(t.Context(), acct, 1, "")
+	if _, err := db.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: "x@y"}}); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("charge with a result without status: %v", err)
 	}
-	if _, err := db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "x@y", Status: "valid", Kind: storage.KindBatch}}); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := db.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: "x@y", Status: "valid", Kind: storage.KindBatch}}); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("charge with a batch result: %v", err)
 	}
 	// A refused charge leaves the hold active.
-	if _, err := db.Charge(h, storage.ChargeRequest{Result: result("x@y", "valid")}); err != nil {
+	if _, err := db.Charge(t.Context(), h, storage.ChargeRequest{Result: result("x@y", "valid")}); err != nil {
 		t.Fatal(err)
 	}
 	checkLedger(t, db.DB, acct)
@@ -123,7 +123,7 @@ func TestHoldConcurrency(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			h, err := db.Hold(acct, 1, fmt.Sprint("req-", i))
+			h, err := db.Hold(t.Context(), acct, 1, fmt.Sprint("req-", i))
 			var ice *storage.InsufficientCreditsError
 			switch {
 			case err == nil:
@@ -153,9 +153,9 @@ func TestHoldConcurrency(t *testing.T) {
 			defer wg.Done()
 			var err error
 			if i%2 == 0 {
-				_, err = db.Charge(h, storage.ChargeRequest{Result: result(fmt.Sprintf("u%d@example.com", i), "valid")})
+				_, err = db.Charge(t.Context(), h, storage.ChargeRequest{Result: result(fmt.Sprintf("u%d@example.com", i), "valid")})
 			} else {
-				_, err = db.Release(h, "")
+				_, err = db.Release(t.Context(), h, "")
 			}
 			if err != nil {
 				t.Error(err)
@@ -165,16 +165,16 @@ func TestHoldConcurrency(t *testing.T) {
 	}
 	wg.Wait()
 	es := checkLedger(t, db.DB, acct)
-	if bal, _ := db.Balance(acct); bal != 50 {
-		t.Errorf("balance %d, want 50", bal)
+	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 50 {
+		t.Errorf("balance %d, want 50", cr.Balance)
 	}
 	if len(es) != 1+100+100 {
 		t.Errorf("%d ledger entries", len(es))
 	}
 	db.reopen(t)
 	checkLedger(t, db.DB, acct)
-	if bal, _ := db.Balance(acct); bal != 50 {
-		t.Errorf("after reopen: balance %d", bal)
+	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 50 {
+		t.Errorf("after reopen: balance %d", cr.Balance)
 	}
 }
 
@@ -183,10 +183,10 @@ func TestStaleHoldsReleasedAtOpen(t *testing.T) {
 	db := openTest(t)
 	acct := db.account(t, 5)
 	other := db.account(t, 5)
-	h1, _ := db.Hold(acct, 1, "a")
-	db.Hold(acct, 2, "b")
-	db.Hold(other, 1, "c")
-	db.Charge(h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
+	h1, _ := db.Hold(t.Context(), acct, 1, "a")
+	db.Hold(t.Context(), acct, 2, "b")
+	db.Hold(t.Context(), other, 1, "c")
+	db.Charge(t.Context(), h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
 	db.reopen(t)
 
 	for _, a := range []string{acct, other} {
@@ -195,18 +195,18 @@ func TestStaleHoldsReleasedAtOpen(t *testing.T) {
 		if last.Kind != storage.EntryRelease || last.Note != "released at open" || last.Held != 0 {
 			t.Errorf("%s: last entry %+v", a, last)
 		}
-		if hs, err := db.Holds(a); err != nil || len(hs) != 0 {
+		if hs, err := db.Holds(t.Context(), a); err != nil || len(hs) != 0 {
 			t.Errorf("%s: holds %v, %v", a, hs, err)
 		}
 	}
-	if bal, _ := db.Balance(acct); bal != 4 {
-		t.Errorf("balance %d, want 4 (one charge)", bal)
+	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 4 {
+		t.Errorf("balance %d, want 4 (one charge)", cr.Balance)
 	}
 	// The released hold cannot be charged any more.
-	_, err := db.Charge(h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
+	_, err := db.Charge(t.Context(), h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
 	wantErr(t, err, storage.ErrHoldNotActive)
 	// Seqs go on after a restart.
-	h, err := db.Hold(acct, 1, "d")
+	h, err := db.Hold(t.Context(), acct, 1, "d")
 	if err != nil || h.Seq != uint64(len(checkLedger(t, db.DB, acct))) {
 		t.Errorf("hold after reopen: %+v, %v", h, err)
 	}
@@ -242,7 +242,7 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 				return
 			default:
 			}
-			es, err := db.Ledger(acct, 0, 0)
+			es, err := db.Ledger(t.Context(), acct, 0, 0)
 			if err != nil {
 				t.Error(err)
 				return
@@ -263,16 +263,16 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 			defer wg.Done()
 			switch i % 15 {
 			case 7:
-				h, err := db.Hold(acct, 1, "r")
+				h, err := db.Hold(t.Context(), acct, 1, "r")
 				if err == nil {
-					_, err = db.Release(h, "")
+					_, err = db.Release(t.Context(), h, "")
 				}
 				if err != nil {
 					t.Error(err)
 				}
 				return
 			case 11:
-				if _, err := db.AddCredits(acct, 2, ""); err != nil {
+				if _, err := db.AddCredits(t.Context(), acct, 2, ""); err != nil {
 					t.Error(err)
 				}
 				return
@@ -294,7 +294,7 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 			// meet on them.
 			if i%3 != 0 {
 				ref := storage.IdemRef{Account: acct, Endpoint: "POST /v1/validate", Key: fmt.Sprintf("key-%04d", i)}
-				if out, _, err := db.BeginIdem(ref, []byte("hash")); err != nil || out != storage.IdemNew {
+				if out, _, err := db.BeginIdem(t.Context(), ref, []byte("hash")); err != nil || out != storage.IdemNew {
 					t.Errorf("BeginIdem %d: %v %v", i, out, err)
 					return
 				}
@@ -303,11 +303,11 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 			var c storage.Charged
 			var err error
 			if i%2 == 0 {
-				c, err = db.ChargeDirect(acct, 1, req)
+				c, err = db.ChargeDirect(t.Context(), acct, 1, req)
 			} else {
 				var h storage.Hold
-				if h, err = db.Hold(acct, 1, "r"); err == nil {
-					c, err = db.Charge(h, req)
+				if h, err = db.Hold(t.Context(), acct, 1, "r"); err == nil {
+					c, err = db.Charge(t.Context(), h, req)
 				}
 			}
 			switch {
@@ -335,12 +335,12 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 		if e.Kind != storage.EntryCharge || e.Ref != c.c.Result.ID || e.Balance != c.sealed || c.c.Balance != c.sealed {
 			t.Errorf("receipt sealed with balance %d, charge %+v, entry %+v", c.sealed, c.c, e)
 		}
-		r, err := db.GetResult(c.c.Result.ID)
+		r, err := db.GetResult(t.Context(), c.c.Result.ID)
 		if err != nil || string(r.Receipt) != fmt.Sprint(c.sealed) {
 			t.Errorf("result %s: %q, %v", c.c.Result.ID, r.Receipt, err)
 		}
 		if c.idem != nil {
-			if o, _, err := db.BeginIdem(*c.idem, []byte("hash")); err != nil || o != storage.IdemReplay {
+			if o, _, err := db.BeginIdem(t.Context(), *c.idem, []byte("hash")); err != nil || o != storage.IdemReplay {
 				t.Errorf("idempotency key %s after its charge: %v %v", c.idem.Key, o, err)
 			}
 		}
@@ -356,7 +356,7 @@ func TestChargesSealOutOfOrder(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for cursor := ""; ; {
-		page, err := db.ListHistory(acct, storage.HistoryAll, cursor, 7)
+		page, err := db.ListHistory(t.Context(), acct, storage.HistoryAll, cursor, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -413,7 +413,7 @@ func TestLateProbesHistory(t *testing.T) {
 		var prev time.Time
 		cursor := ""
 		for {
-			p, err := db.ListHistory(acct, storage.HistoryAll, cursor, limit)
+			p, err := db.ListHistory(t.Context(), acct, storage.HistoryAll, cursor, limit)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package pebble
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ func (db *DB) Export(fn func(storage.Record) error) error {
 	if err := db.check(); err != nil {
 		return err
 	}
-	accts, err := db.ListAccounts()
+	accts, err := db.ListAccounts(context.Background())
 	if err != nil {
 		return err
 	}
@@ -25,7 +26,7 @@ func (db *DB) Export(fn func(storage.Record) error) error {
 		}
 	}
 	for _, a := range accts {
-		keys, err := db.ListKeys(a.ID)
+		keys, err := db.ListKeys(context.Background(), a.ID)
 		if err != nil {
 			return err
 		}
@@ -36,7 +37,7 @@ func (db *DB) Export(fn func(storage.Record) error) error {
 		}
 	}
 	for _, a := range accts {
-		es, err := db.Ledger(a.ID, 0, 0)
+		es, err := db.Ledger(context.Background(), a.ID, 0, 0)
 		if err != nil {
 			return err
 		}
@@ -101,7 +102,7 @@ func (db *DB) Export(fn func(storage.Record) error) error {
 	}
 	for i := range jobs {
 		addrs := make([]string, 0, jobs[i].Total)
-		if err := db.JobAddresses(jobs[i].ID, 0, func(_ int, a string) error { addrs = append(addrs, a); return nil }); err != nil {
+		if err := db.jobAddresses(jobs[i].ID, 0, func(_ int, a string) error { addrs = append(addrs, a); return nil }); err != nil {
 			return err
 		}
 		if err := fn(storage.Record{Type: storage.RecJob, Job: &jobs[i], Addrs: addrs}); err != nil {
@@ -110,9 +111,9 @@ func (db *DB) Export(fn func(storage.Record) error) error {
 	}
 	for _, q := range []struct {
 		typ  string
-		list func(string, int) ([]storage.Event, error)
+		list func(context.Context, string, int) ([]storage.Event, error)
 	}{{storage.RecOutbox, db.OutboxEvents}, {storage.RecDeadLetter, db.DeadLetters}} {
-		evs, err := q.list("", 0)
+		evs, err := q.list(context.Background(), "", 0)
 		if err != nil {
 			return err
 		}
@@ -123,7 +124,7 @@ func (db *DB) Export(fn func(storage.Record) error) error {
 		}
 	}
 	for _, a := range accts {
-		ev, err := db.LastEvent(a.ID)
+		ev, err := db.LastEvent(context.Background(), a.ID)
 		if errors.Is(err, storage.ErrNotFound) {
 			continue
 		}
@@ -134,7 +135,7 @@ func (db *DB) Export(fn func(storage.Record) error) error {
 			return err
 		}
 	}
-	users, err := db.ListUsers()
+	users, err := db.ListUsers(context.Background())
 	if err != nil {
 		return err
 	}

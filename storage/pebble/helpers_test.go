@@ -71,12 +71,12 @@ func (tdb *testDB) reopen(t testing.TB) {
 // account creates an account with n credits.
 func (tdb *testDB) account(t testing.TB, n int64) string {
 	t.Helper()
-	a, err := tdb.CreateAccount("test", storage.PlanGrowth)
+	a, err := tdb.CreateAccount(t.Context(), "test", storage.PlanGrowth)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n > 0 {
-		if _, err := tdb.AddCredits(a.ID, n, "test"); err != nil {
+		if _, err := tdb.AddCredits(t.Context(), a.ID, n, "test"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +89,7 @@ func (tdb *testDB) account(t testing.TB, n int64) string {
 // returns the entries.
 func checkLedger(t testing.TB, db *DB, account string) []storage.Entry {
 	t.Helper()
-	es, err := db.Ledger(account, 0, 0)
+	es, err := db.Ledger(t.Context(), account, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func checkLedger(t testing.TB, db *DB, account string) []storage.Entry {
 			}
 		}
 	}
-	c, err := db.Credits(account)
+	c, err := db.Credits(t.Context(), account)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,11 +148,11 @@ func result(email, status string) storage.Result {
 // validate runs the hot path of one validation: hold, then charge.
 func (tdb *testDB) validate(t testing.TB, account string, r storage.Result) storage.Charged {
 	t.Helper()
-	h, err := tdb.Hold(account, 1, "req")
+	h, err := tdb.Hold(t.Context(), account, 1, "req")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := tdb.Charge(h, storage.ChargeRequest{Result: r})
+	c, err := tdb.Charge(t.Context(), h, storage.ChargeRequest{Result: r})
 	if err != nil {
 		t.Fatal(err)
 	}

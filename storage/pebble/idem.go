@@ -2,6 +2,7 @@ package pebble
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -96,7 +97,7 @@ func (db *DB) readIdem(ref storage.IdemRef, now time.Time) (storage.IdemRecord, 
 // BeginIdem looks up the record of ref and, when there is no live one,
 // writes a pending one (see IdemOutcome). The record is returned for
 // IdemReplay (the response) and IdemInFlight.
-func (db *DB) BeginIdem(ref storage.IdemRef, requestHash []byte) (storage.IdemOutcome, storage.IdemRecord, error) {
+func (db *DB) BeginIdem(ctx context.Context, ref storage.IdemRef, requestHash []byte) (storage.IdemOutcome, storage.IdemRecord, error) {
 	if err := db.check(); err != nil {
 		return 0, storage.IdemRecord{}, err
 	}
@@ -153,7 +154,7 @@ func (db *DB) BeginIdem(ref storage.IdemRef, requestHash []byte) (storage.IdemOu
 }
 
 // CompleteIdem stores the response of the request that began ref.
-func (db *DB) CompleteIdem(ref storage.IdemRef, resp storage.IdemResponse) error {
+func (db *DB) CompleteIdem(ctx context.Context, ref storage.IdemRef, resp storage.IdemResponse) error {
 	if err := db.check(); err != nil {
 		return err
 	}
@@ -206,7 +207,7 @@ func (db *DB) stageIdemDone(b *pebble.Batch, ref storage.IdemRef, hash []byte, r
 // AbortIdem deletes the pending record of ref, so a retry with the same
 // key is processed afresh (spec §7: a 500 is safe to retry with the same
 // Idempotency-Key). A completed record is left alone.
-func (db *DB) AbortIdem(ref storage.IdemRef) error {
+func (db *DB) AbortIdem(ctx context.Context, ref storage.IdemRef) error {
 	if err := db.check(); err != nil {
 		return err
 	}
@@ -236,7 +237,7 @@ func (db *DB) AbortIdem(ref storage.IdemRef) error {
 }
 
 // GetIdem returns the live record of ref, or ErrNotFound.
-func (db *DB) GetIdem(ref storage.IdemRef) (storage.IdemRecord, error) {
+func (db *DB) GetIdem(ctx context.Context, ref storage.IdemRef) (storage.IdemRecord, error) {
 	if err := db.check(); err != nil {
 		return storage.IdemRecord{}, err
 	}
@@ -255,7 +256,7 @@ func (db *DB) GetIdem(ref storage.IdemRef) (storage.IdemRecord, error) {
 
 // PurgeIdem deletes the records expired by now and returns how many. The
 // background loop calls it every Options.PurgeInterval.
-func (db *DB) PurgeIdem() (int, error) {
+func (db *DB) PurgeIdem(ctx context.Context) (int, error) {
 	if err := db.check(); err != nil {
 		return 0, err
 	}
@@ -342,7 +343,7 @@ func (db *DB) purgeLoop(interval time.Duration) {
 		case <-db.stop:
 			return
 		case <-t.C:
-			if n, err := db.PurgeIdem(); err != nil {
+			if n, err := db.PurgeIdem(context.Background()); err != nil {
 				db.log.Error("cannot purge idempotency records", "err", err)
 			} else if n > 0 {
 				db.log.Debug("purged idempotency records", "records", n)

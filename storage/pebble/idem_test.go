@@ -12,17 +12,17 @@ func TestIdempotencyPurge(t *testing.T) {
 	acct := db.account(t, 0)
 	ref := func(k string) storage.IdemRef { return storage.IdemRef{Account: acct, Endpoint: "validate", Key: k} }
 	for _, k := range []string{"old-0001", "old-0002", "old-0003"} {
-		db.BeginIdem(ref(k), []byte("h"))
+		db.BeginIdem(t.Context(), ref(k), []byte("h"))
 	}
-	db.CompleteIdem(ref("old-0001"), storage.IdemResponse{Status: 200})
+	db.CompleteIdem(t.Context(), ref("old-0001"), storage.IdemResponse{Status: 200})
 	db.clock.Advance(12 * time.Hour)
-	db.BeginIdem(ref("new-0001"), []byte("h"))
+	db.BeginIdem(t.Context(), ref("new-0001"), []byte("h"))
 	db.clock.Advance(12 * time.Hour)
 	// old-0003 expired and was begun again: its record is new, its old
 	// index key stale.
-	db.BeginIdem(ref("old-0003"), []byte("h2"))
+	db.BeginIdem(t.Context(), ref("old-0003"), []byte("h2"))
 
-	n, err := db.PurgeIdem()
+	n, err := db.PurgeIdem(t.Context())
 	if err != nil || n != 2 {
 		t.Fatalf("PurgeIdem: %d, %v", n, err)
 	}
@@ -34,14 +34,14 @@ func TestIdempotencyPurge(t *testing.T) {
 	if r, i := countKeys(prefixIdem), countKeys(prefixIdemExpiry); r != 2 || i != 2 {
 		t.Errorf("%d records and %d index keys left, want 2 and 2", r, i)
 	}
-	if _, err := db.GetIdem(ref("old-0003")); err != nil {
+	if _, err := db.GetIdem(t.Context(), ref("old-0003")); err != nil {
 		t.Errorf("the renewed record: %v", err)
 	}
-	if _, err := db.GetIdem(ref("new-0001")); err != nil {
+	if _, err := db.GetIdem(t.Context(), ref("new-0001")); err != nil {
 		t.Errorf("the live record: %v", err)
 	}
 	db.clock.Advance(24 * time.Hour)
-	if n, err := db.PurgeIdem(); err != nil || n != 2 {
+	if n, err := db.PurgeIdem(t.Context()); err != nil || n != 2 {
 		t.Errorf("second purge: %d, %v", n, err)
 	}
 	if r, i := countKeys(prefixIdem), countKeys(prefixIdemExpiry); r != 0 || i != 0 {
@@ -59,8 +59,8 @@ func TestIdempotencyPurgeLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	a, _ := db.CreateAccount("x", storage.PlanFree)
-	db.BeginIdem(storage.IdemRef{Account: a.ID, Endpoint: "e", Key: "k"}, nil)
+	a, _ := db.CreateAccount(t.Context(), "x", storage.PlanFree)
+	db.BeginIdem(t.Context(), storage.IdemRef{Account: a.ID, Endpoint: "e", Key: "k"}, nil)
 	c.Advance(25 * time.Hour)
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		n := 0

@@ -2,6 +2,7 @@ package pebble
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 // reservation of one credit per address, in one synced batch, or fails
 // with an *InsufficientCreditsError (Needed = the address count) when the
 // account has fewer credits available. ErrExists when the id is taken.
-func (db *DB) CreateJob(spec storage.JobSpec) (storage.Job, error) {
+func (db *DB) CreateJob(ctx context.Context, spec storage.JobSpec) (storage.Job, error) {
 	if err := db.check(); err != nil {
 		return storage.Job{}, err
 	}
@@ -145,7 +146,7 @@ func stageJob(b *pebble.Batch, j *storage.Job) error {
 
 // Job returns the job, or ErrNotFound. The scheduler's call: it does not
 // check the account (see AccountJob).
-func (db *DB) Job(id string) (storage.Job, error) {
+func (db *DB) Job(ctx context.Context, id string) (storage.Job, error) {
 	if err := db.check(); err != nil {
 		return storage.Job{}, err
 	}
@@ -167,8 +168,8 @@ func (db *DB) Job(id string) (storage.Job, error) {
 
 // AccountJob returns the job if the account owns it, else ErrNotFound
 // (spec §5.7: other accounts get 404).
-func (db *DB) AccountJob(account, id string) (storage.Job, error) {
-	j, err := db.Job(id)
+func (db *DB) AccountJob(ctx context.Context, account, id string) (storage.Job, error) {
+	j, err := db.Job(ctx, id)
 	if err != nil {
 		return storage.Job{}, err
 	}
@@ -197,7 +198,7 @@ func (db *DB) readJob(id string) (storage.Job, error) {
 // the caller unlocks st.mu. Only lock holders put jobs into db.jobs, so
 // the map never holds a stale record.
 func (db *DB) lockJob(id string) (*acctState, *storage.Job, error) {
-	j, err := db.Job(id)
+	j, err := db.Job(context.Background(), id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -261,7 +262,7 @@ func (db *DB) writeJob(st *acctState, j *storage.Job, stage func(*pebble.Batch) 
 
 // StartJob moves a queued job to running and sets StartedAt. Starting a
 // running job (a resume after a restart) returns it unchanged.
-func (db *DB) StartJob(id string) (storage.Job, error) {
+func (db *DB) StartJob(ctx context.Context, id string) (storage.Job, error) {
 	st, j, err := db.lockJob(id)
 	if err != nil {
 		return storage.Job{}, err
@@ -286,7 +287,7 @@ func (db *DB) StartJob(id string) (storage.Job, error) {
 // that already has a result keeps it and is not counted twice (a resumed
 // job may redo an address). Result fields Account, Kind, JobID and
 // JobIndex are set from the job.
-func (db *DB) PutJobResults(id string, results []storage.JobResult) (storage.Job, error) {
+func (db *DB) PutJobResults(ctx context.Context, id string, results []storage.JobResult) (storage.Job, error) {
 	st, j, err := db.lockJob(id)
 	if err != nil {
 		return storage.Job{}, err
@@ -370,7 +371,7 @@ func (db *DB) PutJobResults(id string, results []storage.JobResult) (storage.Job
 // Reserved − Used, is refunded (an EntryRefund, when not 0). A job can be
 // completed only once every address has a result; failed at any time
 // before it ends.
-func (db *DB) FinishJob(id string, f storage.JobFinish) (storage.Job, error) {
+func (db *DB) FinishJob(ctx context.Context, id string, f storage.JobFinish) (storage.Job, error) {
 	if f.Status != storage.JobCompleted && f.Status != storage.JobFailed {
 		return storage.Job{}, invalidf("a job ends completed or failed, not %q", f.Status)
 	}
@@ -417,7 +418,7 @@ func (db *DB) FinishJob(id string, f storage.JobFinish) (storage.Job, error) {
 // ListJobs returns the jobs with that status. Queued and running jobs
 // (which the scheduler resumes after a restart) come from an index of
 // active jobs; completed and failed ones from a scan of every job.
-func (db *DB) ListJobs(status storage.JobStatus) ([]storage.Job, error) {
+func (db *DB) ListJobs(ctx context.Context, status storage.JobStatus) ([]storage.Job, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
@@ -432,7 +433,7 @@ func (db *DB) ListJobs(status storage.JobStatus) ([]storage.Job, error) {
 			return nil, err
 		}
 		for _, id := range ids {
-			j, err := db.Job(id)
+			j, err := db.Job(ctx, id)
 			if err != nil {
 				return nil, err
 			}
@@ -457,7 +458,7 @@ func (db *DB) ListJobs(status storage.JobStatus) ([]storage.Job, error) {
 
 // ListAccountJobs returns up to limit (≤ 0: all) of the account's jobs,
 // newest first.
-func (db *DB) ListAccountJobs(account string, limit int) ([]storage.Job, error) {
+func (db *DB) ListAccountJobs(ctx context.Context, account string, limit int) ([]storage.Job, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
@@ -471,7 +472,7 @@ func (db *DB) ListAccountJobs(account string, limit int) ([]storage.Job, error) 
 	}
 	out := make([]storage.Job, 0, len(ids))
 	for _, id := range ids {
-		j, err := db.Job(id)
+		j, err := db.Job(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -480,9 +481,9 @@ func (db *DB) ListAccountJobs(account string, limit int) ([]storage.Job, error) 
 	return out, nil
 }
 
-// JobAddresses calls fn with the job's addresses from index from on, in
+// jobAddresses calls fn with the job's addresses from index from on, in
 // index order, until fn returns an error (ErrStop: stop quietly).
-func (db *DB) JobAddresses(id string, from int, fn func(index int, addr string) error) error {
+func (db *DB) jobAddresses(id string, from int, fn func(index int, addr string) error) error {
 	if err := db.check(); err != nil {
 		return err
 	}
@@ -501,7 +502,7 @@ func (db *DB) JobAddresses(id string, from int, fn func(index int, addr string) 
 
 // PendingAddresses calls fn, in index order, with the job's addresses that
 // have no result yet: what a resumed job still has to do.
-func (db *DB) PendingAddresses(id string, fn func(index int, addr string) error) error {
+func (db *DB) PendingAddresses(ctx context.Context, id string, fn func(index int, addr string) error) error {
 	if err := db.check(); err != nil {
 		return err
 	}
@@ -534,7 +535,7 @@ func (db *DB) PendingAddresses(id string, fn func(index int, addr string) error)
 
 // JobResults calls fn with the job's results in index order (the rows of
 // results.csv), until fn returns an error (ErrStop: stop quietly).
-func (db *DB) JobResults(id string, fn func(storage.Result) error) error {
+func (db *DB) JobResults(ctx context.Context, id string, fn func(storage.Result) error) error {
 	if err := db.check(); err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func TestCacheMemoAgreesWithPebble(t *testing.T) {
 					case op < 85:
 						db.clock.Advance(advance)
 					case op < 90:
-						if _, err := db.PurgeCache(time.Hour); err != nil {
+						if _, err := db.PurgeCache(t.Context(), time.Hour); err != nil {
 							t.Fatal(err)
 						}
 					case op < 93:
@@ -56,8 +56,8 @@ func TestCacheMemoAgreesWithPebble(t *testing.T) {
 					}
 				}
 				for _, e := range emails {
-					r1, ok1, err1 := with.LookupCache(accts[0], e, time.Hour)
-					r2, ok2, err2 := without.LookupCache(accts[1], e, time.Hour)
+					r1, ok1, err1 := with.LookupCache(t.Context(), accts[0], e, time.Hour)
+					r2, ok2, err2 := without.LookupCache(t.Context(), accts[1], e, time.Hour)
 					if err1 != nil || err2 != nil {
 						t.Fatal(err1, err2)
 					}

@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -29,7 +30,7 @@ func (db *DB) stageEvent(b *pebble.Batch, ev *storage.Event, now time.Time) erro
 
 // Enqueue adds an event that no other state change comes with (a
 // reputation.warning), synced.
-func (db *DB) Enqueue(ev storage.Event) (storage.Event, error) {
+func (db *DB) Enqueue(ctx context.Context, ev storage.Event) (storage.Event, error) {
 	if err := db.check(); err != nil {
 		return storage.Event{}, err
 	}
@@ -42,7 +43,7 @@ func (db *DB) Enqueue(ev storage.Event) (storage.Event, error) {
 }
 
 // DueEvents returns up to limit events due by now, most overdue first.
-func (db *DB) DueEvents(limit int) ([]storage.Event, error) {
+func (db *DB) DueEvents(ctx context.Context, limit int) ([]storage.Event, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func (db *DB) DueEvents(limit int) ([]storage.Event, error) {
 
 // NextDue returns when the earliest event is due; ok is false when the
 // outbox is empty.
-func (db *DB) NextDue() (at time.Time, ok bool, err error) {
+func (db *DB) NextDue(ctx context.Context) (at time.Time, ok bool, err error) {
 	if err := db.check(); err != nil {
 		return time.Time{}, false, err
 	}
@@ -78,13 +79,13 @@ func (db *DB) NextDue() (at time.Time, ok bool, err error) {
 
 // MarkDelivered removes a delivered event from the outbox. ErrNotFound
 // when it is no longer there (delivered, rescheduled or dead already).
-func (db *DB) MarkDelivered(ev storage.Event) error {
+func (db *DB) MarkDelivered(ctx context.Context, ev storage.Event) error {
 	return db.moveEvent(ev, nil, nil)
 }
 
 // Reschedule records a failed attempt (status: the HTTP status, 0 for
 // none; errText why) and makes the event due again at next.
-func (db *DB) Reschedule(ev storage.Event, next time.Time, status int, errText string) (storage.Event, error) {
+func (db *DB) Reschedule(ctx context.Context, ev storage.Event, next time.Time, status int, errText string) (storage.Event, error) {
 	nev := ev
 	nev.Attempts++
 	nev.LastStatus, nev.LastError = status, errText
@@ -94,7 +95,7 @@ func (db *DB) Reschedule(ev storage.Event, next time.Time, status int, errText s
 
 // DeadLetter records a last failed attempt and moves the event to the
 // dead-letter queue (spec §6: after 24 h).
-func (db *DB) DeadLetter(ev storage.Event, status int, errText string) (storage.Event, error) {
+func (db *DB) DeadLetter(ctx context.Context, ev storage.Event, status int, errText string) (storage.Event, error) {
 	nev := ev
 	nev.Attempts++
 	nev.LastStatus, nev.LastError = status, errText
@@ -133,7 +134,7 @@ func (db *DB) moveEvent(ev storage.Event, to []byte, nev *storage.Event) error {
 
 // DeadLetters returns up to limit (≤ 0: all) dead events of the account
 // ("" for every account), oldest first.
-func (db *DB) DeadLetters(account string, limit int) ([]storage.Event, error) {
+func (db *DB) DeadLetters(ctx context.Context, account string, limit int) ([]storage.Event, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
@@ -154,7 +155,7 @@ func (db *DB) DeadLetters(account string, limit int) ([]storage.Event, error) {
 // Redrive moves a dead event back into the outbox, due now, its attempts
 // reset (the dashboard's retry). With account not empty, another
 // account's event is ErrNotFound.
-func (db *DB) Redrive(account, id string) (storage.Event, error) {
+func (db *DB) Redrive(ctx context.Context, account, id string) (storage.Event, error) {
 	if err := db.check(); err != nil {
 		return storage.Event{}, err
 	}
@@ -185,7 +186,7 @@ func (db *DB) Redrive(account, id string) (storage.Event, error) {
 
 // LastEvent returns the latest event enqueued for the account, or
 // ErrNotFound.
-func (db *DB) LastEvent(account string) (storage.Event, error) {
+func (db *DB) LastEvent(ctx context.Context, account string) (storage.Event, error) {
 	if err := db.check(); err != nil {
 		return storage.Event{}, err
 	}

@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 
 // OutboxEvents returns up to limit (≤ 0: all) events waiting in the
 // outbox for the account ("" for every account), soonest due first.
-func (db *DB) OutboxEvents(account string, limit int) ([]storage.Event, error) {
+func (db *DB) OutboxEvents(ctx context.Context, account string, limit int) ([]storage.Event, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
@@ -38,8 +39,8 @@ func (db *DB) OutboxEvents(account string, limit int) ([]storage.Event, error) {
 // waiting in the outbox keeps its attempts and is moved to now. ErrNotFound
 // when neither holds it (it was delivered), or when account is not empty
 // and the event is another account's.
-func (db *DB) ResendEvent(account, id string) (storage.Event, error) {
-	ev, err := db.Redrive(account, id)
+func (db *DB) ResendEvent(ctx context.Context, account, id string) (storage.Event, error) {
+	ev, err := db.Redrive(ctx, account, id)
 	if err == nil || !errors.Is(err, storage.ErrNotFound) {
 		return ev, err
 	}

@@ -2,6 +2,7 @@ package pebble
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -151,7 +152,7 @@ func (db *DB) stageResultAt(b *pebble.Batch, r *storage.Result, pos int64) {
 
 // GetResult returns the result with that id (with its receipt), or
 // ErrNotFound. The caller checks Account before showing it to anyone.
-func (db *DB) GetResult(id string) (storage.Result, error) {
+func (db *DB) GetResult(ctx context.Context, id string) (storage.Result, error) {
 	if err := db.check(); err != nil {
 		return storage.Result{}, err
 	}
@@ -176,7 +177,7 @@ func (db *DB) GetResult(id string) (storage.Result, error) {
 // with cache: true; ok is false when there is none. Recent entries come
 // from memory (cacheMemo): the caller must not modify the result's
 // Receipt.
-func (db *DB) LookupCache(account, email string, maxAge time.Duration) (r storage.Result, ok bool, err error) {
+func (db *DB) LookupCache(ctx context.Context, account, email string, maxAge time.Duration) (r storage.Result, ok bool, err error) {
 	if err := db.check(); err != nil {
 		return storage.Result{}, false, err
 	}
@@ -211,7 +212,7 @@ func (db *DB) LookupCache(account, email string, maxAge time.Duration) (r storag
 		cacheMisses.Inc()
 		return storage.Result{}, false, nil
 	}
-	r, err = db.GetResult(id)
+	r, err = db.GetResult(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		cacheMisses.Inc()
 		return storage.Result{}, false, nil
@@ -226,7 +227,7 @@ func (db *DB) LookupCache(account, email string, maxAge time.Duration) (r storag
 
 // PurgeCache deletes the cache entries probed maxAge or longer ago; they
 // can no longer be served. It scans every entry: run it rarely.
-func (db *DB) PurgeCache(maxAge time.Duration) (int, error) {
+func (db *DB) PurgeCache(ctx context.Context, maxAge time.Duration) (int, error) {
 	if err := db.check(); err != nil {
 		return 0, err
 	}
@@ -393,7 +394,7 @@ func (pa *posAlloc) highest(lo, hi int64) (int64, error) {
 // ListHistory returns the account's history rows of kind (HistoryAll,
 // HistorySingle, HistoryBatch; "" is all), newest first, strictly older
 // than cursor (empty: from the newest), at most limit of them (0: 50).
-func (db *DB) ListHistory(account, kind, cursor string, limit int) (storage.HistoryPage, error) {
+func (db *DB) ListHistory(ctx context.Context, account, kind, cursor string, limit int) (storage.HistoryPage, error) {
 	if err := db.check(); err != nil {
 		return storage.HistoryPage{}, err
 	}

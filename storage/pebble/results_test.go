@@ -19,11 +19,11 @@ func (tdb *testDB) putBatchRows(t testing.TB, acct string, n int, chunk int) sto
 	for i := range addrs {
 		addrs[i] = fmt.Sprintf("b%d@example.com", i)
 	}
-	j, err := tdb.CreateJob(storage.JobSpec{Account: acct, Addresses: addrs})
+	j, err := tdb.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: addrs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tdb.StartJob(j.ID); err != nil {
+	if _, err := tdb.StartJob(t.Context(), j.ID); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < n; i += chunk {
@@ -31,7 +31,7 @@ func (tdb *testDB) putBatchRows(t testing.TB, acct string, n int, chunk int) sto
 		for k := i; k < min(n, i+chunk); k++ {
 			rs = append(rs, storage.JobResult{Index: k, Result: storage.Result{Email: addrs[k], Status: "valid", Score: 80, LatencyMs: -1}})
 		}
-		if j, err = tdb.PutJobResults(j.ID, rs); err != nil {
+		if j, err = tdb.PutJobResults(t.Context(), j.ID, rs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,9 +67,9 @@ func TestHistoryPagingLossless(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 150 {
-				h, err := db.Hold(acct, 1, "")
+				h, err := db.Hold(t.Context(), acct, 1, "")
 				if err == nil {
-					_, err = db.Charge(h, storage.ChargeRequest{Result: result(fmt.Sprintf("s%d-%d@example.com", g, i), "valid")})
+					_, err = db.Charge(t.Context(), h, storage.ChargeRequest{Result: result(fmt.Sprintf("s%d-%d@example.com", g, i), "valid")})
 				}
 				if err != nil {
 					t.Error(err)
@@ -125,23 +125,23 @@ func TestHistoryPagingLossless(t *testing.T) {
 
 	// A client's own millisecond cursor keeps the spec's meaning: rows
 	// probed strictly before that instant.
-	p, err := db.ListHistory(acct, storage.HistoryAll, t0.Format(time.RFC3339Nano), 200)
+	p, err := db.ListHistory(t.Context(), acct, storage.HistoryAll, t0.Format(time.RFC3339Nano), 200)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Rows) != 20 || p.Rows[0].Email != "early@example.com" || !p.Rows[0].ProbedAt.Before(t0) {
 		t.Errorf("millisecond cursor: %d rows, first %+v", len(p.Rows), p.Rows[0])
 	}
-	if p, _ := db.ListHistory(acct, storage.HistoryAll, "1970-01-01T00:00:00Z", 10); len(p.Rows) != 0 {
+	if p, _ := db.ListHistory(t.Context(), acct, storage.HistoryAll, "1970-01-01T00:00:00Z", 10); len(p.Rows) != 0 {
 		t.Errorf("cursor at the epoch: %d rows", len(p.Rows))
 	}
-	if _, err := db.ListHistory(acct, "weird", "", 10); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := db.ListHistory(t.Context(), acct, "weird", "", 10); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("unknown kind: %v", err)
 	}
-	if _, err := db.ListHistory(acct, storage.HistoryAll, "not a time", 10); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := db.ListHistory(t.Context(), acct, storage.HistoryAll, "not a time", 10); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("bad cursor: %v", err)
 	}
-	if p, _ := db.ListHistory(acct, "", "", 0); len(p.Rows) != storage.DefaultHistoryLimit {
+	if p, _ := db.ListHistory(t.Context(), acct, "", "", 0); len(p.Rows) != storage.DefaultHistoryLimit {
 		t.Errorf("default limit: %d rows", len(p.Rows))
 	}
 	// Another account sees only its own row.

@@ -126,7 +126,7 @@ func (s *scenario) run(t *testing.T, line string) string {
 	acct := func() string {
 		name := args["acct"]
 		if _, ok := s.accounts[name]; !ok {
-			a, err := s.db.CreateAccount(name, storage.PlanFree)
+			a, err := s.db.CreateAccount(t.Context(), name, storage.PlanFree)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,43 +138,43 @@ func (s *scenario) run(t *testing.T, line string) string {
 	var err error
 	switch f[0] {
 	case "add":
-		_, err = s.db.AddCredits(acct(), n(), args["note"])
+		_, err = s.db.AddCredits(t.Context(), acct(), n(), args["note"])
 	case "set":
-		_, err = s.db.SetCredits(acct(), n(), args["note"])
+		_, err = s.db.SetCredits(t.Context(), acct(), n(), args["note"])
 	case "hold":
 		var h storage.Hold
-		if h, err = s.db.Hold(acct(), n(), args["as"]); err == nil {
+		if h, err = s.db.Hold(t.Context(), acct(), n(), args["as"]); err == nil {
 			s.holds[args["as"]] = h
 		}
 	case "charge":
-		_, err = s.db.Charge(s.holds[args["hold"]], storage.ChargeRequest{Result: result(args["hold"]+"@example.com", "valid")})
+		_, err = s.db.Charge(t.Context(), s.holds[args["hold"]], storage.ChargeRequest{Result: result(args["hold"]+"@example.com", "valid")})
 	case "release":
-		_, err = s.db.Release(s.holds[args["hold"]], args["note"])
+		_, err = s.db.Release(t.Context(), s.holds[args["hold"]], args["note"])
 	case "job":
 		addrs := addresses(int(n()))
 		var j storage.Job
-		if j, err = s.db.CreateJob(storage.JobSpec{Account: acct(), Addresses: addrs}); err == nil {
+		if j, err = s.db.CreateJob(t.Context(), storage.JobSpec{Account: acct(), Addresses: addrs}); err == nil {
 			s.jobs[args["as"]] = j.ID
-			_, err = s.db.StartJob(j.ID)
+			_, err = s.db.StartJob(t.Context(), j.ID)
 		}
 	case "results":
-		j, _ := s.db.Job(job())
+		j, _ := s.db.Job(t.Context(), job())
 		var rs []storage.JobResult
 		for i := 0; i < int(n()); i++ {
 			idx := j.Processed + i
 			rs = append(rs, storage.JobResult{Index: idx, Result: result(fmt.Sprintf("user%d@example.com", idx), "valid")})
 		}
-		if j, err = s.db.PutJobResults(job(), rs); err == nil {
+		if j, err = s.db.PutJobResults(t.Context(), job(), rs); err == nil {
 			return fmt.Sprintf("job %s %s processed=%d/%d\n", args["job"], j.Status, j.Processed, j.Total)
 		}
 	case "finish":
-		_, err = s.db.FinishJob(job(), storage.JobFinish{Status: storage.JobStatus(args["status"])})
+		_, err = s.db.FinishJob(t.Context(), job(), storage.JobFinish{Status: storage.JobStatus(args["status"])})
 	case "restart":
 		s.db.reopen(t)
 		s.db.clock.Advance(time.Second)
 	case "balance":
 		var c storage.Credits
-		if c, err = s.db.Credits(acct()); err == nil {
+		if c, err = s.db.Credits(t.Context(), acct()); err == nil {
 			return fmt.Sprintf("balance=%d held=%d available=%d\n", c.Balance, c.Held, c.Available())
 		}
 	default:
@@ -208,7 +208,7 @@ func (s *scenario) newEntries(t *testing.T) string {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		es, err := s.db.Ledger(s.accounts[name], s.seen[name], 0)
+		es, err := s.db.Ledger(t.Context(), s.accounts[name], s.seen[name], 0)
 		if err != nil {
 			t.Fatal(err)
 		}

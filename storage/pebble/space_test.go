@@ -19,23 +19,23 @@ import (
 // real file system.)
 func TestSpaceGuard(t *testing.T) {
 	db := openTest(t)
-	acct, err := db.CreateAccount("space", storage.PlanGrowth)
+	acct, err := db.CreateAccount(t.Context(), "space", storage.PlanGrowth)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.AddCredits(acct.ID, 10, ""); err != nil {
+	if _, err := db.AddCredits(t.Context(), acct.ID, 10, ""); err != nil {
 		t.Fatal(err)
 	}
-	h, err := db.Hold(acct.ID, 1, "")
+	h, err := db.Hold(t.Context(), acct.ID, 1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h2, err := db.Hold(acct.ID, 1, "")
+	h2, err := db.Hold(t.Context(), acct.ID, 1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := storage.IdemRef{Account: acct.ID, Endpoint: "POST /v1/validate", Key: "space-0001"}
-	if out, _, err := db.BeginIdem(ref, []byte("h")); err != nil || out != storage.IdemNew {
+	if out, _, err := db.BeginIdem(t.Context(), ref, []byte("h")); err != nil || out != storage.IdemNew {
 		t.Fatalf("BeginIdem: %v %v", out, err)
 	}
 	g := db.space
@@ -45,32 +45,32 @@ func TestSpaceGuard(t *testing.T) {
 	if !db.Low() {
 		t.Fatal("the guard does not see the disk as full")
 	}
-	if _, err := db.Hold(acct.ID, 1, ""); !errors.Is(err, storage.ErrNoSpace) || !storage.NoSpace(err) {
+	if _, err := db.Hold(t.Context(), acct.ID, 1, ""); !errors.Is(err, storage.ErrNoSpace) || !storage.NoSpace(err) {
 		t.Fatalf("Hold with the disk full: %v", err)
 	}
-	if _, err := db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"}}); !errors.Is(err, storage.ErrNoSpace) {
+	if _, err := db.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"}}); !errors.Is(err, storage.ErrNoSpace) {
 		t.Fatalf("Charge with the disk full: %v", err)
 	}
-	if _, err := db.AddCredits(acct.ID, 5, ""); !errors.Is(err, storage.ErrNoSpace) {
+	if _, err := db.AddCredits(t.Context(), acct.ID, 5, ""); !errors.Is(err, storage.ErrNoSpace) {
 		t.Fatalf("AddCredits with the disk full: %v", err)
 	}
-	if _, err := db.CreateJob(storage.JobSpec{Account: acct.ID, Addresses: []string{"b@x.test"}}); !errors.Is(err, storage.ErrNoSpace) {
+	if _, err := db.CreateJob(t.Context(), storage.JobSpec{Account: acct.ID, Addresses: []string{"b@x.test"}}); !errors.Is(err, storage.ErrNoSpace) {
 		t.Fatalf("CreateJob with the disk full: %v", err)
 	}
 	// A release goes: it frees credits a request no longer needs; so
 	// does the end of a key whose request answered 503, else its retry
 	// would find it in flight.
-	if _, err := db.Release(h2, "engine error"); err != nil {
+	if _, err := db.Release(t.Context(), h2, "engine error"); err != nil {
 		t.Fatalf("Release with the disk full: %v", err)
 	}
-	if err := db.AbortIdem(ref); err != nil {
+	if err := db.AbortIdem(t.Context(), ref); err != nil {
 		t.Fatalf("AbortIdem with the disk full: %v", err)
 	}
-	if _, _, err := db.BeginIdem(ref, []byte("h")); !errors.Is(err, storage.ErrNoSpace) {
+	if _, _, err := db.BeginIdem(t.Context(), ref, []byte("h")); !errors.Is(err, storage.ErrNoSpace) {
 		t.Fatalf("BeginIdem with the disk full: %v", err)
 	}
 	// Reads go on, and show nothing of the refused writes.
-	c, err := db.Credits(acct.ID)
+	c, err := db.Credits(t.Context(), acct.ID)
 	if err != nil || c.Balance != 10 || c.Held != 1 {
 		t.Fatalf("credits with the disk full: %+v %v", c, err)
 	}
@@ -79,14 +79,14 @@ func TestSpaceGuard(t *testing.T) {
 	if db.Low() {
 		t.Fatal("the guard still refuses with space free")
 	}
-	if _, err := db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"}}); err != nil {
+	if _, err := db.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"}}); err != nil {
 		t.Fatalf("Charge once space is back: %v", err)
 	}
-	if out, _, err := db.BeginIdem(ref, []byte("h")); err != nil || out != storage.IdemNew {
+	if out, _, err := db.BeginIdem(t.Context(), ref, []byte("h")); err != nil || out != storage.IdemNew {
 		t.Fatalf("the key's retry once space is back: %v %v", out, err)
 	}
 	db.reopen(t)
-	if c, err := db.Credits(acct.ID); err != nil || c.Balance != 9 || c.Held != 0 {
+	if c, err := db.Credits(t.Context(), acct.ID); err != nil || c.Balance != 9 || c.Held != 0 {
 		t.Fatalf("credits after a reopen: %+v %v", c, err)
 	}
 	storagetest.CheckLedger(t, db.DB, acct.ID)
@@ -103,8 +103,8 @@ func TestPrivateFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, _ := db.CreateAccount("files", storage.PlanGrowth)
-	db.AddCredits(acct.ID, 1, "")
+	acct, _ := db.CreateAccount(t.Context(), "files", storage.PlanGrowth)
+	db.AddCredits(t.Context(), acct.ID, 1, "")
 	if err := db.pdb.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -30,7 +31,7 @@ type dayStats struct {
 // there with empty counts. Settled days are counted once and kept in
 // memory, so the cost of a call is a scan of today's rows (and, the first
 // time, of the whole range).
-func (db *DB) DailyCounts(account string, days int) ([]storage.DayCount, error) {
+func (db *DB) DailyCounts(ctx context.Context, account string, days int) ([]storage.DayCount, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -23,14 +24,14 @@ type userState struct {
 
 // CreateUser adds a user with no account (an operator, or one linked
 // later with an invitation).
-func (db *DB) CreateUser(email, passwordHash string, operator bool) (storage.User, error) {
+func (db *DB) CreateUser(ctx context.Context, email, passwordHash string, operator bool) (storage.User, error) {
 	return db.register(strings.TrimSpace(email), passwordHash, operator, nil)
 }
 
 // RegisterWithInvite creates a user and redeems the invitation token for
 // it, in one write: the user exists only as a member of the invitation's
 // account.
-func (db *DB) RegisterWithInvite(email, passwordHash, token string) (storage.User, storage.Invite, error) {
+func (db *DB) RegisterWithInvite(ctx context.Context, email, passwordHash, token string) (storage.User, storage.Invite, error) {
 	var iv storage.Invite
 	u, err := db.register(strings.TrimSpace(email), passwordHash, false, func(b *pebble.Batch, u *storage.User) (func(), error) {
 		var err error
@@ -45,7 +46,7 @@ func (db *DB) RegisterWithInvite(email, passwordHash, token string) (storage.Use
 // account, the user and the grant of credits; the grant then becomes a
 // ledger entry in a second write, and Open finishes a grant a crash left
 // between the two. No credit is lost or given twice.
-func (db *DB) RegisterWithAccount(email, passwordHash, accountName string, plan storage.Plan, credits int64) (storage.User, storage.Account, error) {
+func (db *DB) RegisterWithAccount(ctx context.Context, email, passwordHash, accountName string, plan storage.Plan, credits int64) (storage.User, storage.Account, error) {
 	if !plan.Valid() {
 		return storage.User{}, storage.Account{}, invalidf("unknown plan %q", plan)
 	}
@@ -78,7 +79,7 @@ func (db *DB) RegisterWithAccount(email, passwordHash, accountName string, plan 
 	if err := db.settleGrant(acct.ID); err != nil {
 		return u, acct, err
 	}
-	a, err := db.GetAccount(acct.ID)
+	a, err := db.GetAccount(ctx, acct.ID)
 	return u, a, err
 }
 
@@ -87,7 +88,7 @@ func (db *DB) RegisterWithAccount(email, passwordHash, accountName string, plan 
 // account (before it answers) and Open call it: no client knows the
 // account yet, so no other change of its record comes between.
 func (db *DB) settleGrant(id string) error {
-	a, err := db.GetAccount(id)
+	a, err := db.GetAccount(context.Background(), id)
 	if err != nil || a.Grant == 0 {
 		return err
 	}
@@ -188,7 +189,7 @@ func putJSON(b *pebble.Batch, key []byte, v any) error {
 }
 
 // GetUser returns the user, or ErrNotFound.
-func (db *DB) GetUser(id string) (storage.User, error) {
+func (db *DB) GetUser(ctx context.Context, id string) (storage.User, error) {
 	if err := db.check(); err != nil {
 		return storage.User{}, err
 	}
@@ -202,7 +203,7 @@ func (db *DB) GetUser(id string) (storage.User, error) {
 }
 
 // UserByEmail finds a user by email, without regard to case.
-func (db *DB) UserByEmail(email string) (storage.User, error) {
+func (db *DB) UserByEmail(ctx context.Context, email string) (storage.User, error) {
 	if err := db.check(); err != nil {
 		return storage.User{}, err
 	}
@@ -216,7 +217,7 @@ func (db *DB) UserByEmail(email string) (storage.User, error) {
 }
 
 // ListUsers returns every user, ordered by email.
-func (db *DB) ListUsers() ([]storage.User, error) {
+func (db *DB) ListUsers(ctx context.Context) ([]storage.User, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
@@ -233,8 +234,8 @@ func (db *DB) ListUsers() ([]storage.User, error) {
 }
 
 // Members returns the users of an account, ordered by email.
-func (db *DB) Members(account string) ([]storage.User, error) {
-	all, err := db.ListUsers()
+func (db *DB) Members(ctx context.Context, account string) ([]storage.User, error) {
+	all, err := db.ListUsers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +283,7 @@ func (db *DB) updateUser(id string, change func(*storage.User, *pebble.Batch) (f
 
 // SetPassword replaces the user's password hash and ends every session
 // of the user, in one write.
-func (db *DB) SetPassword(id, passwordHash string) (storage.User, error) {
+func (db *DB) SetPassword(ctx context.Context, id, passwordHash string) (storage.User, error) {
 	if passwordHash == "" {
 		return storage.User{}, invalidf("password hash is empty")
 	}
@@ -307,7 +308,7 @@ func (db *DB) SetPassword(id, passwordHash string) (storage.User, error) {
 // RehashPassword replaces the user's password hash with another of the
 // same password (made at a higher cost), if it is still old; sessions
 // stay, since the password did not change.
-func (db *DB) RehashPassword(id, old, hash string) error {
+func (db *DB) RehashPassword(ctx context.Context, id, old, hash string) error {
 	_, err := db.updateUser(id, func(u *storage.User, _ *pebble.Batch) (func(), error) {
 		if u.PasswordHash != old {
 			return nil, fmt.Errorf("%w: the password changed meanwhile", storage.ErrInvalid)
@@ -319,7 +320,7 @@ func (db *DB) RehashPassword(id, old, hash string) error {
 }
 
 // SetOperator grants or withdraws the operator role.
-func (db *DB) SetOperator(id string, operator bool) (storage.User, error) {
+func (db *DB) SetOperator(ctx context.Context, id string, operator bool) (storage.User, error) {
 	return db.updateUser(id, func(u *storage.User, _ *pebble.Batch) (func(), error) { u.Operator = operator; return nil, nil })
 }
 
@@ -342,7 +343,7 @@ func (db *DB) ownersLocked(account, except string, r storage.Role) int {
 // membership. An account keeps at least one owner (ErrLastOwner).
 // Sessions are not touched: server/web reads the role from the user at
 // each request, never from the session.
-func (db *DB) SetRole(account, id string, role storage.Role) (storage.User, error) {
+func (db *DB) SetRole(ctx context.Context, account, id string, role storage.Role) (storage.User, error) {
 	if role != "" && !role.Valid() {
 		return storage.User{}, invalidf("unknown role %q", role)
 	}
@@ -367,7 +368,7 @@ func (db *DB) SetRole(account, id string, role storage.Role) (storage.User, erro
 
 // CreateInvite mints a one-time invitation to account with role, valid
 // for ttl, optionally only for email. The token is returned once.
-func (db *DB) CreateInvite(account string, role storage.Role, email, createdBy string, ttl time.Duration) (string, storage.Invite, error) {
+func (db *DB) CreateInvite(ctx context.Context, account string, role storage.Role, email, createdBy string, ttl time.Duration) (string, storage.Invite, error) {
 	if err := db.check(); err != nil {
 		return "", storage.Invite{}, err
 	}
@@ -450,7 +451,7 @@ func (db *DB) redeemLocked(b *pebble.Batch, token string, u *storage.User) (stor
 
 // RedeemInvite links an existing user to the invitation's account (POST
 // /auth/link), in one write.
-func (db *DB) RedeemInvite(token, userID string) (storage.User, storage.Invite, error) {
+func (db *DB) RedeemInvite(ctx context.Context, token, userID string) (storage.User, storage.Invite, error) {
 	var iv storage.Invite
 	u, err := db.updateUser(userID, func(u *storage.User, b *pebble.Batch) (func(), error) {
 		var err error
@@ -464,7 +465,7 @@ func (db *DB) RedeemInvite(token, userID string) (storage.User, storage.Invite, 
 }
 
 // Invites returns the account's pending invitations, newest first.
-func (db *DB) Invites(account string) ([]storage.Invite, error) {
+func (db *DB) Invites(ctx context.Context, account string) ([]storage.Invite, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}
@@ -482,7 +483,7 @@ func (db *DB) Invites(account string) ([]storage.Invite, error) {
 }
 
 // RevokeInvite withdraws a pending invitation of account.
-func (db *DB) RevokeInvite(account, id string) (storage.Invite, error) {
+func (db *DB) RevokeInvite(ctx context.Context, account, id string) (storage.Invite, error) {
 	if err := db.check(); err != nil {
 		return storage.Invite{}, err
 	}
@@ -507,7 +508,7 @@ func (db *DB) RevokeInvite(account, id string) (storage.Invite, error) {
 
 // CreateSession starts a session of the user on account (may be empty),
 // ending after ttl. The token is returned once.
-func (db *DB) CreateSession(user, account, ip, userAgent string, ttl time.Duration) (string, storage.Session, error) {
+func (db *DB) CreateSession(ctx context.Context, user, account, ip, userAgent string, ttl time.Duration) (string, storage.Session, error) {
 	if err := db.check(); err != nil {
 		return "", storage.Session{}, err
 	}
@@ -535,7 +536,7 @@ func (db *DB) CreateSession(user, account, ip, userAgent string, ttl time.Durati
 
 // LookupSession returns the session of token, or ErrSessionInvalid. It
 // does not judge expiry: the caller knows the idle timeout.
-func (db *DB) LookupSession(token string) (storage.Session, error) {
+func (db *DB) LookupSession(ctx context.Context, token string) (storage.Session, error) {
 	if err := db.check(); err != nil {
 		return storage.Session{}, err
 	}
@@ -555,7 +556,7 @@ func (db *DB) LookupSession(token string) (storage.Session, error) {
 // TouchSession records that the session was used at now. The write is
 // not synced and happens at most once a minute per session: a crash
 // loses at most a minute of idle time, never the session.
-func (db *DB) TouchSession(id string) error {
+func (db *DB) TouchSession(ctx context.Context, id string) error {
 	if err := db.check(); err != nil {
 		return err
 	}
@@ -586,7 +587,7 @@ func (db *DB) TouchSession(id string) error {
 
 // SetSessionAccount switches the account the session shows; the user must
 // be a member (or an operator).
-func (db *DB) SetSessionAccount(id, account string) (storage.Session, error) {
+func (db *DB) SetSessionAccount(ctx context.Context, id, account string) (storage.Session, error) {
 	if err := db.check(); err != nil {
 		return storage.Session{}, err
 	}
@@ -610,7 +611,7 @@ func (db *DB) SetSessionAccount(id, account string) (storage.Session, error) {
 
 // DeleteSession ends a session (logout). Ending an ended one is not an
 // error.
-func (db *DB) DeleteSession(id string) error {
+func (db *DB) DeleteSession(ctx context.Context, id string) error {
 	if err := db.check(); err != nil {
 		return err
 	}
@@ -628,23 +629,9 @@ func (db *DB) DeleteSession(id string) error {
 	return nil
 }
 
-// UserSessions returns the user's sessions, newest first.
-func (db *DB) UserSessions(user string) []storage.Session {
-	db.umu.RLock()
-	var out []storage.Session
-	for _, s := range db.us.sessions {
-		if s.User == user {
-			out = append(out, s)
-		}
-	}
-	db.umu.RUnlock()
-	slices.SortFunc(out, func(a, b storage.Session) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return out
-}
-
 // PurgeSessions deletes the sessions past their expiry or idle longer
 // than idle, and invitations ended more than 30 days ago.
-func (db *DB) PurgeSessions(idle time.Duration) (int, error) {
+func (db *DB) PurgeSessions(ctx context.Context, idle time.Duration) (int, error) {
 	if err := db.check(); err != nil {
 		return 0, err
 	}
@@ -685,7 +672,7 @@ func (db *DB) PurgeSessions(idle time.Duration) (int, error) {
 
 // Secret returns the named 32-byte server secret (the dashboard's CSRF
 // key), made at its first use and kept, synced, in meta/.
-func (db *DB) Secret(name string) ([]byte, error) {
+func (db *DB) Secret(ctx context.Context, name string) ([]byte, error) {
 	if err := db.check(); err != nil {
 		return nil, err
 	}

@@ -15,15 +15,15 @@ const testHash = "$argon2id$v=19$m=8192,t=1,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXN
 // between the two writes.
 func TestOpenRegistrationGrant(t *testing.T) {
 	db := openTest(t)
-	u, a, err := db.RegisterWithAccount("ann@example.test", testHash, "Ann's shop", storage.PlanFree, 100)
+	u, a, err := db.RegisterWithAccount(t.Context(), "ann@example.test", testHash, "Ann's shop", storage.PlanFree, 100)
 	if err != nil || a.Grant != 0 {
 		t.Fatalf("register: %+v %v", a, err)
 	}
 	if r, _ := u.Role(a.ID); r != storage.RoleOwner {
 		t.Fatalf("role %q", r)
 	}
-	if n, _ := db.Balance(a.ID); n != 100 {
-		t.Fatalf("balance %d", n)
+	if cr, _ := db.Credits(t.Context(), a.ID); cr.Balance != 100 {
+		t.Fatalf("balance %d", cr.Balance)
 	}
 	checkLedger(t, db.DB, a.ID)
 
@@ -34,14 +34,14 @@ func TestOpenRegistrationGrant(t *testing.T) {
 	}
 	db.reopen(t)
 	db.reopen(t)
-	if n, _ := db.Balance(a2.ID); n != 25 {
-		t.Fatalf("balance after the grant was finished at Open: %d", n)
+	if cr, _ := db.Credits(t.Context(), a2.ID); cr.Balance != 25 {
+		t.Fatalf("balance after the grant was finished at Open: %d", cr.Balance)
 	}
-	if got, _ := db.GetAccount(a2.ID); got.Grant != 0 {
+	if got, _ := db.GetAccount(t.Context(), a2.ID); got.Grant != 0 {
 		t.Fatalf("grant still pending: %+v", got)
 	}
-	if n, _ := db.Balance(a.ID); n != 100 {
-		t.Fatalf("first account after reopen: %d", n)
+	if cr, _ := db.Credits(t.Context(), a.ID); cr.Balance != 100 {
+		t.Fatalf("first account after reopen: %d", cr.Balance)
 	}
 	checkLedger(t, db.DB, a2.ID)
 }
@@ -50,9 +50,9 @@ func TestOpenRegistrationGrant(t *testing.T) {
 func TestNoUserSecretOnDisk(t *testing.T) {
 	db := openTest(t)
 	acct := db.account(t, 0)
-	u, _ := db.CreateUser("ann@example.test", testHash, false)
-	stok, _, _ := db.CreateSession(u.ID, acct, "", "", time.Hour)
-	itok, _, _ := db.CreateInvite(acct, storage.RoleMember, "", u.ID, time.Hour)
+	u, _ := db.CreateUser(t.Context(), "ann@example.test", testHash, false)
+	stok, _, _ := db.CreateSession(t.Context(), u.ID, acct, "", "", time.Hour)
+	itok, _, _ := db.CreateInvite(t.Context(), acct, storage.RoleMember, "", u.ID, time.Hour)
 	secrets := []string{stok[strings.IndexByte(stok, '.')+1:], itok[strings.LastIndexByte(itok, '_')+1:]}
 	db.Close()
 	noFileHolds(t, db.dir, secrets...)

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -26,8 +27,8 @@ func scanAccount(r scanner) (storage.Account, error) {
 
 // CreateAccount creates an account with a new id and webhook secret; its
 // balance starts at 0.
-func (db *DB) CreateAccount(name string, plan storage.Plan) (storage.Account, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) CreateAccount(ctx context.Context, name string, plan storage.Plan) (storage.Account, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	for {
 		a, err := storage.NewAccount(name, plan, db.now())
@@ -47,8 +48,8 @@ func (db *DB) CreateAccount(name string, plan storage.Plan) (storage.Account, er
 }
 
 // GetAccount returns the account, or ErrNotFound.
-func (db *DB) GetAccount(id string) (storage.Account, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) GetAccount(ctx context.Context, id string) (storage.Account, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	a, err := scanAccount(db.pool.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -58,8 +59,8 @@ func (db *DB) GetAccount(id string) (storage.Account, error) {
 }
 
 // ListAccounts returns every account, ordered by id.
-func (db *DB) ListAccounts() ([]storage.Account, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) ListAccounts(ctx context.Context) ([]storage.Account, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `SELECT `+accountCols+` FROM accounts ORDER BY id`)
 	if err != nil {
@@ -69,22 +70,22 @@ func (db *DB) ListAccounts() ([]storage.Account, error) {
 }
 
 // SetPlan changes the account's plan.
-func (db *DB) SetPlan(id string, plan storage.Plan) (storage.Account, error) {
+func (db *DB) SetPlan(ctx context.Context, id string, plan storage.Plan) (storage.Account, error) {
 	if !plan.Valid() {
 		_, err := storage.NewAccount("", plan, db.now()) // the same message
 		return storage.Account{}, err
 	}
-	return db.updateAccount(id, `UPDATE accounts SET plan = $2 WHERE id = $1 RETURNING `+accountCols, string(plan))
+	return db.updateAccount(ctx, id, `UPDATE accounts SET plan = $2 WHERE id = $1 RETURNING `+accountCols, string(plan))
 }
 
 // RotateWebhookSecret gives the account a new webhook secret.
-func (db *DB) RotateWebhookSecret(id string) (storage.Account, error) {
-	return db.updateAccount(id, `UPDATE accounts SET webhook_secret = $2, secret_rotated_at = $3 WHERE id = $1 RETURNING `+accountCols,
+func (db *DB) RotateWebhookSecret(ctx context.Context, id string) (storage.Account, error) {
+	return db.updateAccount(ctx, id, `UPDATE accounts SET webhook_secret = $2, secret_rotated_at = $3 WHERE id = $1 RETURNING `+accountCols,
 		storage.NewWebhookSecret(), db.now().Truncate(time.Millisecond))
 }
 
-func (db *DB) updateAccount(id, sql string, args ...any) (storage.Account, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) updateAccount(ctx context.Context, id, sql string, args ...any) (storage.Account, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	a, err := scanAccount(db.pool.QueryRow(ctx, sql, append([]any{id}, args...)...))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -115,7 +115,7 @@ func (db *DB) maintain() {
 			}
 			// Expired idempotency records (Pebble's own loop does this on
 			// one box); every box may, they delete the same rows.
-			if _, err := db.PurgeIdem(); err != nil {
+			if _, err := db.PurgeIdem(context.Background()); err != nil {
 				db.log.Warn("cannot purge expired idempotency records", "err", err)
 			}
 		}
@@ -131,7 +131,7 @@ const deadBoot = `NOT EXISTS (SELECT 1 FROM boots WHERE boots.id = %s AND boots.
 // runs it every Lease; it is safe to run on several at once (a hold is
 // released by the transaction that deletes it).
 func (db *DB) Reap() (int, error) {
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(context.Background())
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `SELECT DISTINCT account FROM holds WHERE `+fmt.Sprintf(deadBoot, "holds.boot"), db.lease)
 	if err != nil {
@@ -144,7 +144,7 @@ func (db *DB) Reap() (int, error) {
 	n := 0
 	for _, account := range accounts {
 		released := 0
-		_, err := db.adjust(account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
+		_, err := db.adjust(context.Background(), account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
 			released = 0
 			rows, err := tx.Query(ctx, `DELETE FROM holds WHERE account = $2 AND `+fmt.Sprintf(deadBoot, "holds.boot")+`
 				RETURNING seq, amount, ref, boot`, db.lease, account)

@@ -23,28 +23,28 @@ func TestClockSteps(t *testing.T) {
 	const lease = 3 * time.Second
 	_, _, open := fleetOf(t, lease)
 	a, b := open("a"), open("b")
-	acct, err := b.CreateAccount("clock", storage.PlanGrowth)
+	acct, err := b.CreateAccount(t.Context(), "clock", storage.PlanGrowth)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.AddCredits(acct.ID, 100, ""); err != nil {
+	if _, err := b.AddCredits(t.Context(), acct.ID, 100, ""); err != nil {
 		t.Fatal(err)
 	}
 	addrs := make([]string, 3*storage.JobSliceSize)
 	for i := range addrs {
 		addrs[i] = fmt.Sprintf("u%d@d%d.test", i, i%300)
 	}
-	if _, err := b.AddCredits(acct.ID, int64(len(addrs)), ""); err != nil {
+	if _, err := b.AddCredits(t.Context(), acct.ID, int64(len(addrs)), ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.CreateJob(storage.JobSpec{Account: acct.ID, Addresses: addrs}); err != nil {
+	if _, err := b.CreateJob(t.Context(), storage.JobSpec{Account: acct.ID, Addresses: addrs}); err != nil {
 		t.Fatal(err)
 	}
-	leased, err := a.LeaseSlices(1)
+	leased, err := a.LeaseSlices(t.Context(), 1)
 	if err != nil || len(leased) != 1 {
 		t.Fatalf("a leases: %v %v", leased, err)
 	}
-	hold, err := a.Hold(acct.ID, 1, "")
+	hold, err := a.Hold(t.Context(), acct.ID, 1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,27 +64,27 @@ func TestClockSteps(t *testing.T) {
 		// A key b answered replays on a, and a's purge leaves it.
 		seq++
 		ref := storage.IdemRef{Account: acct.ID, Endpoint: "POST /v1/validate", Key: fmt.Sprintf("clock-b-%d", seq)}
-		if out, _, err := b.BeginIdem(ref, []byte("h")); err != nil || out != storage.IdemNew {
+		if out, _, err := b.BeginIdem(t.Context(), ref, []byte("h")); err != nil || out != storage.IdemNew {
 			t.Fatalf("b begins: %v %v", out, err)
 		}
-		if err := b.CompleteIdem(ref, resp); err != nil {
+		if err := b.CompleteIdem(t.Context(), ref, resp); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := a.PurgeIdem(); err != nil || n != 0 {
+		if n, err := a.PurgeIdem(t.Context()); err != nil || n != 0 {
 			t.Fatalf("step %v: the stepped box purged %d live records (%v)", step, n, err)
 		}
-		if out, _, err := a.BeginIdem(ref, []byte("h")); err != nil || out != storage.IdemReplay {
+		if out, _, err := a.BeginIdem(t.Context(), ref, []byte("h")); err != nil || out != storage.IdemReplay {
 			t.Fatalf("step %v: b's answered key on a: %v %v", step, out, err)
 		}
 		// A key a answers expires a day from the database's now.
 		mine := storage.IdemRef{Account: acct.ID, Endpoint: "POST /v1/validate", Key: fmt.Sprintf("clock-a-%d", seq)}
-		if out, _, err := a.BeginIdem(mine, []byte("h")); err != nil || out != storage.IdemNew {
+		if out, _, err := a.BeginIdem(t.Context(), mine, []byte("h")); err != nil || out != storage.IdemNew {
 			t.Fatalf("a begins: %v %v", out, err)
 		}
-		if err := a.CompleteIdem(mine, resp); err != nil {
+		if err := a.CompleteIdem(t.Context(), mine, resp); err != nil {
 			t.Fatal(err)
 		}
-		rec, err := b.GetIdem(mine)
+		rec, err := b.GetIdem(t.Context(), mine)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestClockSteps(t *testing.T) {
 		if n, err := b.Reap(); err != nil || n != 0 {
 			t.Fatalf("step %v: b released %d holds of the stepped box (%v)", step, n, err)
 		}
-		got, err := b.LeaseSlices(10)
+		got, err := b.LeaseSlices(t.Context(), 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,12 +106,12 @@ func TestClockSteps(t *testing.T) {
 			}
 		}
 		for _, js := range got {
-			if err := b.ReturnSlice(js.Job.ID, js.Slice); err != nil {
+			if err := b.ReturnSlice(t.Context(), js.Job.ID, js.Slice); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if _, err := a.Charge(hold, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"}}); err != nil {
+	if _, err := a.Charge(t.Context(), hold, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"}}); err != nil {
 		t.Fatalf("the stepped box's hold, after both steps: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,6 +45,9 @@ type pendingCharge struct {
 	r0   storage.Result
 	now  time.Time
 	done chan chargeOutcome
+	// abandoned is set when the caller's context ended while it was
+	// queued: a transaction that has not taken it yet leaves it out.
+	abandoned atomic.Bool
 }
 
 type chargeOutcome struct {
@@ -64,7 +68,14 @@ type combiner struct {
 // transaction with its own request and, when others queued meanwhile,
 // leaves them to a goroutine that runs their transactions until the queue
 // is empty: a caller never waits for more than its own transaction.
-func (db *DB) submit(account string, p *pendingCharge) chargeOutcome {
+//
+// ctx bounds the caller's wait: its own transaction runs under it, and a
+// caller whose ctx ends while queued returns ctx's error at once and is
+// left out of the transactions to come. One already taken by a
+// transaction may still commit after its caller has gone: a hold so lost
+// is released by its ref (Hold), a charge is recorded with its
+// Idempotency-Key as any other.
+func (db *DB) submit(ctx context.Context, account string, p *pendingCharge) chargeOutcome {
 	c := &db.charges
 	c.mu.Lock()
 	if c.pending == nil {
@@ -73,11 +84,17 @@ func (db *DB) submit(account string, p *pendingCharge) chargeOutcome {
 	if q, running := c.pending[account]; running {
 		c.pending[account] = append(q, p)
 		c.mu.Unlock()
-		return <-p.done
+		select {
+		case o := <-p.done:
+			return o
+		case <-ctx.Done():
+			p.abandoned.Store(true)
+			return chargeOutcome{err: ctx.Err()}
+		}
 	}
 	c.pending[account] = nil
 	c.mu.Unlock()
-	if db.runBatch(account, []*pendingCharge{p}) {
+	if db.runBatch(ctx, account, []*pendingCharge{p}) {
 		go db.drain(account)
 	}
 	return <-p.done
@@ -86,22 +103,28 @@ func (db *DB) submit(account string, p *pendingCharge) chargeOutcome {
 // drain runs the transactions of the account's queued requests until the
 // queue is empty.
 func (db *DB) drain(account string) {
-	for db.runBatch(account, nil) {
+	for db.runBatch(context.Background(), account, nil) {
 	}
 }
 
 // runBatch runs one transaction for batch (nil: up to maxCombined of the
-// queue) and reports whether requests are queued for another. When none
+// queue, those abandoned left out) under ctx, and reports whether
+// requests are queued for another. When none
 // are, the account has no transaction under way any more. A panic (a
 // Seal's: a bug) fails the batch and everything queued, so no caller
 // waits for ever, and is logged.
-func (db *DB) runBatch(account string, batch []*pendingCharge) (more bool) {
+func (db *DB) runBatch(ctx context.Context, account string, batch []*pendingCharge) (more bool) {
 	c := &db.charges
 	if batch == nil {
 		c.mu.Lock()
 		q := c.pending[account]
 		k := min(len(q), maxCombined)
-		batch = q[:k:k]
+		batch = make([]*pendingCharge, 0, k)
+		for _, p := range q[:k] {
+			if !p.abandoned.Load() {
+				batch = append(batch, p)
+			}
+		}
 		c.pending[account] = q[k:]
 		c.mu.Unlock()
 	}
@@ -126,7 +149,7 @@ func (db *DB) runBatch(account string, batch []*pendingCharge) (more bool) {
 			"stack", string(debug.Stack()))
 	}()
 	if len(batch) > 0 {
-		db.chargeBatch(account, batch)
+		db.chargeBatch(ctx, account, batch)
 		chargesPerTx.Update(float64(len(batch)))
 	}
 	c.mu.Lock()
@@ -142,8 +165,8 @@ func (db *DB) runBatch(account string, batch []*pendingCharge) (more bool) {
 // chargeBatch runs one transaction for the charges and holds of account
 // in ps and gives each its outcome: a hold's once committed, a charge's
 // once flushed too.
-func (db *DB) chargeBatch(account string, ps []*pendingCharge) {
-	ctx, cancel := db.ctx()
+func (db *DB) chargeBatch(ctx context.Context, account string, ps []*pendingCharge) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	outs := make([]chargeOutcome, len(ps))
 	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
@@ -153,7 +176,7 @@ func (db *DB) chargeBatch(account string, ps []*pendingCharge) {
 		// One request may be what the database refused (a result id
 		// taken): each runs alone, with its own outcome.
 		for _, p := range ps {
-			db.chargeBatch(account, []*pendingCharge{p})
+			db.chargeBatch(context.Background(), account, []*pendingCharge{p})
 		}
 		return
 	}

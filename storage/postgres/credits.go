@@ -79,16 +79,9 @@ func saveAccount(ctx context.Context, tx pgx.Tx, account string, r acctRow) erro
 	return err
 }
 
-// Balance returns the account's balance (credits neither charged nor
-// reserved by a job).
-func (db *DB) Balance(account string) (int64, error) {
-	c, err := db.Credits(account)
-	return c.Balance, err
-}
-
 // Credits returns the account's balance and held credits.
-func (db *DB) Credits(account string) (storage.Credits, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) Credits(ctx context.Context, account string) (storage.Credits, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var c storage.Credits
 	err := db.pool.QueryRow(ctx, `SELECT balance, held FROM accounts WHERE id = $1`, account).Scan(&c.Balance, &c.Held)
@@ -99,22 +92,22 @@ func (db *DB) Credits(account string) (storage.Credits, error) {
 }
 
 // AddCredits adds n > 0 credits to the account.
-func (db *DB) AddCredits(account string, n int64, note string) (storage.Entry, error) {
+func (db *DB) AddCredits(ctx context.Context, account string, n int64, note string) (storage.Entry, error) {
 	if n <= 0 {
 		return storage.Entry{}, invalid("credits to add must be positive, not %d", n)
 	}
-	return db.adjust(account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
+	return db.adjust(ctx, account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
 		return r.entry(ctx, tx, account, db.now(), storage.EntryAdd, n, n, 0, 0, "", note)
 	})
 }
 
 // SetCredits sets the account's balance to n, never below the credits
 // held by validations in flight.
-func (db *DB) SetCredits(account string, n int64, note string) (storage.Entry, error) {
+func (db *DB) SetCredits(ctx context.Context, account string, n int64, note string) (storage.Entry, error) {
 	if n < 0 {
 		return storage.Entry{}, invalid("balance must not be negative, not %d", n)
 	}
-	return db.adjust(account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
+	return db.adjust(ctx, account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
 		if n < r.held {
 			return storage.Entry{}, invalid("balance cannot be set to %d, below the %d credits held by validations in flight", n, r.held)
 		}
@@ -124,8 +117,8 @@ func (db *DB) SetCredits(account string, n int64, note string) (storage.Entry, e
 
 // adjust runs one change of the account's credits in a transaction that
 // locks its row.
-func (db *DB) adjust(account string, change func(context.Context, pgx.Tx, *acctRow) (storage.Entry, error)) (storage.Entry, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) adjust(ctx context.Context, account string, change func(context.Context, pgx.Tx, *acctRow) (storage.Entry, error)) (storage.Entry, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var e storage.Entry
 	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
@@ -156,12 +149,12 @@ func (db *DB) adjust(account string, change func(context.Context, pgx.Tx, *acctR
 // it, the hold's record included. This halves the flushes a validation
 // waits for, under the account's row lock. A hold goes in the transaction
 // of the account's charges and holds waiting on this box (combine.go).
-func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
+func (db *DB) Hold(ctx context.Context, account string, n int64, ref string) (storage.Hold, error) {
 	if n <= 0 {
 		return storage.Hold{}, invalid("credits to hold must be positive, not %d", n)
 	}
 	p := &pendingCharge{hold: true, ref: ref, n: n, now: db.now(), done: make(chan chargeOutcome, 1)}
-	o := db.submit(account, p)
+	o := db.submit(ctx, account, p)
 	if o.err != nil && ref != "" && !errors.Is(o.err, storage.ErrInsufficientCredits) && !errors.Is(o.err, storage.ErrInvalid) &&
 		!errors.Is(o.err, storage.ErrNotFound) {
 		// Its COMMIT may have run with its answer lost: the caller
@@ -179,8 +172,8 @@ func (db *DB) Hold(account string, n int64, ref string) (storage.Hold, error) {
 // hold is remembered and released again by the heartbeat loop until that
 // works: its request has ended, so its credits must not stay held while
 // this box lives.
-func (db *DB) Release(h storage.Hold, note string) (storage.Entry, error) {
-	e, err := db.release(h, note)
+func (db *DB) Release(ctx context.Context, h storage.Hold, note string) (storage.Entry, error) {
+	e, err := db.release(ctx, h, note)
 	if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {
 		db.log.Warn("cannot release a hold; will retry", "account", h.Account, "hold", h.Seq, "err", err)
 		db.orphanMu.Lock()
@@ -204,7 +197,7 @@ type orphan struct {
 func (o orphan) release(db *DB) error {
 	hs := []storage.Hold{o.h}
 	if o.h.Seq == 0 {
-		ctx, cancel := db.ctx()
+		ctx, cancel := db.ctx(context.Background())
 		defer cancel()
 		rows, err := db.pool.Query(ctx, `SELECT seq, amount FROM holds WHERE account = $1 AND ref = $2 AND boot = $3`, o.h.Account, o.h.Ref, db.boot)
 		if err != nil {
@@ -220,7 +213,7 @@ func (o orphan) release(db *DB) error {
 		}
 	}
 	for _, h := range hs {
-		_, err := db.release(h, o.note)
+		_, err := db.release(context.Background(), h, o.note)
 		if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
@@ -249,8 +242,8 @@ func (db *DB) releaseOrphans() {
 	}
 }
 
-func (db *DB) release(h storage.Hold, note string) (storage.Entry, error) {
-	return db.adjust(h.Account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
+func (db *DB) release(ctx context.Context, h storage.Hold, note string) (storage.Entry, error) {
+	return db.adjust(ctx, h.Account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
 		var n int64
 		err := tx.QueryRow(ctx, `DELETE FROM holds WHERE account = $1 AND seq = $2 RETURNING amount`, h.Account, int64(h.Seq)).Scan(&n)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -264,8 +257,8 @@ func (db *DB) release(h storage.Hold, note string) (storage.Entry, error) {
 }
 
 // Holds returns the account's active holds, oldest first.
-func (db *DB) Holds(account string) ([]storage.Hold, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) Holds(ctx context.Context, account string) ([]storage.Hold, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `SELECT seq, amount, ref, at FROM holds WHERE account = $1 ORDER BY seq`, account)
 	if err != nil {
@@ -282,8 +275,8 @@ func (db *DB) Holds(account string) ([]storage.Hold, error) {
 
 // Ledger returns up to limit entries of the account with Seq > after, in
 // order (limit ≤ 0: all of them).
-func (db *DB) Ledger(account string, after uint64, limit int) ([]storage.Entry, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) Ledger(ctx context.Context, account string, after uint64, limit int) ([]storage.Entry, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var exists bool
 	if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts WHERE id = $1)`, account).Scan(&exists); err != nil {

@@ -205,7 +205,7 @@ func (db *DB) Close() error {
 	db.closed.Do(func() {
 		close(db.stop)
 		db.wg.Wait()
-		ctx, cancel := db.ctx()
+		ctx, cancel := db.ctx(context.Background())
 		defer cancel()
 		// Its job slices are free at once (freeSlice would make the
 		// others wait for the lease), then its boot goes.
@@ -236,10 +236,10 @@ func (db *DB) Abandon() {
 // Boot returns this process's boot id.
 func (db *DB) Boot() string { return db.boot }
 
-// ctx is the context of the contract's calls, which take none (as the
-// Pebble backend's): a bound on one call's database time.
-func (db *DB) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), db.callTimeout)
+// ctx is the context of one contract call: the caller's (a request's
+// deadline reaches the database), bounded by Options.CallTimeout.
+func (db *DB) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, db.callTimeout)
 }
 
 // DefaultCallTimeout is Options.CallTimeout's default: past it the API

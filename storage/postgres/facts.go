@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // Fact returns the fact of kind for key; ok is false when there is none
 // or it expired.
 func (db *DB) Fact(kind, key string) (string, time.Time, bool, error) {
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(context.Background())
 	defer cancel()
 	var v string
 	var exp time.Time
@@ -30,7 +31,7 @@ func (db *DB) Fact(kind, key string) (string, time.Time, bool, error) {
 
 // PutFact records a fact until expires.
 func (db *DB) PutFact(kind, key, value string, expires time.Time) error {
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(context.Background())
 	defer cancel()
 	_, err := db.pool.Exec(ctx, `INSERT INTO domain_facts (kind, key, value, expires_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`, kind, key, value, expires)
@@ -39,7 +40,7 @@ func (db *DB) PutFact(kind, key, value string, expires time.Time) error {
 
 // purgeFacts deletes the expired facts.
 func (db *DB) purgeFacts() error {
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(context.Background())
 	defer cancel()
 	_, err := db.pool.Exec(ctx, `DELETE FROM domain_facts WHERE expires_at <= $1`, db.now())
 	return err

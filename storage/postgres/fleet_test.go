@@ -51,11 +51,11 @@ func TestTwoBoxes(t *testing.T) {
 	a, b := open("a"), open("b")
 	boxes := []*DB{a, b}
 
-	acct, err := a.CreateAccount("fleet", storage.PlanGrowth)
+	acct, err := a.CreateAccount(t.Context(), "fleet", storage.PlanGrowth)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.AddCredits(acct.ID, 20, ""); err != nil {
+	if _, err := b.AddCredits(t.Context(), acct.ID, 20, ""); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -68,11 +68,11 @@ func TestTwoBoxes(t *testing.T) {
 			db := boxes[i%2]
 			var err error
 			if i%4 < 2 {
-				_, err = db.ChargeDirect(acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("d%d@x.test", i), Status: "valid"}})
+				_, err = db.ChargeDirect(t.Context(), acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("d%d@x.test", i), Status: "valid"}})
 			} else {
 				var h storage.Hold
-				if h, err = db.Hold(acct.ID, 1, ""); err == nil {
-					_, err = boxes[(i+1)%2].Charge(h, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("h%d@x.test", i), Status: "valid"}})
+				if h, err = db.Hold(t.Context(), acct.ID, 1, ""); err == nil {
+					_, err = boxes[(i+1)%2].Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("h%d@x.test", i), Status: "valid"}})
 				}
 			}
 			mu.Lock()
@@ -91,7 +91,7 @@ func TestTwoBoxes(t *testing.T) {
 	if charged != 20 || refused != 30 {
 		t.Fatalf("%d charged, %d refused across two boxes: want 20 and 30", charged, refused)
 	}
-	if c, _ := a.Credits(acct.ID); c.Balance != 0 || c.Held != 0 {
+	if c, _ := a.Credits(t.Context(), acct.ID); c.Balance != 0 || c.Held != 0 {
 		t.Fatalf("credits %+v", c)
 	}
 	for _, db := range boxes {
@@ -103,39 +103,39 @@ func TestTwoBoxes(t *testing.T) {
 	}
 
 	// An idempotency key across boxes.
-	if _, err := a.AddCredits(acct.ID, 10, ""); err != nil {
+	if _, err := a.AddCredits(t.Context(), acct.ID, 10, ""); err != nil {
 		t.Fatal(err)
 	}
 	ref := storage.IdemRef{Account: acct.ID, Endpoint: "POST /v1/validate", Key: "k-1"}
-	if out, _, err := a.BeginIdem(ref, []byte("h")); err != nil || out != storage.IdemNew {
+	if out, _, err := a.BeginIdem(t.Context(), ref, []byte("h")); err != nil || out != storage.IdemNew {
 		t.Fatalf("BeginIdem on a: %v, %v", out, err)
 	}
-	if out, _, err := b.BeginIdem(ref, []byte("h")); err != nil || out != storage.IdemInFlight {
+	if out, _, err := b.BeginIdem(t.Context(), ref, []byte("h")); err != nil || out != storage.IdemInFlight {
 		t.Fatalf("BeginIdem on b while a processes it: %v, %v", out, err)
 	}
-	h, _ := a.Hold(acct.ID, 1, "")
+	h, _ := a.Hold(t.Context(), acct.ID, 1, "")
 	seal := func(r storage.Result, bal int64) (storage.Sealed, error) {
 		return storage.Sealed{Receipt: []byte("r"), Response: storage.IdemResponse{Status: 200, Body: fmt.Appendf(nil, "%d", bal)}}, nil
 	}
-	if _, err := a.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "i@x.test", Status: "valid"}, Idem: &ref, Seal: seal}); err != nil {
+	if _, err := a.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: "i@x.test", Status: "valid"}, Idem: &ref, Seal: seal}); err != nil {
 		t.Fatal(err)
 	}
-	if out, rec, err := b.BeginIdem(ref, []byte("h")); err != nil || out != storage.IdemReplay || string(rec.Response.Body) != "9" {
+	if out, rec, err := b.BeginIdem(t.Context(), ref, []byte("h")); err != nil || out != storage.IdemReplay || string(rec.Response.Body) != "9" {
 		t.Fatalf("replay on b: %v %+v %v", out, rec, err)
 	}
 
 	// Box a dies with two holds and a pending key.
 	ref2 := storage.IdemRef{Account: acct.ID, Endpoint: "POST /v1/validate", Key: "k-2"}
-	a.BeginIdem(ref2, []byte("h"))
-	a.Hold(acct.ID, 2, "x")
-	a.Hold(acct.ID, 3, "y")
+	a.BeginIdem(t.Context(), ref2, []byte("h"))
+	a.Hold(t.Context(), acct.ID, 2, "x")
+	a.Hold(t.Context(), acct.ID, 3, "y")
 	a.Abandon()
 	seen := a.lastSeen()
 	n, err := b.Reap()
 	if err != nil || n != 0 && time.Since(seen) < lease {
 		t.Fatalf("Reap within the dead box's lease released %d holds (%v)", n, err)
 	}
-	if out, _, _ := b.BeginIdem(ref2, []byte("h")); out != storage.IdemInFlight && time.Since(seen) < lease {
+	if out, _, _ := b.BeginIdem(t.Context(), ref2, []byte("h")); out != storage.IdemInFlight && time.Since(seen) < lease {
 		t.Fatalf("a pending key of a box within its lease: %v", out)
 	}
 	// b releases them, by its own reaping loop or this test's Reap, once
@@ -145,7 +145,7 @@ func TestTwoBoxes(t *testing.T) {
 		if _, err := b.Reap(); err != nil {
 			t.Fatal(err)
 		}
-		hs, err := b.Holds(acct.ID)
+		hs, err := b.Holds(t.Context(), acct.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,14 +160,14 @@ func TestTwoBoxes(t *testing.T) {
 	if gone := time.Since(seen); gone < lease {
 		t.Fatalf("holds released %v after the dead box's last heartbeat, within its lease of %v", gone, lease)
 	}
-	es, _ := b.Ledger(acct.ID, 0, 0)
+	es, _ := b.Ledger(t.Context(), acct.ID, 0, 0)
 	if last := es[len(es)-1]; last.Kind != storage.EntryRelease || last.Amount != 3 || last.Note != "released: its verifyd stopped (boot "+a.boot+")" {
 		t.Fatalf("last entry %+v", last)
 	}
-	if c, _ := b.Credits(acct.ID); c.Held != 0 || c.Balance != 9 {
+	if c, _ := b.Credits(t.Context(), acct.ID); c.Held != 0 || c.Balance != 9 {
 		t.Fatalf("credits after the reap %+v", c)
 	}
-	if out, _, _ := b.BeginIdem(ref2, []byte("h")); out != storage.IdemNew {
+	if out, _, _ := b.BeginIdem(t.Context(), ref2, []byte("h")); out != storage.IdemNew {
 		t.Fatalf("pending key of a dead box: %v", out)
 	}
 	var boots int
@@ -247,27 +247,27 @@ func TestKeyCacheAcrossBoxes(t *testing.T) {
 		return db
 	}
 	a, b := open("a"), open("b")
-	acct, _ := a.CreateAccount("k", storage.PlanFree)
-	full, _, err := a.MintKey(acct.ID, []string{storage.ScopeValidateRead}, "")
+	acct, _ := a.CreateAccount(t.Context(), "k", storage.PlanFree)
+	full, _, err := a.MintKey(t.Context(), acct.ID, []string{storage.ScopeValidateRead}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.VerifyKey(full); err != nil {
+	if _, err := b.VerifyKey(t.Context(), full); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.VerifyKey(full); err != nil {
+	if _, err := a.VerifyKey(t.Context(), full); err != nil {
 		t.Fatal(err)
 	}
 	revoked := time.Now()
 	prefix, _, _ := storage.ParseKey(full)
-	if _, err := a.RevokeKey(prefix); err != nil {
+	if _, err := a.RevokeKey(t.Context(), prefix); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.VerifyKey(full); !errors.Is(err, storage.ErrKeyRevoked) {
+	if _, err := a.VerifyKey(t.Context(), full); !errors.Is(err, storage.ErrKeyRevoked) {
 		t.Fatalf("on the revoking box: %v", err)
 	}
 	for {
-		_, err := b.VerifyKey(full)
+		_, err := b.VerifyKey(t.Context(), full)
 		if errors.Is(err, storage.ErrKeyRevoked) {
 			break
 		}
@@ -277,7 +277,7 @@ func TestKeyCacheAcrossBoxes(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// A wrong secret is refused from the cache too.
-	if _, err := b.VerifyKey(full[:len(full)-1] + "!"); !errors.Is(err, storage.ErrKeyInvalid) && !errors.Is(err, storage.ErrKeyRevoked) {
+	if _, err := b.VerifyKey(t.Context(), full[:len(full)-1]+"!"); !errors.Is(err, storage.ErrKeyInvalid) && !errors.Is(err, storage.ErrKeyRevoked) {
 		t.Fatalf("a wrong secret: %v", err)
 	}
 }
@@ -300,8 +300,8 @@ func TestAnsweredChargesSurviveCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, _ := db.CreateAccount("c", storage.PlanFree)
-	db.AddCredits(acct.ID, 100, "")
+	acct, _ := db.CreateAccount(t.Context(), "c", storage.PlanFree)
+	db.AddCredits(t.Context(), acct.ID, 100, "")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var charged []storage.Charged
@@ -312,11 +312,11 @@ func TestAnsweredChargesSurviveCrash(t *testing.T) {
 			var ch storage.Charged
 			var err error
 			if i%2 == 0 {
-				ch, err = db.ChargeDirect(acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("d%d@x.test", i), Status: "valid"}})
+				ch, err = db.ChargeDirect(t.Context(), acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("d%d@x.test", i), Status: "valid"}})
 			} else {
 				var h storage.Hold
-				if h, err = db.Hold(acct.ID, 1, ""); err == nil {
-					ch, err = db.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("h%d@x.test", i), Status: "valid"}})
+				if h, err = db.Hold(t.Context(), acct.ID, 1, ""); err == nil {
+					ch, err = db.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("h%d@x.test", i), Status: "valid"}})
 				}
 			}
 			if err != nil {
@@ -346,11 +346,11 @@ func TestAnsweredChargesSurviveCrash(t *testing.T) {
 	}
 	defer db2.Close()
 	for _, ch := range charged {
-		if r, err := db2.GetResult(ch.Result.ID); err != nil || r.Email != ch.Result.Email {
+		if r, err := db2.GetResult(t.Context(), ch.Result.ID); err != nil || r.Email != ch.Result.Email {
 			t.Fatalf("an answered charge lost in the crash: %+v: %v", ch.Entry, err)
 		}
 	}
-	if c, _ := db2.Credits(acct.ID); c.Balance != 50 {
+	if c, _ := db2.Credits(t.Context(), acct.ID); c.Balance != 50 {
 		t.Fatalf("balance %d after 50 answered charges of 100 credits", c.Balance)
 	}
 }
@@ -369,16 +369,16 @@ func TestSealPanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	acct, _ := db.CreateAccount("p", storage.PlanFree)
-	db.AddCredits(acct.ID, 10, "")
-	_, err = db.ChargeDirect(acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"},
+	acct, _ := db.CreateAccount(t.Context(), "p", storage.PlanFree)
+	db.AddCredits(t.Context(), acct.ID, 10, "")
+	_, err = db.ChargeDirect(t.Context(), acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"},
 		Seal: func(storage.Result, int64) (storage.Sealed, error) { panic("boom") }})
 	if err == nil {
 		t.Fatal("a panicking Seal charged")
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := db.ChargeDirect(acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: "b@x.test", Status: "valid"}})
+		_, err := db.ChargeDirect(t.Context(), acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: "b@x.test", Status: "valid"}})
 		done <- err
 	}()
 	select {
@@ -389,7 +389,7 @@ func TestSealPanic(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the account's charges hang after a panic")
 	}
-	if c, _ := db.Credits(acct.ID); c.Balance != 9 {
+	if c, _ := db.Credits(t.Context(), acct.ID); c.Balance != 9 {
 		t.Fatalf("balance %d, want 9: the panicking charge rolled back", c.Balance)
 	}
 }
@@ -410,14 +410,14 @@ func TestCombinedOutcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	acct, _ := db.CreateAccount("c", storage.PlanFree)
-	db.AddCredits(acct.ID, 3, "")
-	h, err := db.Hold(acct.ID, 2, "")
+	acct, _ := db.CreateAccount(t.Context(), "c", storage.PlanFree)
+	db.AddCredits(t.Context(), acct.ID, 3, "")
+	h, err := db.Hold(t.Context(), acct.ID, 2, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	mk := func(p pendingCharge) *pendingCharge {
+	mk := func(p *pendingCharge) *pendingCharge {
 		p.now, p.done = now, make(chan chargeOutcome, 1)
 		if !p.hold {
 			p.r0 = storage.Result{Email: "a@x.test", Status: "valid", Kind: storage.KindSingle, Account: acct.ID}
@@ -425,16 +425,16 @@ func TestCombinedOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return &p
+		return p
 	}
 	ps := []*pendingCharge{
-		mk(pendingCharge{h: &h}),
-		mk(pendingCharge{h: &h}),            // the same hold again
-		mk(pendingCharge{n: 1}),             // direct: 3 − 2 = 1 left → 0
-		mk(pendingCharge{n: 1}),             // direct: none left
-		mk(pendingCharge{hold: true, n: 1}), // hold: none left
+		mk(&pendingCharge{h: &h}),
+		mk(&pendingCharge{h: &h}),            // the same hold again
+		mk(&pendingCharge{n: 1}),             // direct: 3 − 2 = 1 left → 0
+		mk(&pendingCharge{n: 1}),             // direct: none left
+		mk(&pendingCharge{hold: true, n: 1}), // hold: none left
 	}
-	db.chargeBatch(acct.ID, ps)
+	db.chargeBatch(t.Context(), acct.ID, ps)
 	var errs []error
 	for _, p := range ps {
 		errs = append(errs, (<-p.done).err)
@@ -443,7 +443,7 @@ func TestCombinedOutcomes(t *testing.T) {
 		!errors.Is(errs[3], storage.ErrInsufficientCredits) || !errors.Is(errs[4], storage.ErrInsufficientCredits) {
 		t.Fatalf("outcomes %v", errs)
 	}
-	if c, _ := db.Credits(acct.ID); c.Balance != 0 || c.Held != 0 {
+	if c, _ := db.Credits(t.Context(), acct.ID); c.Balance != 0 || c.Held != 0 {
 		t.Fatalf("credits %+v, want 0 with none held", c)
 	}
 }

@@ -42,11 +42,11 @@ func scanIdem(ref storage.IdemRef, row scanner, extra ...any) (storage.IdemRecor
 
 // BeginIdem looks up the record of ref and, when there is no live one,
 // writes a pending one (see storage.IdemOutcome).
-func (db *DB) BeginIdem(ref storage.IdemRef, requestHash []byte) (storage.IdemOutcome, storage.IdemRecord, error) {
+func (db *DB) BeginIdem(ctx context.Context, ref storage.IdemRef, requestHash []byte) (storage.IdemOutcome, storage.IdemRecord, error) {
 	if err := storage.CheckIdemRef(ref); err != nil {
 		return 0, storage.IdemRecord{}, err
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	// Under the key's lock, this box's requests holding it cannot change
 	// (see idemlocal.go).
@@ -180,11 +180,11 @@ func recordIdemArgs(ref storage.IdemRef, hash []byte, resp storage.IdemResponse,
 }
 
 // CompleteIdem stores the response of the request that began ref.
-func (db *DB) CompleteIdem(ref storage.IdemRef, resp storage.IdemResponse) error {
+func (db *DB) CompleteIdem(ctx context.Context, ref storage.IdemRef, resp storage.IdemResponse) error {
 	if err := storage.CheckIdemRef(ref); err != nil {
 		return err
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	err := completeIdem(ctx, db.pool, ref, resp, db.now())
 	db.idem.end(ref, err == nil)
@@ -194,11 +194,11 @@ func (db *DB) CompleteIdem(ref storage.IdemRef, resp storage.IdemResponse) error
 // AbortIdem deletes this box's pending record of ref, so a retry with the
 // same key is processed afresh; a completed record, or another box's, is
 // left alone.
-func (db *DB) AbortIdem(ref storage.IdemRef) error {
+func (db *DB) AbortIdem(ctx context.Context, ref storage.IdemRef) error {
 	if err := storage.CheckIdemRef(ref); err != nil {
 		return err
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	// Only this box's pending record: the key may have been taken over
 	// by a retry on another box meanwhile (this one was reaped), whose
@@ -210,11 +210,11 @@ func (db *DB) AbortIdem(ref storage.IdemRef) error {
 }
 
 // GetIdem returns the live record of ref, or ErrNotFound.
-func (db *DB) GetIdem(ref storage.IdemRef) (storage.IdemRecord, error) {
+func (db *DB) GetIdem(ctx context.Context, ref storage.IdemRef) (storage.IdemRecord, error) {
 	if err := storage.CheckIdemRef(ref); err != nil {
 		return storage.IdemRecord{}, err
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	rec, err := scanIdem(ref, db.pool.QueryRow(ctx, `SELECT `+idemCols+` FROM idem
 		WHERE account = $1 AND endpoint = $2 AND key = $3 AND expires_at > $4`, ref.Account, ref.Endpoint, ref.Key, db.now()))
@@ -226,8 +226,8 @@ func (db *DB) GetIdem(ref storage.IdemRef) (storage.IdemRecord, error) {
 
 // PurgeIdem deletes the records expired by now and returns how many.
 // Every box's idempotency loop may run it; they delete disjoint rows.
-func (db *DB) PurgeIdem() (int, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) PurgeIdem(ctx context.Context) (int, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	tag, err := db.pool.Exec(ctx, `DELETE FROM idem WHERE expires_at <= $1`, db.now())
 	return int(tag.RowsAffected()), err

@@ -19,7 +19,7 @@ import (
 func TestIdemAfterOutage(t *testing.T) {
 	srv, _, open := fleetOf(t, 3*time.Second)
 	a, b := open("a"), open("b")
-	acct, err := a.CreateAccount("idem", storage.PlanGrowth)
+	acct, err := a.CreateAccount(t.Context(), "idem", storage.PlanGrowth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestIdemAfterOutage(t *testing.T) {
 	}
 	begin := func(db *DB, k string, want storage.IdemOutcome) {
 		t.Helper()
-		if out, _, err := db.BeginIdem(ref(k), []byte("h")); err != nil || out != want {
+		if out, _, err := db.BeginIdem(t.Context(), ref(k), []byte("h")); err != nil || out != want {
 			t.Fatalf("BeginIdem(%s) on %s: %v %v, want %v", k, db.box, out, err, want)
 		}
 	}
@@ -38,11 +38,11 @@ func TestIdemAfterOutage(t *testing.T) {
 
 	srv.Kill()
 	for _, k := range []string{"aborted-here", "aborted-there"} {
-		if err := a.AbortIdem(ref(k)); err == nil {
+		if err := a.AbortIdem(t.Context(), ref(k)); err == nil {
 			t.Fatal("AbortIdem with the database down did not fail")
 		}
 	}
-	if _, _, err := a.BeginIdem(ref("lost"), []byte("h")); err == nil {
+	if _, _, err := a.BeginIdem(t.Context(), ref("lost"), []byte("h")); err == nil {
 		t.Fatal("BeginIdem with the database down did not fail")
 	}
 	if err := srv.Restart(); err != nil {
@@ -60,7 +60,7 @@ func TestIdemAfterOutage(t *testing.T) {
 	// On box b: in flight until a's heartbeat ends it.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		out, _, err := b.BeginIdem(ref("aborted-there"), []byte("h"))
+		out, _, err := b.BeginIdem(t.Context(), ref("aborted-there"), []byte("h"))
 		if err == nil && out == storage.IdemNew {
 			break
 		}

@@ -35,18 +35,18 @@ func TestExportImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	acct, _ := src.CreateAccount("Acme", storage.PlanGrowth)
-	other, _ := src.CreateAccount("Other", storage.PlanFree)
-	src.AddCredits(acct.ID, 1000, "start")
-	full, _, _ := src.MintKey(acct.ID, []string{storage.ScopeValidateRead, storage.ScopeValidateWrite}, "ci")
+	acct, _ := src.CreateAccount(t.Context(), "Acme", storage.PlanGrowth)
+	other, _ := src.CreateAccount(t.Context(), "Other", storage.PlanFree)
+	src.AddCredits(t.Context(), acct.ID, 1000, "start")
+	full, _, _ := src.MintKey(t.Context(), acct.ID, []string{storage.ScopeValidateRead, storage.ScopeValidateWrite}, "ci")
 	ref := storage.IdemRef{Account: acct.ID, Endpoint: "POST /v1/validate", Key: "k-1"}
-	src.BeginIdem(ref, []byte("h"))
+	src.BeginIdem(t.Context(), ref, []byte("h"))
 	seal := func(r storage.Result, bal int64) (storage.Sealed, error) {
 		b := fmt.Appendf(nil, `{"id":%q,"credits_remaining":%d}`, r.ID, bal)
 		return storage.Sealed{Receipt: b, Response: storage.IdemResponse{Status: 200, Header: []storage.HeaderField{{Name: "X-Credits", Value: fmt.Sprint(bal)}}, Body: b}}, nil
 	}
 	for i := range 30 {
-		h, err := src.Hold(acct.ID, 1, "r")
+		h, err := src.Hold(t.Context(), acct.ID, 1, "r")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,33 +54,33 @@ func TestExportImport(t *testing.T) {
 		if i == 0 {
 			req.Idem = &ref
 		}
-		if _, err := src.Charge(h, req); err != nil {
+		if _, err := src.Charge(t.Context(), h, req); err != nil {
 			t.Fatal(err)
 		}
 		if i%3 == 0 {
 			c.Advance(time.Millisecond)
 		}
 	}
-	done, _ := src.CreateJob(storage.JobSpec{Account: acct.ID, Addresses: storagetest.Addresses(50), WebhookURL: "https://h.test/x"})
-	src.StartJob(done.ID)
+	done, _ := src.CreateJob(t.Context(), storage.JobSpec{Account: acct.ID, Addresses: storagetest.Addresses(50), WebhookURL: "https://h.test/x"})
+	src.StartJob(t.Context(), done.ID)
 	var rs []storage.JobResult
 	for i := range 50 {
 		rs = append(rs, storage.JobResult{Index: i, Result: storage.Result{Email: fmt.Sprintf("user%d@example.com", i), Status: "valid", Score: 80, LatencyMs: -1}})
 	}
-	src.PutJobResults(done.ID, rs)
-	src.FinishJob(done.ID, storage.JobFinish{Status: storage.JobCompleted, Event: func(j storage.Job) (*storage.Event, error) {
+	src.PutJobResults(t.Context(), done.ID, rs)
+	src.FinishJob(t.Context(), done.ID, storage.JobFinish{Status: storage.JobCompleted, Event: func(j storage.Job) (*storage.Event, error) {
 		return &storage.Event{Account: j.Account, Type: "batch.completed", URL: j.WebhookURL, Body: []byte(`{}`)}, nil
 	}})
-	running, _ := src.CreateJob(storage.JobSpec{Account: acct.ID, Addresses: []string{"a@d1.test", "b@d2.test", "c@d3.test", "d@d4.test"}})
-	src.StartJob(running.ID)
-	src.PutJobResults(running.ID, []storage.JobResult{{Index: 1, Result: storage.Result{Email: "b@d2.test", Status: "invalid"}}})
-	ev, _ := src.Enqueue(storage.Event{Account: other.ID, Type: "reputation.warning", URL: "https://h.test/y"})
-	src.DeadLetter(ev, 500, "gave up")
-	src.Enqueue(storage.Event{Account: acct.ID, Type: "reputation.warning", URL: "https://h.test/z"})
-	u, _, _ := src.RegisterWithAccount("ann@x.test", "$argon2id$v=19$m=8,t=1,p=1$c2FsdA$aGFzaA", "Ann", storage.PlanFree, 5)
-	tok, _, _ := src.CreateSession(u.ID, u.Accounts[0].Account, "127.0.0.1", "test", time.Hour)
-	itok, _, _ := src.CreateInvite(acct.ID, storage.RoleMember, "", u.ID, time.Hour)
-	csrf, _ := src.Secret("csrf")
+	running, _ := src.CreateJob(t.Context(), storage.JobSpec{Account: acct.ID, Addresses: []string{"a@d1.test", "b@d2.test", "c@d3.test", "d@d4.test"}})
+	src.StartJob(t.Context(), running.ID)
+	src.PutJobResults(t.Context(), running.ID, []storage.JobResult{{Index: 1, Result: storage.Result{Email: "b@d2.test", Status: "invalid"}}})
+	ev, _ := src.Enqueue(t.Context(), storage.Event{Account: other.ID, Type: "reputation.warning", URL: "https://h.test/y"})
+	src.DeadLetter(t.Context(), ev, 500, "gave up")
+	src.Enqueue(t.Context(), storage.Event{Account: acct.ID, Type: "reputation.warning", URL: "https://h.test/z"})
+	u, _, _ := src.RegisterWithAccount(t.Context(), "ann@x.test", "$argon2id$v=19$m=8,t=1,p=1$c2FsdA$aGFzaA", "Ann", storage.PlanFree, 5)
+	tok, _, _ := src.CreateSession(t.Context(), u.ID, u.Accounts[0].Account, "127.0.0.1", "test", time.Hour)
+	itok, _, _ := src.CreateInvite(t.Context(), acct.ID, storage.RoleMember, "", u.ID, time.Hour)
+	csrf, _ := src.Secret(t.Context(), "csrf")
 
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -139,71 +139,71 @@ func TestExportImport(t *testing.T) {
 			t.Fatalf("%s differs:\npebble   %s\npostgres %s", what, ja, jb)
 		}
 	}
-	la, ea := src.ListAccounts()
-	lb, eb := dst.ListAccounts()
+	la, ea := src.ListAccounts(t.Context())
+	lb, eb := dst.ListAccounts(t.Context())
 	same("accounts", la, lb, ea, eb)
 	for _, a := range la {
-		x, e1 := src.Ledger(a.ID, 0, 0)
-		y, e2 := dst.Ledger(a.ID, 0, 0)
+		x, e1 := src.Ledger(t.Context(), a.ID, 0, 0)
+		y, e2 := dst.Ledger(t.Context(), a.ID, 0, 0)
 		same("ledger of "+a.Name, x, y, e1, e2)
-		ca, e1 := src.Credits(a.ID)
-		cb, e2 := dst.Credits(a.ID)
+		ca, e1 := src.Credits(t.Context(), a.ID)
+		cb, e2 := dst.Credits(t.Context(), a.ID)
 		same("credits of "+a.Name, ca, cb, e1, e2)
-		ka, e1 := src.ListKeys(a.ID)
-		kb, e2 := dst.ListKeys(a.ID)
+		ka, e1 := src.ListKeys(t.Context(), a.ID)
+		kb, e2 := dst.ListKeys(t.Context(), a.ID)
 		same("keys of "+a.Name, ka, kb, e1, e2)
 		for _, kind := range []string{storage.HistoryAll, storage.HistoryBatch} {
 			ha := storagetest.WalkHistory(t, src, a.ID, kind, 7)
 			hb := storagetest.WalkHistory(t, dst, a.ID, kind, 7)
 			same("history of "+a.Name, ha, hb, nil, nil)
 		}
-		ja, e1 := src.ListAccountJobs(a.ID, 0)
-		jb, e2 := dst.ListAccountJobs(a.ID, 0)
+		ja, e1 := src.ListAccountJobs(t.Context(), a.ID, 0)
+		jb, e2 := dst.ListAccountJobs(t.Context(), a.ID, 0)
 		same("jobs of "+a.Name, ja, jb, e1, e2)
 	}
-	if _, err := dst.VerifyKey(full); err != nil {
+	if _, err := dst.VerifyKey(t.Context(), full); err != nil {
 		t.Fatalf("the key after the import: %v", err)
 	}
-	p, _ := src.ListHistory(acct.ID, storage.HistorySingle, "", 1)
-	ra, e1 := src.GetResult(p.Rows[0].ResultID)
-	rb, e2 := dst.GetResult(p.Rows[0].ResultID)
+	p, _ := src.ListHistory(t.Context(), acct.ID, storage.HistorySingle, "", 1)
+	ra, e1 := src.GetResult(t.Context(), p.Rows[0].ResultID)
+	rb, e2 := dst.GetResult(t.Context(), p.Rows[0].ResultID)
 	same("a result", ra, rb, e1, e2)
-	hita, _, e1 := src.LookupCache(acct.ID, "u5@x.test", time.Hour)
-	hitb, _, e2 := dst.LookupCache(acct.ID, "u5@x.test", time.Hour)
+	hita, _, e1 := src.LookupCache(t.Context(), acct.ID, "u5@x.test", time.Hour)
+	hitb, _, e2 := dst.LookupCache(t.Context(), acct.ID, "u5@x.test", time.Hour)
 	same("a cache hit", hita, hitb, e1, e2)
-	out, rec, err := dst.BeginIdem(ref, []byte("h"))
+	out, rec, err := dst.BeginIdem(t.Context(), ref, []byte("h"))
 	if err != nil || out != storage.IdemReplay || rec.Response.Header[0].Name != "X-Credits" {
 		t.Fatalf("the idempotent replay after the import: %v %+v %v", out, rec, err)
 	}
 	for _, id := range []string{done.ID, running.ID} {
 		var xa, xb []storage.Result
-		e1 := src.JobResults(id, func(r storage.Result) error { xa = append(xa, r); return nil })
-		e2 := dst.JobResults(id, func(r storage.Result) error { xb = append(xb, r); return nil })
+		e1 := src.JobResults(t.Context(), id, func(r storage.Result) error { xa = append(xa, r); return nil })
+		e2 := dst.JobResults(t.Context(), id, func(r storage.Result) error { xb = append(xb, r); return nil })
 		same("job results", xa, xb, e1, e2)
 	}
 	var pa, pb []int
-	src.PendingAddresses(running.ID, func(i int, _ string) error { pa = append(pa, i); return nil })
-	dst.PendingAddresses(running.ID, func(i int, _ string) error { pb = append(pb, i); return nil })
+	src.PendingAddresses(t.Context(), running.ID, func(i int, _ string) error { pa = append(pa, i); return nil })
+	dst.PendingAddresses(t.Context(), running.ID, func(i int, _ string) error { pb = append(pb, i); return nil })
 	same("pending addresses", pa, pb, nil, nil)
-	oa, e1 := src.OutboxEvents("", 0)
-	ob, e2 := dst.OutboxEvents("", 0)
+	oa, e1 := src.OutboxEvents(t.Context(), "", 0)
+	ob, e2 := dst.OutboxEvents(t.Context(), "", 0)
 	same("outbox", oa, ob, e1, e2)
-	da, e1 := src.DeadLetters("", 0)
-	db2, e2 := dst.DeadLetters("", 0)
+	da, e1 := src.DeadLetters(t.Context(), "", 0)
+	db2, e2 := dst.DeadLetters(t.Context(), "", 0)
 	same("dead letters", da, db2, e1, e2)
-	ua, e1 := src.ListUsers()
-	ub, e2 := dst.ListUsers()
+	ua, e1 := src.ListUsers(t.Context())
+	ub, e2 := dst.ListUsers(t.Context())
 	same("users", ua, ub, e1, e2)
-	if s, err := dst.LookupSession(tok); err != nil || s.User != u.ID {
+	if s, err := dst.LookupSession(t.Context(), tok); err != nil || s.User != u.ID {
 		t.Fatalf("the session after the import: %+v %v", s, err)
 	}
-	if ivs, _ := dst.Invites(acct.ID); len(ivs) != 1 {
+	if ivs, _ := dst.Invites(t.Context(), acct.ID); len(ivs) != 1 {
 		t.Fatalf("invitations %+v", ivs)
 	}
-	if _, _, err := dst.RedeemInvite(itok, u.ID); err != nil {
+	if _, _, err := dst.RedeemInvite(t.Context(), itok, u.ID); err != nil {
 		t.Fatalf("the invitation after the import: %v", err)
 	}
-	if s, _ := dst.Secret("csrf"); !bytes.Equal(s, csrf) {
+	if s, _ := dst.Secret(t.Context(), "csrf"); !bytes.Equal(s, csrf) {
 		t.Fatal("the CSRF secret changed")
 	}
 	if keys, _ := dst.SigningKeys().LoadKeys(); string(keys) != `{"version":1}` {
@@ -212,20 +212,20 @@ func TestExportImport(t *testing.T) {
 
 	// The fleet goes on: the running job's slices lease, with the three
 	// addresses left; a new row comes after the imported ones.
-	ls, err := dst.LeaseSlices(8)
+	ls, err := dst.LeaseSlices(t.Context(), 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var left []int
 	for _, l := range ls {
-		dst.SliceAddresses(l.Job.ID, l.Slice, func(i int, _ string) error { left = append(left, i); return nil })
+		dst.SliceAddresses(t.Context(), l.Job.ID, l.Slice, func(i int, _ string) error { left = append(left, i); return nil })
 	}
 	slices.Sort(left)
 	if !slices.Equal(left, []int{0, 2, 3}) {
 		t.Fatalf("addresses left in the leased slices: %v", left)
 	}
-	h, _ := dst.Hold(acct.ID, 1, "new")
-	ch, err := dst.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "new@x.test", Status: "valid"}})
+	h, _ := dst.Hold(t.Context(), acct.ID, 1, "new")
+	ch, err := dst.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: "new@x.test", Status: "valid"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func jobNotFound(id string) error { return notFound("job", id) }
 // CreateJob writes a queued job: its row, its addresses and slices and
 // the reservation of one credit per address, in one transaction, or fails
 // with an *InsufficientCreditsError; ErrExists when the id is taken.
-func (db *DB) CreateJob(spec storage.JobSpec) (storage.Job, error) {
+func (db *DB) CreateJob(ctx context.Context, spec storage.JobSpec) (storage.Job, error) {
 	if err := storage.CheckJobSpec(&spec); err != nil {
 		return storage.Job{}, err
 	}
@@ -80,7 +80,7 @@ func (db *DB) CreateJob(spec storage.JobSpec) (storage.Job, error) {
 			sliceRows = append(sliceRows, []any{j.ID, s, j.Account, size, now})
 		}
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
 		acct, err := lockAccount(ctx, tx, spec.Account)
@@ -126,11 +126,11 @@ func (db *DB) CreateJob(spec storage.JobSpec) (storage.Job, error) {
 }
 
 // Job returns the job, or ErrNotFound.
-func (db *DB) Job(id string) (storage.Job, error) {
+func (db *DB) Job(ctx context.Context, id string) (storage.Job, error) {
 	if !storage.ValidUUID(id) {
 		return storage.Job{}, jobNotFound(id)
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	j, err := scanJob(db.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -140,8 +140,8 @@ func (db *DB) Job(id string) (storage.Job, error) {
 }
 
 // AccountJob returns the job if the account owns it, else ErrNotFound.
-func (db *DB) AccountJob(account, id string) (storage.Job, error) {
-	j, err := db.Job(id)
+func (db *DB) AccountJob(ctx context.Context, account, id string) (storage.Job, error) {
+	j, err := db.Job(ctx, id)
 	if err == nil && j.Account != account {
 		return storage.Job{}, jobNotFound(id)
 	}
@@ -150,12 +150,12 @@ func (db *DB) AccountJob(account, id string) (storage.Job, error) {
 
 // jobTx runs fn in a transaction holding the job's account's row lock,
 // with the job's row as it is under it.
-func (db *DB) jobTx(id string, fn func(ctx context.Context, tx pgx.Tx, acct *acctRow, j *storage.Job) error) error {
-	j0, err := db.Job(id)
+func (db *DB) jobTx(ctx context.Context, id string, fn func(ctx context.Context, tx pgx.Tx, acct *acctRow, j *storage.Job) error) error {
+	j0, err := db.Job(ctx, id)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	return inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
 		acct, err := lockAccount(ctx, tx, j0.Account)
@@ -178,9 +178,9 @@ func (db *DB) jobTx(id string, fn func(ctx context.Context, tx pgx.Tx, acct *acc
 
 // StartJob moves a queued job to running; a running job is returned
 // unchanged (another box started it).
-func (db *DB) StartJob(id string) (storage.Job, error) {
+func (db *DB) StartJob(ctx context.Context, id string) (storage.Job, error) {
 	var out storage.Job
-	err := db.jobTx(id, func(ctx context.Context, tx pgx.Tx, _ *acctRow, j *storage.Job) error {
+	err := db.jobTx(ctx, id, func(ctx context.Context, tx pgx.Tx, _ *acctRow, j *storage.Job) error {
 		switch j.Status {
 		case storage.JobRunning:
 		case storage.JobQueued:
@@ -201,9 +201,9 @@ func (db *DB) StartJob(id string) (storage.Job, error) {
 // transaction: each result (its history row, kind batch) and cache
 // entry. An index that already has a result keeps it and is not counted
 // twice, whichever box wrote it.
-func (db *DB) PutJobResults(id string, results []storage.JobResult) (storage.Job, error) {
+func (db *DB) PutJobResults(ctx context.Context, id string, results []storage.JobResult) (storage.Job, error) {
 	var out storage.Job
-	err := db.jobTx(id, func(ctx context.Context, tx pgx.Tx, _ *acctRow, j *storage.Job) error {
+	err := db.jobTx(ctx, id, func(ctx context.Context, tx pgx.Tx, _ *acctRow, j *storage.Job) error {
 		if j.Status != storage.JobRunning {
 			return fmt.Errorf("%w: job %s is %s, not running", storage.ErrJobState, id, j.Status)
 		}
@@ -380,12 +380,12 @@ func insertResults(ctx context.Context, tx pgx.Tx, account string, rs []storage.
 // FinishJob ends an active job and settles its credits, in one
 // transaction with the job's new row and the event f.Event returns (see
 // storage.Jobs): exactly one FinishJob of a job succeeds, on any box.
-func (db *DB) FinishJob(id string, f storage.JobFinish) (storage.Job, error) {
+func (db *DB) FinishJob(ctx context.Context, id string, f storage.JobFinish) (storage.Job, error) {
 	if f.Status != storage.JobCompleted && f.Status != storage.JobFailed {
 		return storage.Job{}, invalid("a job ends completed or failed, not %q", f.Status)
 	}
 	var out storage.Job
-	err := db.jobTx(id, func(ctx context.Context, tx pgx.Tx, acct *acctRow, j *storage.Job) error {
+	err := db.jobTx(ctx, id, func(ctx context.Context, tx pgx.Tx, acct *acctRow, j *storage.Job) error {
 		if !j.Active() {
 			return fmt.Errorf("%w: job %s already %s", storage.ErrJobState, id, j.Status)
 		}
@@ -429,21 +429,21 @@ func (db *DB) FinishJob(id string, f storage.JobFinish) (storage.Job, error) {
 }
 
 // ListJobs returns the jobs with that status, oldest first.
-func (db *DB) ListJobs(status storage.JobStatus) ([]storage.Job, error) {
-	return db.jobs(`WHERE status = $1 ORDER BY created_at, id`, string(status))
+func (db *DB) ListJobs(ctx context.Context, status storage.JobStatus) ([]storage.Job, error) {
+	return db.jobs(ctx, `WHERE status = $1 ORDER BY created_at, id`, string(status))
 }
 
 // ListAccountJobs returns up to limit (≤ 0: all) of the account's jobs,
 // newest first (those of one millisecond by id, as on Pebble).
-func (db *DB) ListAccountJobs(account string, limit int) ([]storage.Job, error) {
+func (db *DB) ListAccountJobs(ctx context.Context, account string, limit int) ([]storage.Job, error) {
 	if limit <= 0 {
-		return db.jobs(`WHERE account = $1 ORDER BY created_at DESC, id`, account)
+		return db.jobs(ctx, `WHERE account = $1 ORDER BY created_at DESC, id`, account)
 	}
-	return db.jobs(`WHERE account = $1 ORDER BY created_at DESC, id LIMIT $2`, account, limit)
+	return db.jobs(ctx, `WHERE account = $1 ORDER BY created_at DESC, id LIMIT $2`, account, limit)
 }
 
-func (db *DB) jobs(where string, args ...any) ([]storage.Job, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) jobs(ctx context.Context, where string, args ...any) ([]storage.Job, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `SELECT `+jobCols+` FROM jobs `+where, args...)
 	if err != nil {
@@ -454,11 +454,11 @@ func (db *DB) jobs(where string, args ...any) ([]storage.Job, error) {
 
 // addresses calls fn for each (idx, addr) row of the query, until fn
 // returns an error (storage.ErrStop: stop quietly).
-func (db *DB) addresses(id string, fn func(int, string) error, q string, args ...any) error {
+func (db *DB) addresses(ctx context.Context, id string, fn func(int, string) error, q string, args ...any) error {
 	if !storage.ValidUUID(id) {
 		return jobNotFound(id)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rows, err := db.pool.Query(ctx, q, args...)
 	if err != nil {
@@ -473,32 +473,26 @@ func (db *DB) addresses(id string, fn func(int, string) error, q string, args ..
 	return err
 }
 
-// JobAddresses calls fn with the job's addresses from index from on, in
-// index order.
-func (db *DB) JobAddresses(id string, from int, fn func(index int, addr string) error) error {
-	return db.addresses(id, fn, `SELECT idx, addr FROM job_addrs WHERE job_id = $1 AND idx >= $2 ORDER BY idx`, id, max(from, 0))
-}
-
 // PendingAddresses calls fn, in index order, with the job's addresses
 // that have no result yet.
-func (db *DB) PendingAddresses(id string, fn func(index int, addr string) error) error {
-	return db.addresses(id, fn, `SELECT a.idx, a.addr FROM job_addrs a WHERE a.job_id = $1
+func (db *DB) PendingAddresses(ctx context.Context, id string, fn func(index int, addr string) error) error {
+	return db.addresses(ctx, id, fn, `SELECT a.idx, a.addr FROM job_addrs a WHERE a.job_id = $1
 		AND NOT EXISTS (SELECT 1 FROM results r WHERE r.job_id = a.job_id AND r.job_index = a.idx) ORDER BY a.idx`, id)
 }
 
 // SliceAddresses calls fn, in index order, with the addresses of the
 // job's slice that have no result yet.
-func (db *DB) SliceAddresses(id string, slice int, fn func(index int, addr string) error) error {
-	return db.addresses(id, fn, `SELECT a.idx, a.addr FROM job_addrs a WHERE a.job_id = $1 AND a.slice = $2
+func (db *DB) SliceAddresses(ctx context.Context, id string, slice int, fn func(index int, addr string) error) error {
+	return db.addresses(ctx, id, fn, `SELECT a.idx, a.addr FROM job_addrs a WHERE a.job_id = $1 AND a.slice = $2
 		AND NOT EXISTS (SELECT 1 FROM results r WHERE r.job_id = a.job_id AND r.job_index = a.idx) ORDER BY a.idx`, id, slice)
 }
 
 // JobResults calls fn with the job's results in index order.
-func (db *DB) JobResults(id string, fn func(storage.Result) error) error {
+func (db *DB) JobResults(ctx context.Context, id string, fn func(storage.Result) error) error {
 	if !storage.ValidUUID(id) {
 		return jobNotFound(id)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `SELECT `+resultCols+` FROM results WHERE job_id = $1 ORDER BY job_index`, id)
 	if err != nil {
@@ -525,12 +519,12 @@ func (db *DB) JobResults(id string, fn func(storage.Result) error) error {
 // seen for the lease; see freeSlice). The accounts with the fewest slices held go first,
 // then round-robin, each account's oldest job first. Rows are taken with
 // FOR UPDATE SKIP LOCKED, so boxes leasing at once take different slices.
-func (db *DB) LeaseSlices(n int) ([]storage.JobSlice, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) LeaseSlices(ctx context.Context, n int) ([]storage.JobSlice, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var out []storage.JobSlice
 	// Running jobs with every result written but not ended.
-	stuck, err := db.jobs(`WHERE status = 'running' AND processed = total ORDER BY created_at LIMIT 16`)
+	stuck, err := db.jobs(ctx, `WHERE status = 'running' AND processed = total ORDER BY created_at LIMIT 16`)
 	if err != nil {
 		return nil, err
 	}
@@ -590,10 +584,10 @@ func (db *DB) LeaseSlices(n int) ([]storage.JobSlice, error) {
 				continue // none left of this account
 			}
 			for _, p := range got {
-				j, err := db.Job(p.id)
+				j, err := db.Job(ctx, p.id)
 				if err != nil {
 					// Leased but not returned: give it back.
-					if rerr := db.ReturnSlice(p.id, p.slice); rerr != nil {
+					if rerr := db.ReturnSlice(ctx, p.id, p.slice); rerr != nil {
 						db.log.Error("cannot give a slice back; it is free again when this box stops", "job", p.id, "slice", p.slice, "err", rerr)
 					}
 					return out, err
@@ -621,7 +615,7 @@ var freeSlice = `(s.owner = '' OR (s.leased_at < now() - $1::interval AND ` + fm
 // HeldSlices returns how many slices of the job the live boxes named box
 // hold (for operators and tests).
 func (db *DB) HeldSlices(job, box string) (int, error) {
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(context.Background())
 	defer cancel()
 	var n int
 	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM job_slices s JOIN boots b ON b.id = s.owner
@@ -630,8 +624,8 @@ func (db *DB) HeldSlices(job, box string) (int, error) {
 }
 
 // LeasedSlices returns the slices this box holds (storage.JobLeases).
-func (db *DB) LeasedSlices() ([]storage.JobSlice, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) LeasedSlices(ctx context.Context) ([]storage.JobSlice, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `SELECT job_id, slice FROM job_slices WHERE owner = $1 ORDER BY job_id, slice`, db.boot)
 	if err != nil {
@@ -644,8 +638,8 @@ func (db *DB) LeasedSlices() ([]storage.JobSlice, error) {
 }
 
 // ReturnSlice gives back a slice this box leased (storage.JobLeases).
-func (db *DB) ReturnSlice(id string, slice int) error {
-	ctx, cancel := db.ctx()
+func (db *DB) ReturnSlice(ctx context.Context, id string, slice int) error {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	_, err := db.pool.Exec(ctx, `UPDATE job_slices SET owner = '', leased_at = NULL WHERE job_id = $1 AND slice = $2 AND owner = $3`, id, slice, db.boot)
 	return err

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
@@ -28,8 +29,8 @@ func scanKey(r scanner) (storage.APIKey, error) {
 // shown once, and its record. Keys minted in the same millisecond for one
 // account are dated a millisecond apart, so ListKeys's order is the
 // minting order (the account's row lock orders them across boxes).
-func (db *DB) MintKey(account string, scopes []string, label string) (string, storage.APIKey, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) MintKey(ctx context.Context, account string, scopes []string, label string) (string, storage.APIKey, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	full0, k0, err := storage.NewKey(account, scopes, label, db.now())
 	if err != nil {
@@ -79,8 +80,8 @@ func (db *DB) MintKey(account string, scopes []string, label string) (string, st
 }
 
 // LookupKey returns the record of the key with that prefix, or ErrNotFound.
-func (db *DB) LookupKey(prefix string) (storage.APIKey, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) LookupKey(ctx context.Context, prefix string) (storage.APIKey, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	k, err := scanKey(db.pool.QueryRow(ctx, `SELECT `+keyCols+` FROM api_keys WHERE prefix = $1`, prefix))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -136,7 +137,7 @@ func (c *keyCache) forget(prefix string) {
 // matches a revoked key. The record comes from the box's key cache when
 // it was read less than Options.KeyCacheTTL ago. Its last use is written
 // at most once a minute.
-func (db *DB) VerifyKey(key string) (storage.APIKey, error) {
+func (db *DB) VerifyKey(ctx context.Context, key string) (storage.APIKey, error) {
 	prefix, _, ok := storage.ParseKey(key)
 	if !ok {
 		return storage.APIKey{}, storage.ErrKeyInvalid
@@ -144,7 +145,7 @@ func (db *DB) VerifyKey(key string) (storage.APIKey, error) {
 	k, cached := db.keys.get(prefix, db.keyTTL)
 	if !cached {
 		var err error
-		k, err = db.LookupKey(prefix)
+		k, err = db.LookupKey(ctx, prefix)
 		if errors.Is(err, storage.ErrNotFound) {
 			return storage.APIKey{}, storage.ErrKeyInvalid
 		}
@@ -160,7 +161,7 @@ func (db *DB) VerifyKey(key string) (storage.APIKey, error) {
 	}
 	now := db.now().Truncate(time.Millisecond)
 	if k.LastUsed.IsZero() || now.Sub(k.LastUsed) >= time.Minute {
-		ctx, cancel := db.ctx()
+		ctx, cancel := db.ctx(ctx)
 		defer cancel()
 		// Only the first of the requests of that minute writes it.
 		tag, err := db.pool.Exec(ctx, `UPDATE api_keys SET last_used = $2 WHERE prefix = $1 AND (last_used IS NULL OR last_used <= $3)`,
@@ -178,9 +179,9 @@ func (db *DB) VerifyKey(key string) (storage.APIKey, error) {
 
 // RevokeKey revokes the key (once: a second revocation keeps the first
 // time), or ErrNotFound.
-func (db *DB) RevokeKey(prefix string) (storage.APIKey, error) {
+func (db *DB) RevokeKey(ctx context.Context, prefix string) (storage.APIKey, error) {
 	db.keys.forget(prefix)
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	k, err := scanKey(db.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $2) WHERE prefix = $1 RETURNING `+keyCols,
 		prefix, db.now().Truncate(time.Millisecond)))
@@ -192,8 +193,8 @@ func (db *DB) RevokeKey(prefix string) (storage.APIKey, error) {
 
 // ListKeys returns the account's keys, revoked ones included, oldest
 // first.
-func (db *DB) ListKeys(account string) ([]storage.APIKey, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) ListKeys(ctx context.Context, account string) ([]storage.APIKey, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `SELECT `+keyCols+` FROM api_keys WHERE account = $1 ORDER BY created_at, prefix`, account)
 	if err != nil {

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"sync"
 
@@ -27,7 +28,7 @@ func (db *DB) SigningKeys() *KeyStore { return &KeyStore{db: db} }
 
 // LoadKeys returns the stored document; (nil, nil) when there is none.
 func (k *KeyStore) LoadKeys() ([]byte, error) {
-	ctx, cancel := k.db.ctx()
+	ctx, cancel := k.db.ctx(context.Background())
 	defer cancel()
 	var v []byte
 	err := k.db.pool.QueryRow(ctx, `SELECT doc FROM signing_keys WHERE id = 1`).Scan(&v)
@@ -45,7 +46,7 @@ func (k *KeyStore) LoadKeys() ([]byte, error) {
 
 // SaveKeys replaces the document if it is still the one last loaded.
 func (k *KeyStore) SaveKeys(data []byte) error {
-	ctx, cancel := k.db.ctx()
+	ctx, cancel := k.db.ctx(context.Background())
 	defer cancel()
 	k.mu.Lock()
 	defer k.mu.Unlock()

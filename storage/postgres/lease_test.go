@@ -25,19 +25,19 @@ func TestLeaseExactly(t *testing.T) {
 	for i := range boxes {
 		boxes[i] = open(fmt.Sprintf("box%d", i))
 	}
-	acct, err := boxes[0].CreateAccount("lease", storage.PlanGrowth)
+	acct, err := boxes[0].CreateAccount(t.Context(), "lease", storage.PlanGrowth)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 20 * storage.JobSliceSize
-	if _, err := boxes[0].AddCredits(acct.ID, n, ""); err != nil {
+	if _, err := boxes[0].AddCredits(t.Context(), acct.ID, n, ""); err != nil {
 		t.Fatal(err)
 	}
 	addrs := make([]string, n)
 	for i := range addrs {
 		addrs[i] = fmt.Sprintf("u%d@d%d.test", i, i%400)
 	}
-	job, err := boxes[0].CreateJob(storage.JobSpec{Account: acct.ID, Addresses: addrs})
+	job, err := boxes[0].CreateJob(t.Context(), storage.JobSpec{Account: acct.ID, Addresses: addrs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestLeaseExactly(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				js, err := db.LeaseSlices(1)
+				js, err := db.LeaseSlices(t.Context(), 1)
 				if err != nil {
 					t.Error(err)
 					return

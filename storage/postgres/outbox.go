@@ -50,8 +50,8 @@ func (db *DB) stageEvent(ctx context.Context, tx pgx.Tx, ev *storage.Event, now 
 }
 
 // Enqueue adds an event that no other state change comes with.
-func (db *DB) Enqueue(ev storage.Event) (storage.Event, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) Enqueue(ctx context.Context, ev storage.Event) (storage.Event, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		return db.stageEvent(ctx, tx, &ev, db.now())
@@ -74,11 +74,11 @@ func decodeEvents(rows pgx.Rows) ([]storage.Event, error) {
 // DueEvents returns up to limit events due by now, most overdue first,
 // and claims them for this box (see above): events another live box
 // claimed are not returned.
-func (db *DB) DueEvents(limit int) ([]storage.Event, error) {
+func (db *DB) DueEvents(ctx context.Context, limit int) ([]storage.Event, error) {
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `UPDATE outbox SET claim_boot = $3, claim_until = now() + $5::interval
 		WHERE id IN (SELECT o.id FROM outbox o WHERE o.next_attempt <= $2
@@ -114,8 +114,8 @@ func (db *DB) DueEvents(limit int) ([]storage.Event, error) {
 
 // NextDue returns when the earliest event is due; ok is false when the
 // outbox is empty.
-func (db *DB) NextDue() (time.Time, bool, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) NextDue(ctx context.Context) (time.Time, bool, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var at *time.Time
 	if err := db.pool.QueryRow(ctx, `SELECT min(next_attempt) FROM outbox`).Scan(&at); err != nil {
@@ -130,8 +130,8 @@ func (db *DB) NextDue() (time.Time, bool, error) {
 // moveEvent deletes ev (as it was read: the same next attempt) from the
 // outbox and runs then in the same transaction; ErrNotFound when it is no
 // longer there.
-func (db *DB) moveEvent(ev storage.Event, then func(ctx context.Context, tx pgx.Tx) error) error {
-	ctx, cancel := db.ctx()
+func (db *DB) moveEvent(ctx context.Context, ev storage.Event, then func(ctx context.Context, tx pgx.Tx) error) error {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	return pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM outbox WHERE id = $1 AND next_attempt = $2`, ev.ID, ev.NextAttempt)
@@ -149,16 +149,18 @@ func (db *DB) moveEvent(ev storage.Event, then func(ctx context.Context, tx pgx.
 }
 
 // MarkDelivered removes a delivered event from the outbox.
-func (db *DB) MarkDelivered(ev storage.Event) error { return db.moveEvent(ev, nil) }
+func (db *DB) MarkDelivered(ctx context.Context, ev storage.Event) error {
+	return db.moveEvent(ctx, ev, nil)
+}
 
 // Reschedule records a failed attempt and makes the event due again at
 // next, unclaimed.
-func (db *DB) Reschedule(ev storage.Event, next time.Time, status int, errText string) (storage.Event, error) {
+func (db *DB) Reschedule(ctx context.Context, ev storage.Event, next time.Time, status int, errText string) (storage.Event, error) {
 	nev := ev
 	nev.Attempts++
 	nev.LastStatus, nev.LastError = status, errText
 	nev.NextAttempt = next.UTC().Truncate(time.Millisecond)
-	return nev, db.moveEvent(ev, func(ctx context.Context, tx pgx.Tx) error { return insertOutbox(ctx, tx, &nev) })
+	return nev, db.moveEvent(ctx, ev, func(ctx context.Context, tx pgx.Tx) error { return insertOutbox(ctx, tx, &nev) })
 }
 
 func insertOutbox(ctx context.Context, tx pgx.Tx, ev *storage.Event) error {
@@ -172,12 +174,12 @@ func insertOutbox(ctx context.Context, tx pgx.Tx, ev *storage.Event) error {
 
 // DeadLetter records a last failed attempt and moves the event to the
 // dead letters.
-func (db *DB) DeadLetter(ev storage.Event, status int, errText string) (storage.Event, error) {
+func (db *DB) DeadLetter(ctx context.Context, ev storage.Event, status int, errText string) (storage.Event, error) {
 	nev := ev
 	nev.Attempts++
 	nev.LastStatus, nev.LastError = status, errText
 	nev.DeadAt = db.now().Truncate(time.Millisecond)
-	return nev, db.moveEvent(ev, func(ctx context.Context, tx pgx.Tx) error {
+	return nev, db.moveEvent(ctx, ev, func(ctx context.Context, tx pgx.Tx) error {
 		v, err := json.Marshal(nev)
 		if err != nil {
 			return err
@@ -189,21 +191,21 @@ func (db *DB) DeadLetter(ev storage.Event, status int, errText string) (storage.
 
 // DeadLetters returns up to limit (≤ 0: all) dead events of the account
 // ("" for every account), oldest first.
-func (db *DB) DeadLetters(account string, limit int) ([]storage.Event, error) {
-	return db.events(`SELECT event FROM dead_letters WHERE $1 = '' OR account = $1 ORDER BY id LIMIT $2`, account, limit)
+func (db *DB) DeadLetters(ctx context.Context, account string, limit int) ([]storage.Event, error) {
+	return db.events(ctx, `SELECT event FROM dead_letters WHERE $1 = '' OR account = $1 ORDER BY id LIMIT $2`, account, limit)
 }
 
 // OutboxEvents returns up to limit (≤ 0: all) events waiting in the
 // outbox for the account ("" for every account), soonest due first.
-func (db *DB) OutboxEvents(account string, limit int) ([]storage.Event, error) {
-	return db.events(`SELECT event FROM outbox WHERE $1 = '' OR account = $1 ORDER BY next_attempt, id LIMIT $2`, account, limit)
+func (db *DB) OutboxEvents(ctx context.Context, account string, limit int) ([]storage.Event, error) {
+	return db.events(ctx, `SELECT event FROM outbox WHERE $1 = '' OR account = $1 ORDER BY next_attempt, id LIMIT $2`, account, limit)
 }
 
-func (db *DB) events(q, account string, limit int) ([]storage.Event, error) {
+func (db *DB) events(ctx context.Context, q, account string, limit int) ([]storage.Event, error) {
 	if limit <= 0 {
 		limit = 1 << 30
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	rows, err := db.pool.Query(ctx, q, account, limit)
 	if err != nil {
@@ -214,8 +216,8 @@ func (db *DB) events(q, account string, limit int) ([]storage.Event, error) {
 
 // Redrive moves a dead event back into the outbox, due now, its attempts
 // reset. With account not empty, another account's event is ErrNotFound.
-func (db *DB) Redrive(account, id string) (storage.Event, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) Redrive(ctx context.Context, account, id string) (storage.Event, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var ev storage.Event
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
@@ -240,12 +242,12 @@ func (db *DB) Redrive(account, id string) (storage.Event, error) {
 // ResendEvent makes the event with that id due now: a dead letter as
 // Redrive; an event waiting in the outbox keeps its attempts and is moved
 // to now, unclaimed.
-func (db *DB) ResendEvent(account, id string) (storage.Event, error) {
-	ev, err := db.Redrive(account, id)
+func (db *DB) ResendEvent(ctx context.Context, account, id string) (storage.Event, error) {
+	ev, err := db.Redrive(ctx, account, id)
 	if err == nil || !errors.Is(err, storage.ErrNotFound) {
 		return ev, err
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var v []byte
 	err = db.pool.QueryRow(ctx, `SELECT event FROM outbox WHERE id = $1 AND ($2 = '' OR account = $2)`, id, account).Scan(&v)
@@ -260,13 +262,13 @@ func (db *DB) ResendEvent(account, id string) (storage.Event, error) {
 	}
 	nev := ev
 	nev.NextAttempt = db.now().Truncate(time.Millisecond)
-	return nev, db.moveEvent(ev, func(ctx context.Context, tx pgx.Tx) error { return insertOutbox(ctx, tx, &nev) })
+	return nev, db.moveEvent(ctx, ev, func(ctx context.Context, tx pgx.Tx) error { return insertOutbox(ctx, tx, &nev) })
 }
 
 // LastEvent returns the latest event enqueued for the account, or
 // ErrNotFound.
-func (db *DB) LastEvent(account string) (storage.Event, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) LastEvent(ctx context.Context, account string) (storage.Event, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var v []byte
 	err := db.pool.QueryRow(ctx, `SELECT event FROM hook_last WHERE account = $1`, account).Scan(&v)

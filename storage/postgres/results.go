@@ -131,8 +131,8 @@ func scanResult(row scanner) (storage.Result, int64, error) {
 // history row and cache entry and, with req.Idem, the idempotent response,
 // in one transaction. ErrHoldNotActive when the hold was already charged
 // or released (by this box, or by another that found its boot stopped).
-func (db *DB) Charge(h storage.Hold, req storage.ChargeRequest) (storage.Charged, error) {
-	c, err := db.charge(h.Account, &h, 0, req)
+func (db *DB) Charge(ctx context.Context, h storage.Hold, req storage.ChargeRequest) (storage.Charged, error) {
+	c, err := db.charge(ctx, h.Account, &h, 0, req)
 	db.charged(req.Idem, err)
 	return c, err
 }
@@ -147,11 +147,11 @@ func (db *DB) charged(idem *storage.IdemRef, err error) {
 
 // ChargeDirect charges n credits without a hold, for a result already
 // known (cache: true), or fails with an *InsufficientCreditsError.
-func (db *DB) ChargeDirect(account string, n int64, req storage.ChargeRequest) (storage.Charged, error) {
+func (db *DB) ChargeDirect(ctx context.Context, account string, n int64, req storage.ChargeRequest) (storage.Charged, error) {
 	if n <= 0 {
 		return storage.Charged{}, invalid("credits to charge must be positive, not %d", n)
 	}
-	c, err := db.charge(account, nil, n, req)
+	c, err := db.charge(ctx, account, nil, n, req)
 	db.charged(req.Idem, err)
 	return c, err
 }
@@ -176,7 +176,7 @@ func (db *DB) ChargeDirect(account string, n int64, req storage.ChargeRequest) (
 // crash before the flush loses the charge with the WAL after it, and no
 // client was answered for it. On CockroachDB (no such setting) every
 // commit is durable when it returns.
-func (db *DB) charge(account string, h *storage.Hold, n int64, req storage.ChargeRequest) (storage.Charged, error) {
+func (db *DB) charge(ctx context.Context, account string, h *storage.Hold, n int64, req storage.ChargeRequest) (storage.Charged, error) {
 	if err := storage.CheckCharge(account, &req); err != nil {
 		return storage.Charged{}, err
 	}
@@ -186,14 +186,14 @@ func (db *DB) charge(account string, h *storage.Hold, n int64, req storage.Charg
 		return storage.Charged{}, err
 	}
 	p := &pendingCharge{h: h, n: n, req: req, r0: r0, now: now, done: make(chan chargeOutcome, 1)}
-	o := db.submit(account, p)
+	o := db.submit(ctx, account, p)
 	return o.out, o.err
 }
 
 // GetResult returns the result with that id (with its receipt), or
 // ErrNotFound.
-func (db *DB) GetResult(id string) (storage.Result, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) GetResult(ctx context.Context, id string) (storage.Result, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	r, _, err := scanResult(db.pool.QueryRow(ctx, `SELECT `+resultCols+` FROM results WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -204,8 +204,8 @@ func (db *DB) GetResult(id string) (storage.Result, error) {
 
 // LookupCache returns the account's latest fresh result for email
 // (compared lower-cased) if it was probed less than maxAge ago.
-func (db *DB) LookupCache(account, email string, maxAge time.Duration) (storage.Result, bool, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) LookupCache(ctx context.Context, account, email string, maxAge time.Duration) (storage.Result, bool, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	r, _, err := scanResult(db.pool.QueryRow(ctx, `SELECT `+prefixed("r.", resultCols)+` FROM cache c JOIN results r ON r.id = c.result_id
 		WHERE c.account = $1 AND c.email = $2`, account, storage.CacheEmail(email)))
@@ -234,8 +234,8 @@ func (db *DB) mustExist(ctx context.Context, account string) error {
 }
 
 // PurgeCache deletes the cache entries probed maxAge or longer ago.
-func (db *DB) PurgeCache(maxAge time.Duration) (int, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) PurgeCache(ctx context.Context, maxAge time.Duration) (int, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	tag, err := db.pool.Exec(ctx, `DELETE FROM cache WHERE probed_at <= $1`, db.now().Add(-maxAge).Truncate(time.Millisecond))
 	return int(tag.RowsAffected()), err
@@ -243,12 +243,12 @@ func (db *DB) PurgeCache(maxAge time.Duration) (int, error) {
 
 // ListHistory returns the account's history rows of kind, newest first,
 // strictly older than cursor (storage.HistoryArgs).
-func (db *DB) ListHistory(account, kind, cursor string, limit int) (storage.HistoryPage, error) {
+func (db *DB) ListHistory(ctx context.Context, account, kind, cursor string, limit int) (storage.HistoryPage, error) {
 	kind, before, limit, err := storage.HistoryArgs(kind, cursor, limit)
 	if err != nil || before <= 0 {
 		return storage.HistoryPage{}, err
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	q := `SELECT history_id, probed_at, latency_ms, score, status, email, job_id, cached_from, id, kind, pos FROM results
 		WHERE account = $1 AND pos < $2 `
@@ -289,11 +289,11 @@ func (db *DB) ListHistory(account, kind, cursor string, limit int) (storage.Hist
 // DailyCounts returns the account's rows per UTC day and verdict for the
 // last days days, today included, oldest first (a day is the positions
 // of its milliseconds, as on Pebble).
-func (db *DB) DailyCounts(account string, days int) ([]storage.DayCount, error) {
+func (db *DB) DailyCounts(ctx context.Context, account string, days int) ([]storage.DayCount, error) {
 	if days < 1 || days > storage.MaxStatDays {
 		return nil, invalid("days must be 1 to %d, not %d", storage.MaxStatDays, days)
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	if err := db.mustExist(ctx, account); err != nil {
 		return nil, err

@@ -30,15 +30,15 @@ func userDoc(row scanner) (storage.User, error) {
 }
 
 // CreateUser adds a user with no account.
-func (db *DB) CreateUser(email, passwordHash string, operator bool) (storage.User, error) {
-	return db.register(email, passwordHash, operator, nil)
+func (db *DB) CreateUser(ctx context.Context, email, passwordHash string, operator bool) (storage.User, error) {
+	return db.register(ctx, email, passwordHash, operator, nil)
 }
 
 // RegisterWithInvite creates a user and redeems the invitation for it, in
 // one transaction.
-func (db *DB) RegisterWithInvite(email, passwordHash, token string) (storage.User, storage.Invite, error) {
+func (db *DB) RegisterWithInvite(ctx context.Context, email, passwordHash, token string) (storage.User, storage.Invite, error) {
 	var iv storage.Invite
-	u, err := db.register(email, passwordHash, false, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
+	u, err := db.register(ctx, email, passwordHash, false, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
 		var err error
 		iv, err = db.redeem(ctx, tx, token, u)
 		return err
@@ -49,12 +49,12 @@ func (db *DB) RegisterWithInvite(email, passwordHash, token string) (storage.Use
 // RegisterWithAccount creates a user who owns a new account on plan with
 // credits to start with, in one transaction (the grant is its first
 // ledger entry).
-func (db *DB) RegisterWithAccount(email, passwordHash, accountName string, plan storage.Plan, credits int64) (storage.User, storage.Account, error) {
+func (db *DB) RegisterWithAccount(ctx context.Context, email, passwordHash, accountName string, plan storage.Plan, credits int64) (storage.User, storage.Account, error) {
 	if credits < 0 {
 		return storage.User{}, storage.Account{}, invalid("starting credits must not be negative, not %d", credits)
 	}
 	var a storage.Account
-	u, err := db.register(email, passwordHash, false, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
+	u, err := db.register(ctx, email, passwordHash, false, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
 		var err error
 		if a, err = storage.NewAccount(storage.Clip(strings.TrimSpace(accountName), 200), plan, db.now()); err != nil {
 			return err
@@ -87,7 +87,7 @@ func (db *DB) RegisterWithAccount(email, passwordHash, accountName string, plan 
 // register writes a new user and what stage adds, in one transaction.
 // The invitation (stage) is checked before the email: without a valid
 // one, nobody learns whether an email has a user.
-func (db *DB) register(email, passwordHash string, operator bool, stage func(context.Context, pgx.Tx, *storage.User) error) (storage.User, error) {
+func (db *DB) register(ctx context.Context, email, passwordHash string, operator bool, stage func(context.Context, pgx.Tx, *storage.User) error) (storage.User, error) {
 	email = strings.TrimSpace(email)
 	if err := storage.CheckEmail(email); err != nil {
 		return storage.User{}, err
@@ -95,7 +95,7 @@ func (db *DB) register(email, passwordHash string, operator bool, stage func(con
 	if passwordHash == "" {
 		return storage.User{}, invalid("password hash is empty")
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var u storage.User
 	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
@@ -123,8 +123,8 @@ func (db *DB) register(email, passwordHash string, operator bool, stage func(con
 }
 
 // GetUser returns the user, or ErrNotFound.
-func (db *DB) GetUser(id string) (storage.User, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) GetUser(ctx context.Context, id string) (storage.User, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	u, err := userDoc(db.pool.QueryRow(ctx, `SELECT doc FROM users WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -134,8 +134,8 @@ func (db *DB) GetUser(id string) (storage.User, error) {
 }
 
 // UserByEmail finds a user by email, without regard to case.
-func (db *DB) UserByEmail(email string) (storage.User, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) UserByEmail(ctx context.Context, email string) (storage.User, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	u, err := userDoc(db.pool.QueryRow(ctx, `SELECT doc FROM users WHERE email_lc = $1`, strings.ToLower(strings.TrimSpace(email))))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -145,8 +145,8 @@ func (db *DB) UserByEmail(email string) (storage.User, error) {
 }
 
 // ListUsers returns every user, ordered by email.
-func (db *DB) ListUsers() ([]storage.User, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) ListUsers(ctx context.Context) ([]storage.User, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `SELECT doc FROM users ORDER BY email_lc`)
 	if err != nil {
@@ -156,8 +156,8 @@ func (db *DB) ListUsers() ([]storage.User, error) {
 }
 
 // Members returns the users of an account, ordered by email.
-func (db *DB) Members(account string) ([]storage.User, error) {
-	all, err := db.ListUsers()
+func (db *DB) Members(ctx context.Context, account string) ([]storage.User, error) {
+	all, err := db.ListUsers(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -166,8 +166,8 @@ func (db *DB) Members(account string) ([]storage.User, error) {
 
 // updateUser changes a user in a transaction that holds its row (and,
 // first, what lock takes).
-func (db *DB) updateUser(id string, change func(context.Context, pgx.Tx, *storage.User) error) (storage.User, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) updateUser(ctx context.Context, id string, change func(context.Context, pgx.Tx, *storage.User) error) (storage.User, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var u storage.User
 	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
@@ -197,11 +197,11 @@ func (db *DB) updateUser(id string, change func(context.Context, pgx.Tx, *storag
 
 // SetPassword replaces the user's password hash and ends every session
 // of the user, in one transaction.
-func (db *DB) SetPassword(id, passwordHash string) (storage.User, error) {
+func (db *DB) SetPassword(ctx context.Context, id, passwordHash string) (storage.User, error) {
 	if passwordHash == "" {
 		return storage.User{}, invalid("password hash is empty")
 	}
-	return db.updateUser(id, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
+	return db.updateUser(ctx, id, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
 		u.PasswordHash = passwordHash
 		u.PasswordChangedAt = db.now().Truncate(time.Millisecond)
 		_, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, id)
@@ -211,8 +211,8 @@ func (db *DB) SetPassword(id, passwordHash string) (storage.User, error) {
 
 // RehashPassword replaces the user's password hash with another of the
 // same password, if it is still old.
-func (db *DB) RehashPassword(id, old, hash string) error {
-	_, err := db.updateUser(id, func(_ context.Context, _ pgx.Tx, u *storage.User) error {
+func (db *DB) RehashPassword(ctx context.Context, id, old, hash string) error {
+	_, err := db.updateUser(ctx, id, func(_ context.Context, _ pgx.Tx, u *storage.User) error {
 		if u.PasswordHash != old {
 			return fmt.Errorf("%w: the password changed meanwhile", storage.ErrInvalid)
 		}
@@ -223,19 +223,19 @@ func (db *DB) RehashPassword(id, old, hash string) error {
 }
 
 // SetOperator grants or withdraws the operator role.
-func (db *DB) SetOperator(id string, operator bool) (storage.User, error) {
-	return db.updateUser(id, func(_ context.Context, _ pgx.Tx, u *storage.User) error { u.Operator = operator; return nil })
+func (db *DB) SetOperator(ctx context.Context, id string, operator bool) (storage.User, error) {
+	return db.updateUser(ctx, id, func(_ context.Context, _ pgx.Tx, u *storage.User) error { u.Operator = operator; return nil })
 }
 
 // SetRole changes the user's role in account; an empty role removes the
 // membership. An account keeps at least one owner: the account's row is
 // locked first, so two boxes demoting its two owners at once cannot both
 // pass the check.
-func (db *DB) SetRole(account, id string, role storage.Role) (storage.User, error) {
+func (db *DB) SetRole(ctx context.Context, account, id string, role storage.Role) (storage.User, error) {
 	if role != "" && !role.Valid() {
 		return storage.User{}, invalid("unknown role %q", role)
 	}
-	return db.updateUser(id, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
+	return db.updateUser(ctx, id, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
 		i := slices.IndexFunc(u.Accounts, func(m storage.Membership) bool { return m.Account == account })
 		if i < 0 {
 			return fmt.Errorf("%w: user %q is not a member of %q", storage.ErrNotFound, id, account)
@@ -278,7 +278,7 @@ func inviteDoc(row scanner) (storage.Invite, error) {
 
 // CreateInvite mints a one-time invitation to account with role, valid
 // for ttl, optionally only for email. The token is returned once.
-func (db *DB) CreateInvite(account string, role storage.Role, email, createdBy string, ttl time.Duration) (string, storage.Invite, error) {
+func (db *DB) CreateInvite(ctx context.Context, account string, role storage.Role, email, createdBy string, ttl time.Duration) (string, storage.Invite, error) {
 	if !role.Valid() {
 		return "", storage.Invite{}, invalid("unknown role %q", role)
 	}
@@ -291,7 +291,7 @@ func (db *DB) CreateInvite(account string, role storage.Role, email, createdBy s
 			return "", storage.Invite{}, err
 		}
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	if err := db.mustExist(ctx, account); err != nil {
 		return "", storage.Invite{}, err
@@ -345,9 +345,9 @@ func (db *DB) redeem(ctx context.Context, tx pgx.Tx, token string, u *storage.Us
 }
 
 // RedeemInvite links an existing user to the invitation's account.
-func (db *DB) RedeemInvite(token, userID string) (storage.User, storage.Invite, error) {
+func (db *DB) RedeemInvite(ctx context.Context, token, userID string) (storage.User, storage.Invite, error) {
 	var iv storage.Invite
-	u, err := db.updateUser(userID, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
+	u, err := db.updateUser(ctx, userID, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
 		var err error
 		iv, err = db.redeem(ctx, tx, token, u)
 		return err
@@ -359,8 +359,8 @@ func (db *DB) RedeemInvite(token, userID string) (storage.User, storage.Invite, 
 }
 
 // Invites returns the account's pending invitations, newest first.
-func (db *DB) Invites(account string) ([]storage.Invite, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) Invites(ctx context.Context, account string) ([]storage.Invite, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	rows, err := db.pool.Query(ctx, `SELECT doc FROM invites WHERE account = $1`, account)
 	if err != nil {
@@ -377,8 +377,8 @@ func (db *DB) Invites(account string) ([]storage.Invite, error) {
 }
 
 // RevokeInvite withdraws a pending invitation of account.
-func (db *DB) RevokeInvite(account, id string) (storage.Invite, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) RevokeInvite(ctx context.Context, account, id string) (storage.Invite, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var iv storage.Invite
 	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
@@ -417,8 +417,8 @@ func sessionDoc(row scanner) (storage.Session, error) {
 
 // CreateSession starts a session of the user on account (may be empty),
 // ending after ttl. The token is returned once.
-func (db *DB) CreateSession(user, account, ip, userAgent string, ttl time.Duration) (string, storage.Session, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) CreateSession(ctx context.Context, user, account, ip, userAgent string, ttl time.Duration) (string, storage.Session, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var exists bool
 	if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM users WHERE id = $1)`, user).Scan(&exists); err != nil {
@@ -443,12 +443,12 @@ func (db *DB) CreateSession(user, account, ip, userAgent string, ttl time.Durati
 }
 
 // LookupSession returns the session of token, or ErrSessionInvalid.
-func (db *DB) LookupSession(token string) (storage.Session, error) {
+func (db *DB) LookupSession(ctx context.Context, token string) (storage.Session, error) {
 	id, ok := storage.SessionID(token)
 	if !ok {
 		return storage.Session{}, storage.ErrSessionInvalid
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	s, err := sessionDoc(db.pool.QueryRow(ctx, `SELECT doc, last_seen FROM sessions WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -465,8 +465,8 @@ func (db *DB) LookupSession(token string) (storage.Session, error) {
 
 // TouchSession records that the session was used at now, at most once a
 // minute.
-func (db *DB) TouchSession(id string) error {
-	ctx, cancel := db.ctx()
+func (db *DB) TouchSession(ctx context.Context, id string) error {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	now := db.now().Truncate(time.Millisecond)
 	_, err := db.pool.Exec(ctx, `UPDATE sessions SET last_seen = $2 WHERE id = $1 AND last_seen <= $3`, id, now, now.Add(-time.Minute))
@@ -475,8 +475,8 @@ func (db *DB) TouchSession(id string) error {
 
 // SetSessionAccount switches the account the session shows; the user must
 // be a member (or an operator).
-func (db *DB) SetSessionAccount(id, account string) (storage.Session, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) SetSessionAccount(ctx context.Context, id, account string) (storage.Session, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	var s storage.Session
 	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
@@ -514,36 +514,17 @@ func (db *DB) SetSessionAccount(id, account string) (storage.Session, error) {
 }
 
 // DeleteSession ends a session.
-func (db *DB) DeleteSession(id string) error {
-	ctx, cancel := db.ctx()
+func (db *DB) DeleteSession(ctx context.Context, id string) error {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	_, err := db.pool.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, id)
 	return err
 }
 
-// UserSessions returns the user's sessions, newest first (none when the
-// database cannot be read: the list is informational).
-func (db *DB) UserSessions(user string) []storage.Session {
-	ctx, cancel := db.ctx()
-	defer cancel()
-	rows, err := db.pool.Query(ctx, `SELECT doc, last_seen FROM sessions WHERE user_id = $1`, user)
-	if err != nil {
-		db.log.Warn("cannot list sessions", "user", user, "err", err)
-		return nil
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.Session, error) { return sessionDoc(row) })
-	if err != nil {
-		db.log.Warn("cannot list sessions", "user", user, "err", err)
-		return nil
-	}
-	slices.SortFunc(out, func(a, b storage.Session) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return out
-}
-
 // PurgeSessions deletes the sessions past their expiry or idle longer
 // than idle, and invitations ended more than 30 days ago.
-func (db *DB) PurgeSessions(idle time.Duration) (int, error) {
-	ctx, cancel := db.ctx()
+func (db *DB) PurgeSessions(ctx context.Context, idle time.Duration) (int, error) {
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	now := db.now()
 	seen := time.Unix(0, 0)
@@ -578,11 +559,11 @@ func (db *DB) PurgeSessions(idle time.Duration) (int, error) {
 
 // Secret returns the named 32-byte secret, made by the first box that
 // asks and then the same on every box.
-func (db *DB) Secret(name string) ([]byte, error) {
+func (db *DB) Secret(ctx context.Context, name string) ([]byte, error) {
 	if err := storage.CheckSecretName(name); err != nil {
 		return nil, err
 	}
-	ctx, cancel := db.ctx()
+	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	v := make([]byte, 32)
 	rand.Read(v)

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -12,14 +13,13 @@ import (
 // the charges (which come with the results).
 type Credits interface {
 	storage.Accounts
-	Balance(account string) (int64, error)
-	Credits(account string) (storage.Credits, error)
-	AddCredits(account string, n int64, note string) (storage.Entry, error)
-	SetCredits(account string, n int64, note string) (storage.Entry, error)
-	Hold(account string, n int64, ref string) (storage.Hold, error)
-	Release(h storage.Hold, note string) (storage.Entry, error)
-	Holds(account string) ([]storage.Hold, error)
-	Ledger(account string, after uint64, limit int) ([]storage.Entry, error)
+	Credits(ctx context.Context, account string) (storage.Credits, error)
+	AddCredits(ctx context.Context, account string, n int64, note string) (storage.Entry, error)
+	SetCredits(ctx context.Context, account string, n int64, note string) (storage.Entry, error)
+	Hold(ctx context.Context, account string, n int64, ref string) (storage.Hold, error)
+	Release(ctx context.Context, h storage.Hold, note string) (storage.Entry, error)
+	Holds(ctx context.Context, account string) ([]storage.Hold, error)
+	Ledger(ctx context.Context, account string, after uint64, limit int) ([]storage.Entry, error)
 }
 
 // RunCredits runs the credits suite: operator entries, holds and their
@@ -36,7 +36,7 @@ func RunCredits(t *testing.T, open func(t *testing.T) Credits) {
 // entries.
 func CheckLedger(t testing.TB, s Credits, account string) []storage.Entry {
 	t.Helper()
-	es, err := s.Ledger(account, 0, 0)
+	es, err := s.Ledger(t.Context(), account, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func CheckLedger(t testing.TB, s Credits, account string) []storage.Entry {
 			t.Fatalf("entry %+v: want balance %d, held %d", e, bal, held)
 		}
 	}
-	c, err := s.Credits(account)
+	c, err := s.Credits(t.Context(), account)
 	if err != nil || c.Balance != bal || c.Held != held {
 		t.Fatalf("Credits %+v, %v; the ledger says %d held %d", c, err, bal, held)
 	}
@@ -70,64 +70,64 @@ func CheckLedger(t testing.TB, s Credits, account string) []storage.Entry {
 }
 
 func testLedger(t *testing.T, s Credits) {
-	a, err := s.CreateAccount("Ledger", storage.PlanFree)
+	a, err := s.CreateAccount(t.Context(), "Ledger", storage.PlanFree)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := s.Credits(a.ID); err != nil || c != (storage.Credits{}) {
+	if c, err := s.Credits(t.Context(), a.ID); err != nil || c != (storage.Credits{}) {
 		t.Fatalf("new account: %+v, %v", c, err)
 	}
 	for _, n := range []int64{0, -5} {
-		if _, err := s.AddCredits(a.ID, n, ""); !errors.Is(err, storage.ErrInvalid) {
+		if _, err := s.AddCredits(t.Context(), a.ID, n, ""); !errors.Is(err, storage.ErrInvalid) {
 			t.Errorf("AddCredits(%d): %v", n, err)
 		}
 	}
-	e, err := s.AddCredits(a.ID, 100, "first")
+	e, err := s.AddCredits(t.Context(), a.ID, 100, "first")
 	if err != nil || e.Seq != 1 || e.Kind != storage.EntryAdd || e.Balance != 100 || e.Note != "first" {
 		t.Fatalf("AddCredits: %+v, %v", e, err)
 	}
-	h, err := s.Hold(a.ID, 30, "req-1")
+	h, err := s.Hold(t.Context(), a.ID, 30, "req-1")
 	if err != nil || h.N != 30 || h.Ref != "req-1" || h.Seq != 2 {
 		t.Fatalf("Hold: %+v, %v", h, err)
 	}
 	var ice *storage.InsufficientCreditsError
-	_, err = s.Hold(a.ID, 80, "req-2")
+	_, err = s.Hold(t.Context(), a.ID, 80, "req-2")
 	if !errors.As(err, &ice) || !errors.Is(err, storage.ErrInsufficientCredits) || ice.Current != 100 || ice.Held != 30 || ice.Needed != 80 || ice.Available() != 70 {
 		t.Fatalf("Hold beyond the available credits: %v", err)
 	}
-	if _, err := s.SetCredits(a.ID, 20, ""); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := s.SetCredits(t.Context(), a.ID, 20, ""); !errors.Is(err, storage.ErrInvalid) {
 		t.Fatalf("SetCredits below the held credits: %v", err)
 	}
-	if e, err := s.SetCredits(a.ID, 50, "set"); err != nil || e.Kind != storage.EntrySet || e.Delta != -50 || e.Balance != 50 || e.Held != 30 {
+	if e, err := s.SetCredits(t.Context(), a.ID, 50, "set"); err != nil || e.Kind != storage.EntrySet || e.Delta != -50 || e.Balance != 50 || e.Held != 30 {
 		t.Fatalf("SetCredits: %+v, %v", e, err)
 	}
-	hs, err := s.Holds(a.ID)
+	hs, err := s.Holds(t.Context(), a.ID)
 	if err != nil || len(hs) != 1 || hs[0].Seq != h.Seq || hs[0].N != 30 {
 		t.Fatalf("Holds: %+v, %v", hs, err)
 	}
-	r, err := s.Release(h, "engine failed")
+	r, err := s.Release(t.Context(), h, "engine failed")
 	if err != nil || r.Kind != storage.EntryRelease || r.HoldSeq != h.Seq || r.Held != 0 || r.Balance != 50 || r.Amount != 30 {
 		t.Fatalf("Release: %+v, %v", r, err)
 	}
-	if _, err := s.Release(h, "again"); !errors.Is(err, storage.ErrHoldNotActive) {
+	if _, err := s.Release(t.Context(), h, "again"); !errors.Is(err, storage.ErrHoldNotActive) {
 		t.Fatalf("second Release: %v", err)
 	}
-	if hs, _ := s.Holds(a.ID); len(hs) != 0 {
+	if hs, _ := s.Holds(t.Context(), a.ID); len(hs) != 0 {
 		t.Fatalf("Holds after the release: %+v", hs)
 	}
 	es := CheckLedger(t, s, a.ID)
 	if len(es) != 4 {
 		t.Fatalf("%d entries, want 4", len(es))
 	}
-	page, err := s.Ledger(a.ID, 2, 1)
+	page, err := s.Ledger(t.Context(), a.ID, 2, 1)
 	if err != nil || len(page) != 1 || page[0].Seq != 3 {
 		t.Fatalf("Ledger(after 2, 1): %+v, %v", page, err)
 	}
 	for name, f := range map[string]func() error{
-		"Credits":    func() error { _, err := s.Credits("acct_nosuchaccountxxxxxx"); return err },
-		"AddCredits": func() error { _, err := s.AddCredits("acct_nosuchaccountxxxxxx", 1, ""); return err },
-		"Hold":       func() error { _, err := s.Hold("acct_nosuchaccountxxxxxx", 1, ""); return err },
-		"Ledger":     func() error { _, err := s.Ledger("acct_nosuchaccountxxxxxx", 0, 0); return err },
+		"Credits":    func() error { _, err := s.Credits(t.Context(), "acct_nosuchaccountxxxxxx"); return err },
+		"AddCredits": func() error { _, err := s.AddCredits(t.Context(), "acct_nosuchaccountxxxxxx", 1, ""); return err },
+		"Hold":       func() error { _, err := s.Hold(t.Context(), "acct_nosuchaccountxxxxxx", 1, ""); return err },
+		"Ledger":     func() error { _, err := s.Ledger(t.Context(), "acct_nosuchaccountxxxxxx", 0, 0); return err },
 	} {
 		if err := f(); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("%s of an unknown account: %v", name, err)
@@ -139,11 +139,11 @@ func testLedger(t *testing.T, s Credits) {
 // twenty: exactly twenty succeed, the others are refused for want of
 // credits, and the ledger adds up.
 func testNoOverdraft(t *testing.T, s Credits) {
-	a, err := s.CreateAccount("Race", storage.PlanFree)
+	a, err := s.CreateAccount(t.Context(), "Race", storage.PlanFree)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddCredits(a.ID, 20, ""); err != nil {
+	if _, err := s.AddCredits(t.Context(), a.ID, 20, ""); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -154,7 +154,7 @@ func testNoOverdraft(t *testing.T, s Credits) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h, err := s.Hold(a.ID, 1, "")
+			h, err := s.Hold(t.Context(), a.ID, 1, "")
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -172,12 +172,12 @@ func testNoOverdraft(t *testing.T, s Credits) {
 		t.Fatalf("%d holds taken, %d refused: want 20 and 30", len(held), refused)
 	}
 	for _, h := range held {
-		if _, err := s.Release(h, ""); err != nil {
+		if _, err := s.Release(t.Context(), h, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	CheckLedger(t, s, a.ID)
-	if c, _ := s.Credits(a.ID); c.Balance != 20 || c.Held != 0 {
+	if c, _ := s.Credits(t.Context(), a.ID); c.Balance != 20 || c.Held != 0 {
 		t.Fatalf("after releasing every hold: %+v", c)
 	}
 }

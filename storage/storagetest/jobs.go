@@ -45,61 +45,61 @@ func testJobLifecycle[S Store](t *testing.T, b Backend[S]) {
 	other := account(t, s, 10)
 
 	// Not enough credits: the error says how many are missing.
-	_, err := s.CreateJob(storage.JobSpec{Account: acct, Addresses: Addresses(12)})
+	_, err := s.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: Addresses(12)})
 	var ice *storage.InsufficientCreditsError
 	if !errors.As(err, &ice) || ice.Current != 10 || ice.Needed != 12 || ice.Shortfall() != 2 {
 		t.Fatalf("CreateJob beyond the balance: %v", err)
 	}
 	// Credits held by a validation in flight are not available.
-	h, _ := s.Hold(acct, 3, "")
-	_, err = s.CreateJob(storage.JobSpec{Account: acct, Addresses: Addresses(8)})
+	h, _ := s.Hold(t.Context(), acct, 3, "")
+	_, err = s.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: Addresses(8)})
 	if !errors.As(err, &ice) || ice.Held != 3 || ice.Shortfall() != 1 {
 		t.Fatalf("CreateJob beyond the available credits: %v", err)
 	}
-	s.Release(h, "")
+	s.Release(t.Context(), h, "")
 
-	j, err := s.CreateJob(storage.JobSpec{Account: acct, Addresses: Addresses(5), ListName: "leads", WebhookURL: "https://hooks.example/x"})
+	j, err := s.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: Addresses(5), ListName: "leads", WebhookURL: "https://hooks.example/x"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !storage.ValidUUID(j.ID) || j.Status != storage.JobQueued || j.Total != 5 || j.Reserved != 5 || j.Processed != 0 || j.CreatedAt.IsZero() || !j.StartedAt.IsZero() {
 		t.Fatalf("new job %+v", j)
 	}
-	if bal, _ := s.Balance(acct); bal != 5 {
-		t.Errorf("balance after reserving 5 of 10: %d", bal)
+	if cr, _ := s.Credits(t.Context(), acct); cr.Balance != 5 {
+		t.Errorf("balance after reserving 5 of 10: %d", cr.Balance)
 	}
 	// The id is taken now.
-	_, err = s.CreateJob(storage.JobSpec{ID: j.ID, Account: other, Addresses: Addresses(1)})
+	_, err = s.CreateJob(t.Context(), storage.JobSpec{ID: j.ID, Account: other, Addresses: Addresses(1)})
 	wantErr(t, err, storage.ErrExists)
-	if _, err := s.CreateJob(storage.JobSpec{Account: acct, Addresses: []string{"a@x", "b@x", "a@x"}}); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := s.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: []string{"a@x", "b@x", "a@x"}}); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("duplicate addresses: %v", err)
 	}
-	if _, err := s.CreateJob(storage.JobSpec{ID: "not-a-uuid", Account: acct, Addresses: Addresses(1)}); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := s.CreateJob(t.Context(), storage.JobSpec{ID: "not-a-uuid", Account: acct, Addresses: Addresses(1)}); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("bad id: %v", err)
 	}
 
 	// Only the owner sees it.
-	if _, err := s.AccountJob(acct, j.ID); err != nil {
+	if _, err := s.AccountJob(t.Context(), acct, j.ID); err != nil {
 		t.Error(err)
 	}
-	_, err = s.AccountJob(other, j.ID)
+	_, err = s.AccountJob(t.Context(), other, j.ID)
 	wantErr(t, err, storage.ErrNotFound)
-	_, err = s.Job("0190e6b2-2f5e-4c3a-9d5b-0a1b2c3d4e5f")
+	_, err = s.Job(t.Context(), "0190e6b2-2f5e-4c3a-9d5b-0a1b2c3d4e5f")
 	wantErr(t, err, storage.ErrNotFound)
 
 	// Results need a running job.
-	_, err = s.PutJobResults(j.ID, []storage.JobResult{{Index: 0, Result: result("user0@example.com", "valid")}})
+	_, err = s.PutJobResults(t.Context(), j.ID, []storage.JobResult{{Index: 0, Result: result("user0@example.com", "valid")}})
 	wantErr(t, err, storage.ErrJobState)
 	c.Advance(time.Second)
-	j, err = s.StartJob(j.ID)
+	j, err = s.StartJob(t.Context(), j.ID)
 	if err != nil || j.Status != storage.JobRunning || !j.StartedAt.Equal(c.Now().Truncate(time.Millisecond)) {
 		t.Fatalf("StartJob: %+v, %v", j, err)
 	}
-	if again, err := s.StartJob(j.ID); err != nil || !again.StartedAt.Equal(j.StartedAt) {
+	if again, err := s.StartJob(t.Context(), j.ID); err != nil || !again.StartedAt.Equal(j.StartedAt) {
 		t.Errorf("StartJob of a running job: %+v, %v", again, err)
 	}
 
-	j, err = s.PutJobResults(j.ID, []storage.JobResult{
+	j, err = s.PutJobResults(t.Context(), j.ID, []storage.JobResult{
 		{Index: 3, Result: result("user3@example.com", "unknown")},
 		{Index: 0, Result: result("user0@example.com", "valid")},
 		{Index: 0, Result: result("user0@example.com", "invalid")}, // the same index again
@@ -108,15 +108,15 @@ func testJobLifecycle[S Store](t *testing.T, b Backend[S]) {
 		t.Fatalf("PutJobResults: %+v, %v", j, err)
 	}
 	// A redone address keeps its first result and is not counted twice.
-	j, err = s.PutJobResults(j.ID, []storage.JobResult{{Index: 3, Result: result("user3@example.com", "valid")}})
+	j, err = s.PutJobResults(t.Context(), j.ID, []storage.JobResult{{Index: 3, Result: result("user3@example.com", "valid")}})
 	if err != nil || j.Processed != 2 || j.Count("unknown") != 1 {
 		t.Fatalf("redone address: %+v, %v", j, err)
 	}
-	if _, err := s.PutJobResults(j.ID, []storage.JobResult{{Index: 5, Result: result("x@example.com", "valid")}}); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := s.PutJobResults(t.Context(), j.ID, []storage.JobResult{{Index: 5, Result: result("x@example.com", "valid")}}); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("index out of range: %v", err)
 	}
 	var pending []int
-	s.PendingAddresses(j.ID, func(i int, addr string) error {
+	s.PendingAddresses(t.Context(), j.ID, func(i int, addr string) error {
 		if addr != fmt.Sprintf("user%d@example.com", i) {
 			t.Errorf("address %d is %q", i, addr)
 		}
@@ -127,18 +127,18 @@ func testJobLifecycle[S Store](t *testing.T, b Backend[S]) {
 		t.Errorf("pending %v", pending)
 	}
 	// Not completed before every address has a result.
-	_, err = s.FinishJob(j.ID, storage.JobFinish{Status: storage.JobCompleted})
+	_, err = s.FinishJob(t.Context(), j.ID, storage.JobFinish{Status: storage.JobCompleted})
 	wantErr(t, err, storage.ErrJobState)
 
 	// A restart: the job is still running with its progress.
 	s = b.Reopen(t, s)
-	if active, err := s.ListJobs(storage.JobRunning); err != nil || len(active) != 1 || active[0].ID != j.ID || active[0].Processed != 2 {
+	if active, err := s.ListJobs(t.Context(), storage.JobRunning); err != nil || len(active) != 1 || active[0].ID != j.ID || active[0].Processed != 2 {
 		t.Fatalf("ListJobs(running) after reopen: %+v, %v", active, err)
 	}
-	if q, _ := s.ListJobs(storage.JobQueued); len(q) != 0 {
+	if q, _ := s.ListJobs(t.Context(), storage.JobQueued); len(q) != 0 {
 		t.Errorf("queued: %+v", q)
 	}
-	j, err = s.PutJobResults(j.ID, []storage.JobResult{
+	j, err = s.PutJobResults(t.Context(), j.ID, []storage.JobResult{
 		{Index: 1, Result: result("user1@example.com", "valid")},
 		{Index: 2, Result: result("user2@example.com", "risky")},
 		{Index: 4, Result: result("user4@example.com", "valid")},
@@ -147,7 +147,7 @@ func testJobLifecycle[S Store](t *testing.T, b Backend[S]) {
 		t.Fatalf("after reopen: %+v, %v", j, err)
 	}
 	var seen []int
-	s.JobResults(j.ID, func(r storage.Result) error {
+	s.JobResults(t.Context(), j.ID, func(r storage.Result) error {
 		if r.JobID != j.ID || r.Kind != storage.KindBatch || r.Account != acct || r.Email != fmt.Sprintf("user%d@example.com", r.JobIndex) {
 			t.Errorf("result %+v", r)
 		}
@@ -157,7 +157,7 @@ func testJobLifecycle[S Store](t *testing.T, b Backend[S]) {
 	if fmt.Sprint(seen) != "[0 1 2 3 4]" {
 		t.Errorf("results in order %v", seen)
 	}
-	p, _ := s.ListHistory(acct, storage.HistoryBatch, "", 10)
+	p, _ := s.ListHistory(t.Context(), acct, storage.HistoryBatch, "", 10)
 	if len(p.Rows) != 5 || p.Rows[0].JobID != j.ID {
 		t.Errorf("batch history: %+v", p.Rows)
 	}
@@ -165,7 +165,7 @@ func testJobLifecycle[S Store](t *testing.T, b Backend[S]) {
 	// Completing: every credit used, nothing refunded, the event in the
 	// same batch.
 	c.Advance(time.Minute)
-	j, err = s.FinishJob(j.ID, storage.JobFinish{Status: storage.JobCompleted, Event: func(j storage.Job) (*storage.Event, error) {
+	j, err = s.FinishJob(t.Context(), j.ID, storage.JobFinish{Status: storage.JobCompleted, Event: func(j storage.Job) (*storage.Event, error) {
 		body, _ := json.Marshal(map[string]any{
 			"event": "batch.completed", "job_id": j.ID, "processed": j.Processed,
 			"successful": j.Processed - j.Count("unknown"), "completed_at": j.CompletedAt,
@@ -175,7 +175,7 @@ func testJobLifecycle[S Store](t *testing.T, b Backend[S]) {
 	if err != nil || j.Status != storage.JobCompleted || j.Used != 5 || j.Refunded != 0 || !j.CompletedAt.Equal(c.Now()) {
 		t.Fatalf("FinishJob: %+v, %v", j, err)
 	}
-	evs, _ := s.DueEvents(10)
+	evs, _ := s.DueEvents(t.Context(), 10)
 	if len(evs) != 1 || evs[0].Type != "batch.completed" || evs[0].URL != "https://hooks.example/x" {
 		t.Fatalf("outbox: %+v", evs)
 	}
@@ -184,22 +184,22 @@ func testJobLifecycle[S Store](t *testing.T, b Backend[S]) {
 	if body["successful"] != 4.0 || body["processed"] != 5.0 {
 		t.Errorf("event body %s", evs[0].Body)
 	}
-	_, err = s.FinishJob(j.ID, storage.JobFinish{Status: storage.JobFailed})
+	_, err = s.FinishJob(t.Context(), j.ID, storage.JobFinish{Status: storage.JobFailed})
 	wantErr(t, err, storage.ErrJobState)
-	_, err = s.PutJobResults(j.ID, []storage.JobResult{{Index: 0, Result: result("user0@example.com", "valid")}})
+	_, err = s.PutJobResults(t.Context(), j.ID, []storage.JobResult{{Index: 0, Result: result("user0@example.com", "valid")}})
 	wantErr(t, err, storage.ErrJobState)
-	if bal, _ := s.Balance(acct); bal != 5 {
-		t.Errorf("balance %d", bal)
+	if cr, _ := s.Credits(t.Context(), acct); cr.Balance != 5 {
+		t.Errorf("balance %d", cr.Balance)
 	}
 	es := CheckLedger(t, s, acct)
 	last := es[len(es)-1]
 	if last.Kind != storage.EntryUse || last.Amount != 5 || last.Ref != j.ID {
 		t.Errorf("last entry %+v", last)
 	}
-	if done, _ := s.ListJobs(storage.JobCompleted); len(done) != 1 {
+	if done, _ := s.ListJobs(t.Context(), storage.JobCompleted); len(done) != 1 {
 		t.Errorf("completed jobs: %d", len(done))
 	}
-	if js, _ := s.ListAccountJobs(acct, 0); len(js) != 1 || js[0].ID != j.ID {
+	if js, _ := s.ListAccountJobs(t.Context(), acct, 0); len(js) != 1 || js[0].ID != j.ID {
 		t.Errorf("account jobs: %+v", js)
 	}
 }
@@ -209,35 +209,35 @@ func testJobLifecycle[S Store](t *testing.T, b Backend[S]) {
 func testJobFailRefund[S Store](t *testing.T, b Backend[S]) {
 	s := b.Open(t, NewClock())
 	acct := account(t, s, 100)
-	j, err := s.CreateJob(storage.JobSpec{Account: acct, Addresses: Addresses(40)})
+	j, err := s.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: Addresses(40)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.StartJob(j.ID)
+	s.StartJob(t.Context(), j.ID)
 	var rs []storage.JobResult
 	for i := range 15 {
 		rs = append(rs, storage.JobResult{Index: i, Result: result(fmt.Sprintf("user%d@example.com", i), "valid")})
 	}
-	s.PutJobResults(j.ID, rs)
-	j, err = s.FinishJob(j.ID, storage.JobFinish{Status: storage.JobFailed, Error: "retries exhausted", Event: func(j storage.Job) (*storage.Event, error) {
+	s.PutJobResults(t.Context(), j.ID, rs)
+	j, err = s.FinishJob(t.Context(), j.ID, storage.JobFinish{Status: storage.JobFailed, Error: "retries exhausted", Event: func(j storage.Job) (*storage.Event, error) {
 		return &storage.Event{Account: j.Account, Type: "batch.failed", URL: "https://hooks.example/f", Body: []byte(`{}`)}, nil
 	}})
 	if err != nil || j.Used != 15 || j.Refunded != 25 || j.Error != "retries exhausted" {
 		t.Fatalf("FinishJob(failed): %+v, %v", j, err)
 	}
-	if bal, _ := s.Balance(acct); bal != 85 {
-		t.Errorf("balance %d, want 100 − 15", bal)
+	if cr, _ := s.Credits(t.Context(), acct); cr.Balance != 85 {
+		t.Errorf("balance %d, want 100 − 15", cr.Balance)
 	}
 
-	q, _ := s.CreateJob(storage.JobSpec{Account: acct, Addresses: Addresses(30)})
-	if bal, _ := s.Balance(acct); bal != 55 {
-		t.Errorf("balance %d after reserving 30", bal)
+	q, _ := s.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: Addresses(30)})
+	if cr, _ := s.Credits(t.Context(), acct); cr.Balance != 55 {
+		t.Errorf("balance %d after reserving 30", cr.Balance)
 	}
-	if q, err = s.FinishJob(q.ID, storage.JobFinish{Status: storage.JobFailed}); err != nil || q.Refunded != 30 {
+	if q, err = s.FinishJob(t.Context(), q.ID, storage.JobFinish{Status: storage.JobFailed}); err != nil || q.Refunded != 30 {
 		t.Fatalf("failing a queued job: %+v, %v", q, err)
 	}
-	if bal, _ := s.Balance(acct); bal != 85 {
-		t.Errorf("balance %d", bal)
+	if cr, _ := s.Credits(t.Context(), acct); cr.Balance != 85 {
+		t.Errorf("balance %d", cr.Balance)
 	}
 	es := CheckLedger(t, s, acct)
 	var kinds []string
@@ -248,20 +248,20 @@ func testJobFailRefund[S Store](t *testing.T, b Backend[S]) {
 		t.Errorf("ledger %s", got)
 	}
 	// A failing event builder ends nothing.
-	k, _ := s.CreateJob(storage.JobSpec{Account: acct, Addresses: Addresses(1)})
-	if _, err := s.FinishJob(k.ID, storage.JobFinish{Status: storage.JobFailed, Event: func(storage.Job) (*storage.Event, error) { return nil, errors.New("boom") }}); err == nil {
+	k, _ := s.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: Addresses(1)})
+	if _, err := s.FinishJob(t.Context(), k.ID, storage.JobFinish{Status: storage.JobFailed, Event: func(storage.Job) (*storage.Event, error) { return nil, errors.New("boom") }}); err == nil {
 		t.Fatal("event error ignored")
 	}
-	if k, _ = s.Job(k.ID); k.Status != storage.JobQueued {
+	if k, _ = s.Job(t.Context(), k.ID); k.Status != storage.JobQueued {
 		t.Errorf("job %s after a failed finish", k.Status)
 	}
 	// An event for an unknown account fails the batch, not half of it.
-	if _, err := s.FinishJob(k.ID, storage.JobFinish{Status: storage.JobFailed, Event: func(storage.Job) (*storage.Event, error) {
+	if _, err := s.FinishJob(t.Context(), k.ID, storage.JobFinish{Status: storage.JobFailed, Event: func(storage.Job) (*storage.Event, error) {
 		return &storage.Event{Account: "acct_nope", Type: "x", URL: "u"}, nil
 	}}); err == nil {
 		t.Fatal("event of an unknown account accepted")
 	}
-	if k, _ = s.Job(k.ID); k.Status != storage.JobQueued {
+	if k, _ = s.Job(t.Context(), k.ID); k.Status != storage.JobQueued {
 		t.Errorf("job %s after a failed finish", k.Status)
 	}
 	CheckLedger(t, s, acct)
@@ -272,15 +272,15 @@ func testJobIdempotency[S Store](t *testing.T, b Backend[S]) {
 	s := b.Open(t, NewClock())
 	acct := account(t, s, 10)
 	ref := storage.IdemRef{Account: acct, Endpoint: "batch", Key: "batch-key-1"}
-	s.BeginIdem(ref, []byte("h"))
-	j, err := s.CreateJob(storage.JobSpec{Account: acct, Addresses: Addresses(2), Idem: &ref, Respond: func(j storage.Job) (storage.IdemResponse, error) {
+	s.BeginIdem(t.Context(), ref, []byte("h"))
+	j, err := s.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: Addresses(2), Idem: &ref, Respond: func(j storage.Job) (storage.IdemResponse, error) {
 		return storage.IdemResponse{Status: 202, Body: fmt.Appendf(nil, `{"job_id":%q,"credits_reserved":%d}`, j.ID, j.Reserved)}, nil
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s = b.Reopen(t, s)
-	out, rec, err := s.BeginIdem(ref, []byte("h"))
+	out, rec, err := s.BeginIdem(t.Context(), ref, []byte("h"))
 	if err != nil || out != storage.IdemReplay || string(rec.Response.Body) != fmt.Sprintf(`{"job_id":%q,"credits_reserved":2}`, j.ID) {
 		t.Fatalf("replay: %v %q %v", out, rec.Response.Body, err)
 	}
@@ -298,7 +298,7 @@ func testJobsConcurrentReservations[S Store](t *testing.T, b Backend[S]) {
 		go func() {
 			defer wg.Done()
 			if g%2 == 0 {
-				j, err := s.CreateJob(storage.JobSpec{Account: acct, Addresses: Addresses(9)})
+				j, err := s.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: Addresses(9)})
 				if err == nil {
 					mu.Lock()
 					reserved += j.Reserved
@@ -308,8 +308,8 @@ func testJobsConcurrentReservations[S Store](t *testing.T, b Backend[S]) {
 				}
 				return
 			}
-			if h, err := s.Hold(acct, 1, ""); err == nil {
-				s.Charge(h, storage.ChargeRequest{Result: result("x@example.com", "valid")})
+			if h, err := s.Hold(t.Context(), acct, 1, ""); err == nil {
+				s.Charge(t.Context(), h, storage.ChargeRequest{Result: result("x@example.com", "valid")})
 				mu.Lock()
 				reserved++
 				mu.Unlock()
@@ -317,7 +317,8 @@ func testJobsConcurrentReservations[S Store](t *testing.T, b Backend[S]) {
 		}()
 	}
 	wg.Wait()
-	bal, _ := s.Balance(acct)
+	crBal, _ := s.Credits(t.Context(), acct)
+	bal := crBal.Balance
 	if bal < 0 || bal != 100-reserved {
 		t.Errorf("balance %d, spent %d", bal, reserved)
 	}
@@ -330,11 +331,11 @@ func testBatchHistoryAndCache[S Store](t *testing.T, b Backend[S]) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 1000)
-	j, err := s.CreateJob(storage.JobSpec{Account: acct, Addresses: Addresses(400)})
+	j, err := s.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: Addresses(400)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.StartJob(j.ID); err != nil {
+	if _, err := s.StartJob(t.Context(), j.ID); err != nil {
 		t.Fatal(err)
 	}
 	t0 := c.Now()
@@ -343,9 +344,9 @@ func testBatchHistoryAndCache[S Store](t *testing.T, b Backend[S]) {
 	go func() {
 		defer wg.Done()
 		for i := range 200 {
-			h, err := s.Hold(acct, 1, "")
+			h, err := s.Hold(t.Context(), acct, 1, "")
 			if err == nil {
-				_, err = s.Charge(h, storage.ChargeRequest{Result: result(fmt.Sprintf("s%d@example.com", i), "valid")})
+				_, err = s.Charge(t.Context(), h, storage.ChargeRequest{Result: result(fmt.Sprintf("s%d@example.com", i), "valid")})
 			}
 			if err != nil {
 				t.Error(err)
@@ -364,7 +365,7 @@ func testBatchHistoryAndCache[S Store](t *testing.T, b Backend[S]) {
 			}
 			rs = append(rs, storage.JobResult{Index: k, Result: r})
 		}
-		if j, err = s.PutJobResults(j.ID, rs); err != nil {
+		if j, err = s.PutJobResults(t.Context(), j.ID, rs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -390,14 +391,14 @@ func testBatchHistoryAndCache[S Store](t *testing.T, b Backend[S]) {
 			}
 		}
 	}
-	hit, ok, err := s.LookupCache(acct, "USER1@example.com", time.Hour)
+	hit, ok, err := s.LookupCache(t.Context(), acct, "USER1@example.com", time.Hour)
 	if err != nil || !ok || hit.Kind != storage.KindBatch || hit.JobID != j.ID || hit.JobIndex != 1 {
 		t.Fatalf("batch result from cache: %+v %v %v", hit, ok, err)
 	}
-	if got, err := s.GetResult(hit.ID); err != nil || got.JobIndex != 1 || got.Email != "user1@example.com" || got.HistoryID == 0 {
+	if got, err := s.GetResult(t.Context(), hit.ID); err != nil || got.JobIndex != 1 || got.Email != "user1@example.com" || got.HistoryID == 0 {
 		t.Errorf("GetResult of a batch result: %+v, %v", got, err)
 	}
-	days, err := s.DailyCounts(acct, 1)
+	days, err := s.DailyCounts(t.Context(), acct, 1)
 	if err != nil || days[0].Counts["valid"] != 600 {
 		t.Errorf("DailyCounts: %+v, %v", days, err)
 	}
@@ -407,75 +408,75 @@ func testOutbox[S Store](t *testing.T, b Backend[S]) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 0)
-	if _, ok, err := s.NextDue(); ok || err != nil {
+	if _, ok, err := s.NextDue(t.Context()); ok || err != nil {
 		t.Fatalf("empty outbox: %v, %v", ok, err)
 	}
 	t0 := c.Now().Truncate(time.Millisecond)
-	e1, err := s.Enqueue(storage.Event{Account: acct, Type: "reputation.warning", URL: "https://h.example/1", Body: []byte(`{"a":1}`)})
+	e1, err := s.Enqueue(t.Context(), storage.Event{Account: acct, Type: "reputation.warning", URL: "https://h.example/1", Body: []byte(`{"a":1}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e1.ID == "" || !e1.NextAttempt.Equal(t0) || !e1.CreatedAt.Equal(t0) {
 		t.Fatalf("enqueued %+v", e1)
 	}
-	e2, _ := s.Enqueue(storage.Event{Account: acct, Type: "batch.completed", URL: "https://h.example/2", NextAttempt: t0.Add(time.Minute)})
-	if _, err := s.Enqueue(storage.Event{Account: acct, Type: "x"}); err == nil {
+	e2, _ := s.Enqueue(t.Context(), storage.Event{Account: acct, Type: "batch.completed", URL: "https://h.example/2", NextAttempt: t0.Add(time.Minute)})
+	if _, err := s.Enqueue(t.Context(), storage.Event{Account: acct, Type: "x"}); err == nil {
 		t.Error("an event without a URL")
 	}
 
-	due, _ := s.DueEvents(10)
+	due, _ := s.DueEvents(t.Context(), 10)
 	if len(due) != 1 || due[0].ID != e1.ID || string(due[0].Body) != `{"a":1}` {
 		t.Fatalf("due now: %+v", due)
 	}
-	if at, ok, _ := s.NextDue(); !ok || !at.Equal(t0) {
+	if at, ok, _ := s.NextDue(t.Context()); !ok || !at.Equal(t0) {
 		t.Errorf("NextDue %v %v", at, ok)
 	}
 	// The first attempt fails: due again in 30 s.
-	r1, err := s.Reschedule(due[0], t0.Add(30*time.Second), 503, "service unavailable")
+	r1, err := s.Reschedule(t.Context(), due[0], t0.Add(30*time.Second), 503, "service unavailable")
 	if err != nil || r1.Attempts != 1 || r1.LastStatus != 503 {
 		t.Fatalf("Reschedule: %+v, %v", r1, err)
 	}
 	// The stale copy can no longer be acted on.
-	wantErr(t, s.MarkDelivered(due[0]), storage.ErrNotFound)
-	if due, _ := s.DueEvents(10); len(due) != 0 {
+	wantErr(t, s.MarkDelivered(t.Context(), due[0]), storage.ErrNotFound)
+	if due, _ := s.DueEvents(t.Context(), 10); len(due) != 0 {
 		t.Errorf("due after reschedule: %+v", due)
 	}
 	c.Advance(time.Minute)
-	due, _ = s.DueEvents(10)
+	due, _ = s.DueEvents(t.Context(), 10)
 	if len(due) != 2 || due[0].ID != r1.ID || due[1].ID != e2.ID {
 		t.Fatalf("due a minute later: %+v", due)
 	}
-	if err := s.MarkDelivered(due[1]); err != nil {
+	if err := s.MarkDelivered(t.Context(), due[1]); err != nil {
 		t.Fatal(err)
 	}
-	dead, err := s.DeadLetter(due[0], 0, "timeout")
+	dead, err := s.DeadLetter(t.Context(), due[0], 0, "timeout")
 	if err != nil || dead.Attempts != 2 || dead.DeadAt.IsZero() {
 		t.Fatalf("DeadLetter: %+v, %v", dead, err)
 	}
-	if due, _ := s.DueEvents(0); len(due) != 0 {
+	if due, _ := s.DueEvents(t.Context(), 0); len(due) != 0 {
 		t.Errorf("outbox not empty: %+v", due)
 	}
 
 	s = b.Reopen(t, s)
-	dl, err := s.DeadLetters(acct, 0)
+	dl, err := s.DeadLetters(t.Context(), acct, 0)
 	if err != nil || len(dl) != 1 || dl[0].ID != e1.ID || dl[0].LastError != "timeout" {
 		t.Fatalf("DeadLetters: %+v, %v", dl, err)
 	}
-	if other, _ := s.DeadLetters("acct_other", 0); len(other) != 0 {
+	if other, _ := s.DeadLetters(t.Context(), "acct_other", 0); len(other) != 0 {
 		t.Errorf("another account's dead letters: %+v", other)
 	}
-	back, err := s.Redrive("", e1.ID)
+	back, err := s.Redrive(t.Context(), "", e1.ID)
 	if err != nil || back.Attempts != 0 || !back.DeadAt.IsZero() {
 		t.Fatalf("Redrive: %+v, %v", back, err)
 	}
-	if due, _ := s.DueEvents(10); len(due) != 1 || due[0].ID != e1.ID {
+	if due, _ := s.DueEvents(t.Context(), 10); len(due) != 1 || due[0].ID != e1.ID {
 		t.Errorf("due after redrive: %+v", due)
 	}
-	if dl, _ := s.DeadLetters("", 0); len(dl) != 0 {
+	if dl, _ := s.DeadLetters(t.Context(), "", 0); len(dl) != 0 {
 		t.Errorf("dead letters after redrive: %+v", dl)
 	}
 	// The latest payload of the account, for the dashboard's test event.
-	last, err := s.LastEvent(acct)
+	last, err := s.LastEvent(t.Context(), acct)
 	if err != nil || last.ID != e2.ID {
 		t.Errorf("LastEvent: %+v, %v", last, err)
 	}
@@ -486,59 +487,59 @@ func testOutboxEventsAndResend[S Store](t *testing.T, be Backend[S]) {
 	s := be.Open(t, c)
 	a, b := account(t, s, 0), account(t, s, 1)
 	t0 := c.Now().Truncate(time.Millisecond)
-	e1, _ := s.Enqueue(storage.Event{Account: a, Type: "batch.completed", URL: "https://h.example/1", NextAttempt: t0.Add(time.Hour)})
-	e2, _ := s.Enqueue(storage.Event{Account: b, Type: "batch.failed", URL: "https://h.example/2", NextAttempt: t0.Add(time.Minute)})
-	e3, _ := s.Enqueue(storage.Event{Account: a, Type: "batch.completed", URL: "https://h.example/3"})
+	e1, _ := s.Enqueue(t.Context(), storage.Event{Account: a, Type: "batch.completed", URL: "https://h.example/1", NextAttempt: t0.Add(time.Hour)})
+	e2, _ := s.Enqueue(t.Context(), storage.Event{Account: b, Type: "batch.failed", URL: "https://h.example/2", NextAttempt: t0.Add(time.Minute)})
+	e3, _ := s.Enqueue(t.Context(), storage.Event{Account: a, Type: "batch.completed", URL: "https://h.example/3"})
 
-	all, err := s.OutboxEvents("", 0)
+	all, err := s.OutboxEvents(t.Context(), "", 0)
 	if err != nil || len(all) != 3 || all[0].ID != e3.ID || all[1].ID != e2.ID || all[2].ID != e1.ID {
 		t.Fatalf("OutboxEvents: %+v, %v", all, err)
 	}
-	if mine, _ := s.OutboxEvents(a, 0); len(mine) != 2 || mine[0].ID != e3.ID || mine[1].ID != e1.ID {
+	if mine, _ := s.OutboxEvents(t.Context(), a, 0); len(mine) != 2 || mine[0].ID != e3.ID || mine[1].ID != e1.ID {
 		t.Fatalf("OutboxEvents of %s: %+v", a, mine)
 	}
-	if one, _ := s.OutboxEvents("", 1); len(one) != 1 {
+	if one, _ := s.OutboxEvents(t.Context(), "", 1); len(one) != 1 {
 		t.Fatalf("limit 1: %+v", one)
 	}
 
 	// A failed attempt, then the operator resends it: due now, attempts kept.
-	r1, err := s.Reschedule(e1, t0.Add(2*time.Hour), 500, "boom")
+	r1, err := s.Reschedule(t.Context(), e1, t0.Add(2*time.Hour), 500, "boom")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if due, _ := s.DueEvents(0); len(due) != 1 || due[0].ID != e3.ID {
+	if due, _ := s.DueEvents(t.Context(), 0); len(due) != 1 || due[0].ID != e3.ID {
 		t.Fatalf("due before resend: %+v", due)
 	}
 	// Another account cannot resend it.
-	_, err = s.ResendEvent(b, r1.ID)
+	_, err = s.ResendEvent(t.Context(), b, r1.ID)
 	wantErr(t, err, storage.ErrNotFound)
-	re, err := s.ResendEvent(a, r1.ID)
+	re, err := s.ResendEvent(t.Context(), a, r1.ID)
 	if err != nil || re.Attempts != 1 || !re.NextAttempt.Equal(t0) {
 		t.Fatalf("ResendEvent (outbox): %+v, %v", re, err)
 	}
-	if due, _ := s.DueEvents(0); len(due) != 2 {
+	if due, _ := s.DueEvents(t.Context(), 0); len(due) != 2 {
 		t.Fatalf("due after resend: %+v", due)
 	}
-	if all, _ := s.OutboxEvents("", 0); len(all) != 3 {
+	if all, _ := s.OutboxEvents(t.Context(), "", 0); len(all) != 3 {
 		t.Fatalf("resend duplicated or lost an event: %+v", all)
 	}
 
 	// A dead letter comes back with its attempts reset.
-	dead, _ := s.DeadLetter(e2, 0, "refused")
-	_, err = s.ResendEvent(a, dead.ID)
+	dead, _ := s.DeadLetter(t.Context(), e2, 0, "refused")
+	_, err = s.ResendEvent(t.Context(), a, dead.ID)
 	wantErr(t, err, storage.ErrNotFound)
-	back, err := s.ResendEvent(b, dead.ID)
+	back, err := s.ResendEvent(t.Context(), b, dead.ID)
 	if err != nil || back.Attempts != 0 || !back.DeadAt.IsZero() {
 		t.Fatalf("ResendEvent (dead letter): %+v, %v", back, err)
 	}
-	if dl, _ := s.DeadLetters("", 0); len(dl) != 0 {
+	if dl, _ := s.DeadLetters(t.Context(), "", 0); len(dl) != 0 {
 		t.Errorf("dead letters after resend: %+v", dl)
 	}
 
 	// A delivered event is gone.
-	if err := s.MarkDelivered(e3); err != nil {
+	if err := s.MarkDelivered(t.Context(), e3); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.ResendEvent("", e3.ID)
+	_, err = s.ResendEvent(t.Context(), "", e3.ID)
 	wantErr(t, err, storage.ErrNotFound)
 }

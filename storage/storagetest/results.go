@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -92,26 +93,26 @@ func testIdemLostKey[S Charges](t *testing.T, b Backend[S]) {
 		return storage.Sealed{Receipt: body, Response: storage.IdemResponse{Status: 200, Body: body}}, nil
 	}
 	ref := storage.IdemRef{Account: acct, Endpoint: "validate", Key: "lost-key-1"}
-	h, _ := s.Hold(acct, 1, "r")
-	if _, err := s.Charge(h, storage.ChargeRequest{Result: result("a@example.com", "valid"), Idem: &ref, IdemHash: []byte("hash-a"), Seal: seal}); err != nil {
+	h, _ := s.Hold(t.Context(), acct, 1, "r")
+	if _, err := s.Charge(t.Context(), h, storage.ChargeRequest{Result: result("a@example.com", "valid"), Idem: &ref, IdemHash: []byte("hash-a"), Seal: seal}); err != nil {
 		t.Fatal(err)
 	}
-	out, rec, err := s.BeginIdem(ref, []byte("hash-a"))
+	out, rec, err := s.BeginIdem(t.Context(), ref, []byte("hash-a"))
 	if err != nil || out != storage.IdemReplay || string(rec.Response.Body) != `{"credits_remaining":4}` {
 		t.Fatalf("the retry of a charge whose key was lost: %v %+v %v", out, rec, err)
 	}
-	if out, _, err := s.BeginIdem(ref, []byte("hash-b")); err != nil || out != storage.IdemMismatch {
+	if out, _, err := s.BeginIdem(t.Context(), ref, []byte("hash-b")); err != nil || out != storage.IdemMismatch {
 		t.Fatalf("another body under it: %v %v", out, err)
 	}
 	// A key another request holds now is not overwritten.
 	other := storage.IdemRef{Account: acct, Endpoint: "validate", Key: "lost-key-2"}
-	if out, _, err := s.BeginIdem(other, []byte("hash-c")); err != nil || out != storage.IdemNew {
+	if out, _, err := s.BeginIdem(t.Context(), other, []byte("hash-c")); err != nil || out != storage.IdemNew {
 		t.Fatalf("BeginIdem: %v %v", out, err)
 	}
-	if _, err := s.ChargeDirect(acct, 1, storage.ChargeRequest{Result: result("b@example.com", "valid"), Idem: &other, IdemHash: []byte("hash-d"), Seal: seal}); err != nil {
+	if _, err := s.ChargeDirect(t.Context(), acct, 1, storage.ChargeRequest{Result: result("b@example.com", "valid"), Idem: &other, IdemHash: []byte("hash-d"), Seal: seal}); err != nil {
 		t.Fatal(err)
 	}
-	if out, rec, err := s.BeginIdem(other, []byte("hash-c")); err != nil || out == storage.IdemReplay || !bytes.Equal(rec.RequestHash, []byte("hash-c")) {
+	if out, rec, err := s.BeginIdem(t.Context(), other, []byte("hash-c")); err != nil || out == storage.IdemReplay || !bytes.Equal(rec.RequestHash, []byte("hash-c")) {
 		t.Fatalf("the other request's key after a lost key's charge: %v %+v %v", out, rec, err)
 	}
 }
@@ -119,15 +120,15 @@ func testIdemLostKey[S Charges](t *testing.T, b Backend[S]) {
 // account creates an account with n credits.
 func account(t testing.TB, s interface {
 	storage.Accounts
-	AddCredits(string, int64, string) (storage.Entry, error)
+	AddCredits(context.Context, string, int64, string) (storage.Entry, error)
 }, n int64) string {
 	t.Helper()
-	a, err := s.CreateAccount("test", storage.PlanGrowth)
+	a, err := s.CreateAccount(t.Context(), "test", storage.PlanGrowth)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n > 0 {
-		if _, err := s.AddCredits(a.ID, n, "test"); err != nil {
+		if _, err := s.AddCredits(t.Context(), a.ID, n, "test"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,11 +143,11 @@ func result(email, status string) storage.Result {
 // validate runs the hot path of one validation: hold, then charge.
 func validate(t testing.TB, s Charges, account string, r storage.Result) storage.Charged {
 	t.Helper()
-	h, err := s.Hold(account, 1, "req")
+	h, err := s.Hold(t.Context(), account, 1, "req")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Charge(h, storage.ChargeRequest{Result: r})
+	c, err := s.Charge(t.Context(), h, storage.ChargeRequest{Result: r})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,14 +170,14 @@ func testChargeSealAndIdem[S Charges](t *testing.T, b Backend[S]) {
 	s := b.Open(t, c)
 	acct := account(t, s, 5)
 	ref := storage.IdemRef{Account: acct, Endpoint: "validate", Key: "idem-key-1"}
-	out, _, err := s.BeginIdem(ref, []byte("body-hash"))
+	out, _, err := s.BeginIdem(t.Context(), ref, []byte("body-hash"))
 	if err != nil || out != storage.IdemNew {
 		t.Fatalf("BeginIdem: %v, %v", out, err)
 	}
-	h, _ := s.Hold(acct, 1, "r")
+	h, _ := s.Hold(t.Context(), acct, 1, "r")
 	var sawBalance int64
 	var sawResult storage.Result
-	ch, err := s.Charge(h, storage.ChargeRequest{
+	ch, err := s.Charge(t.Context(), h, storage.ChargeRequest{
 		Result: result("a@example.com", "valid"),
 		Idem:   &ref,
 		Seal: func(r storage.Result, balance int64) (storage.Sealed, error) {
@@ -200,43 +201,43 @@ func testChargeSealAndIdem[S Charges](t *testing.T, b Backend[S]) {
 		t.Errorf("seal saw %+v, stored %+v", sawResult, ch.Result)
 	}
 	s = b.Reopen(t, s)
-	out, rec, err := s.BeginIdem(ref, []byte("body-hash"))
+	out, rec, err := s.BeginIdem(t.Context(), ref, []byte("body-hash"))
 	if err != nil || out != storage.IdemReplay || rec.Response.Status != 200 || string(rec.Response.Body) != `{"credits_remaining":4}` ||
 		len(rec.Response.Header) != 1 || rec.Response.Header[0].Value != "4" {
 		t.Fatalf("replay after reopen: %v %+v %v", out, rec, err)
 	}
-	r, err := s.GetResult(ch.Result.ID)
+	r, err := s.GetResult(t.Context(), ch.Result.ID)
 	if err != nil || string(r.Receipt) != `{"credits_remaining":4}` {
 		t.Errorf("stored receipt: %q, %v", r.Receipt, err)
 	}
 
-	h, _ = s.Hold(acct, 1, "r2")
-	_, err = s.Charge(h, storage.ChargeRequest{Result: result("b@example.com", "valid"),
+	h, _ = s.Hold(t.Context(), acct, 1, "r2")
+	_, err = s.Charge(t.Context(), h, storage.ChargeRequest{Result: result("b@example.com", "valid"),
 		Seal: func(storage.Result, int64) (storage.Sealed, error) {
 			return storage.Sealed{}, errors.New("signer down")
 		}})
 	if err == nil {
 		t.Fatal("Seal error ignored")
 	}
-	if _, err := s.Release(h, "signer down"); !errors.Is(err, storage.ErrHoldNotActive) {
+	if _, err := s.Release(t.Context(), h, "signer down"); !errors.Is(err, storage.ErrHoldNotActive) {
 		t.Fatalf("release after a failed seal: %v", err)
 	}
-	if bal, _ := s.Balance(acct); bal != 4 {
-		t.Errorf("balance %d", bal)
+	if cr, _ := s.Credits(t.Context(), acct); cr.Balance != 4 {
+		t.Errorf("balance %d", cr.Balance)
 	}
 	entries := CheckLedger(t, s, acct)
 	last := entries[len(entries)-2:]
 	if last[0].Kind != storage.EntryCharge || last[1].Kind != storage.EntryAdd || last[1].Amount != 1 || last[1].Balance != 4 {
 		t.Errorf("ledger ends with %+v", last)
 	}
-	if _, err := s.GetResult(last[0].Ref); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := s.GetResult(t.Context(), last[0].Ref); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("result of the voided charge: %v", err)
 	}
-	if p, _ := s.ListHistory(acct, storage.HistoryAll, "", 10); len(p.Rows) != 1 {
+	if p, _ := s.ListHistory(t.Context(), acct, storage.HistoryAll, "", 10); len(p.Rows) != 1 {
 		t.Errorf("%d history rows, want 1", len(p.Rows))
 	}
 	// What a charge refuses.
-	h, _ = s.Hold(acct, 1, "r3")
+	h, _ = s.Hold(t.Context(), acct, 1, "r3")
 	for name, req := range map[string]storage.ChargeRequest{
 		"no status":       {Result: storage.Result{Email: "x@example.com"}},
 		"score 101":       {Result: storage.Result{Email: "x@example.com", Status: "valid", Score: 101}},
@@ -246,14 +247,14 @@ func testChargeSealAndIdem[S Charges](t *testing.T, b Backend[S]) {
 		"bad result id":   {Result: storage.Result{ID: "no spaces", Email: "x@example.com", Status: "valid"}},
 		"other idem acct": {Result: result("x@example.com", "valid"), Idem: &storage.IdemRef{Account: "acct_other", Endpoint: "e", Key: "k"}, Seal: func(storage.Result, int64) (storage.Sealed, error) { return storage.Sealed{}, nil }},
 	} {
-		if _, err := s.Charge(h, req); !errors.Is(err, storage.ErrInvalid) {
+		if _, err := s.Charge(t.Context(), h, req); !errors.Is(err, storage.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
-	if _, err := s.ChargeDirect(acct, 0, storage.ChargeRequest{Result: result("x@example.com", "valid")}); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := s.ChargeDirect(t.Context(), acct, 0, storage.ChargeRequest{Result: result("x@example.com", "valid")}); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("ChargeDirect of 0: %v", err)
 	}
-	if _, err := s.Charge(h, storage.ChargeRequest{Result: result("x@example.com", "valid")}); err != nil {
+	if _, err := s.Charge(t.Context(), h, storage.ChargeRequest{Result: result("x@example.com", "valid")}); err != nil {
 		t.Errorf("the hold after refused charges: %v", err)
 	}
 }
@@ -264,7 +265,7 @@ func testChargeSealAndIdem[S Charges](t *testing.T, b Backend[S]) {
 func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 	s := b.Open(t, NewClock())
 	acct := account(t, s, 60)
-	h, err := s.Hold(acct, 10, "held")
+	h, err := s.Hold(t.Context(), acct, 10, "held")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.ChargeDirect(acct, 1, storage.ChargeRequest{Result: storage.Result{Email: "x@y.test", Status: "valid", Score: 90}})
+			_, err := s.ChargeDirect(t.Context(), acct, 1, storage.ChargeRequest{Result: storage.Result{Email: "x@y.test", Status: "valid", Score: 90}})
 			switch {
 			case err == nil:
 				ok.Add(1)
@@ -289,20 +290,20 @@ func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 	if ok.Load() != 50 || refused.Load() != 50 {
 		t.Fatalf("%d charged, %d refused; want 50 and 50 (60 credits, 10 held)", ok.Load(), refused.Load())
 	}
-	c, _ := s.Credits(acct)
+	c, _ := s.Credits(t.Context(), acct)
 	if c.Balance != 10 || c.Held != 10 {
 		t.Fatalf("credits %+v, want balance 10 with 10 held", c)
 	}
-	if _, err := s.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "x@y.test", Status: "valid"}}); err != nil {
+	if _, err := s.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: "x@y.test", Status: "valid"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Charge(h, storage.ChargeRequest{Result: storage.Result{Email: "x@y.test", Status: "valid"}}); !errors.Is(err, storage.ErrHoldNotActive) {
+	if _, err := s.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: "x@y.test", Status: "valid"}}); !errors.Is(err, storage.ErrHoldNotActive) {
 		t.Fatalf("second charge of a hold: %v", err)
 	}
 	// One hold charged by ten at once, among twenty other charges (so
 	// that a backend that combines them has several in one go): once.
-	s.AddCredits(acct, 25, "")
-	h2, err := s.Hold(acct, 3, "twice")
+	s.AddCredits(t.Context(), acct, 25, "")
+	h2, err := s.Hold(t.Context(), acct, 3, "twice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.ChargeDirect(acct, 1, storage.ChargeRequest{Result: storage.Result{Email: "z@y.test", Status: "valid"}}); err != nil {
+			if _, err := s.ChargeDirect(t.Context(), acct, 1, storage.ChargeRequest{Result: storage.Result{Email: "z@y.test", Status: "valid"}}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -320,7 +321,7 @@ func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.Charge(h2, storage.ChargeRequest{Result: storage.Result{Email: "y@y.test", Status: "valid"}})
+			_, err := s.Charge(t.Context(), h2, storage.ChargeRequest{Result: storage.Result{Email: "y@y.test", Status: "valid"}})
 			switch {
 			case err == nil:
 				once.Add(1)
@@ -335,10 +336,10 @@ func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 	if once.Load() != 1 || gone.Load() != 9 {
 		t.Fatalf("one hold charged %d times (%d refused)", once.Load(), gone.Load())
 	}
-	if c, _ := s.Credits(acct); c.Balance != 2 || c.Held != 0 {
+	if c, _ := s.Credits(t.Context(), acct); c.Balance != 2 || c.Held != 0 {
 		t.Fatalf("credits %+v after 20 charges of 1 and one of 3 of 25", c)
 	}
-	page, err := s.ListHistory(acct, storage.HistoryAll, "", 200)
+	page, err := s.ListHistory(t.Context(), acct, storage.HistoryAll, "", 200)
 	if err != nil || len(page.Rows) != 72 {
 		t.Fatalf("history rows %d (%v), want 72", len(page.Rows), err)
 	}
@@ -352,11 +353,11 @@ func testStaleHolds[S Charges](t *testing.T, b Backend[S]) {
 	s := b.Open(t, NewClock())
 	acct := account(t, s, 5)
 	other := account(t, s, 5)
-	h1, _ := s.Hold(acct, 1, "a")
-	s.Hold(acct, 2, "b")
-	s.Hold(other, 1, "c")
+	h1, _ := s.Hold(t.Context(), acct, 1, "a")
+	s.Hold(t.Context(), acct, 2, "b")
+	s.Hold(t.Context(), other, 1, "c")
 	validate(t, s, acct, result("z@example.com", "valid"))
-	if _, err := s.Charge(h1, storage.ChargeRequest{Result: result("a@example.com", "valid")}); err != nil {
+	if _, err := s.Charge(t.Context(), h1, storage.ChargeRequest{Result: result("a@example.com", "valid")}); err != nil {
 		t.Fatal(err)
 	}
 	s = b.Reopen(t, s)
@@ -366,16 +367,16 @@ func testStaleHolds[S Charges](t *testing.T, b Backend[S]) {
 		if last.Kind != storage.EntryRelease || last.Held != 0 || last.Note == "" {
 			t.Errorf("%s: last entry %+v", a, last)
 		}
-		if hs, err := s.Holds(a); err != nil || len(hs) != 0 {
+		if hs, err := s.Holds(t.Context(), a); err != nil || len(hs) != 0 {
 			t.Errorf("%s: holds %v, %v", a, hs, err)
 		}
 	}
-	if bal, _ := s.Balance(acct); bal != 3 {
-		t.Errorf("balance %d, want 3 (two charges)", bal)
+	if cr, _ := s.Credits(t.Context(), acct); cr.Balance != 3 {
+		t.Errorf("balance %d, want 3 (two charges)", cr.Balance)
 	}
-	_, err := s.Charge(h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
+	_, err := s.Charge(t.Context(), h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
 	wantErr(t, err, storage.ErrHoldNotActive)
-	h, err := s.Hold(acct, 1, "d")
+	h, err := s.Hold(t.Context(), acct, 1, "d")
 	if err != nil || h.Seq != uint64(len(CheckLedger(t, s, acct))) {
 		t.Errorf("hold after reopen: %+v, %v", h, err)
 	}
@@ -391,7 +392,7 @@ func WalkHistory(t *testing.T, s storage.Results, acct, kind string, limit int) 
 		if pages > 10_000 {
 			t.Fatal("paging does not end")
 		}
-		p, err := s.ListHistory(acct, kind, cursor, limit)
+		p, err := s.ListHistory(t.Context(), acct, kind, cursor, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -452,9 +453,9 @@ func testHistoryPaging[S Charges](t *testing.T, b Backend[S]) {
 		go func() {
 			defer wg.Done()
 			for i := range 100 {
-				h, err := s.Hold(acct, 1, "")
+				h, err := s.Hold(t.Context(), acct, 1, "")
 				if err == nil {
-					_, err = s.Charge(h, storage.ChargeRequest{Result: result(fmt.Sprintf("s%d-%d@example.com", g, i), "valid")})
+					_, err = s.Charge(t.Context(), h, storage.ChargeRequest{Result: result(fmt.Sprintf("s%d-%d@example.com", g, i), "valid")})
 				}
 				if err != nil {
 					t.Error(err)
@@ -493,26 +494,26 @@ func testHistoryPaging[S Charges](t *testing.T, b Backend[S]) {
 
 	// A client's own millisecond cursor keeps the spec's meaning: rows
 	// probed strictly before that instant.
-	p, err := s.ListHistory(acct, storage.HistoryAll, t0.Format(time.RFC3339Nano), 200)
+	p, err := s.ListHistory(t.Context(), acct, storage.HistoryAll, t0.Format(time.RFC3339Nano), 200)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Rows) != 20 || p.Rows[0].Email != "early@example.com" || !p.Rows[0].ProbedAt.Before(t0) {
 		t.Errorf("millisecond cursor: %d rows", len(p.Rows))
 	}
-	if p, _ := s.ListHistory(acct, storage.HistoryAll, "1970-01-01T00:00:00Z", 10); len(p.Rows) != 0 {
+	if p, _ := s.ListHistory(t.Context(), acct, storage.HistoryAll, "1970-01-01T00:00:00Z", 10); len(p.Rows) != 0 {
 		t.Errorf("cursor at the epoch: %d rows", len(p.Rows))
 	}
-	if _, err := s.ListHistory(acct, "weird", "", 10); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := s.ListHistory(t.Context(), acct, "weird", "", 10); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("unknown kind: %v", err)
 	}
-	if _, err := s.ListHistory(acct, storage.HistoryAll, "not a time", 10); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := s.ListHistory(t.Context(), acct, storage.HistoryAll, "not a time", 10); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("bad cursor: %v", err)
 	}
-	if p, _ := s.ListHistory(acct, "", "", 0); len(p.Rows) != storage.DefaultHistoryLimit {
+	if p, _ := s.ListHistory(t.Context(), acct, "", "", 0); len(p.Rows) != storage.DefaultHistoryLimit {
 		t.Errorf("default limit: %d rows", len(p.Rows))
 	}
-	if _, err := s.ListHistory("acct_nosuchaccountxxxxxx", "", "", 0); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := s.ListHistory(t.Context(), "acct_nosuchaccountxxxxxx", "", "", 0); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("unknown account: %v", err)
 	}
 	if rows := WalkHistory(t, s, other, storage.HistoryAll, 5); len(rows) != 1 {
@@ -568,70 +569,70 @@ func testResultsAndCache[S Charges](t *testing.T, b Backend[S]) {
 	acct := account(t, s, 100)
 	other := account(t, s, 100)
 
-	_, ok, err := s.LookupCache(acct, "Ada@Example.com", time.Hour)
+	_, ok, err := s.LookupCache(t.Context(), acct, "Ada@Example.com", time.Hour)
 	if err != nil || ok {
 		t.Fatalf("empty cache: %v, %v", ok, err)
 	}
-	if _, _, err := s.LookupCache("acct_nosuchaccountxxxxxx", "a@b.c", time.Hour); !errors.Is(err, storage.ErrNotFound) {
+	if _, _, err := s.LookupCache(t.Context(), "acct_nosuchaccountxxxxxx", "a@b.c", time.Hour); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("LookupCache of an unknown account: %v", err)
 	}
 	r := result("Ada@Example.com", "valid")
 	r.Receipt = []byte(`{"sig":"x"}`)
 	r.LatencyMs = -1
 	first := validate(t, s, acct, r)
-	got, err := s.GetResult(first.Result.ID)
+	got, err := s.GetResult(t.Context(), first.Result.ID)
 	if err != nil || got.Email != "Ada@Example.com" || got.Account != acct || got.Kind != storage.KindSingle || got.LatencyMs != -1 ||
 		got.Score != 90 || got.Status != "valid" || string(got.Receipt) != `{"sig":"x"}` || got.HistoryID != first.Result.HistoryID ||
 		!got.ProbedAt.Equal(c.Now()) || got.JobID != "" || got.CachedFrom != "" {
 		t.Fatalf("GetResult: %+v, %v", got, err)
 	}
-	_, err = s.GetResult("0190e6b2-2f5e-7c3a-9d5b-0a1b2c3d4e5f")
+	_, err = s.GetResult(t.Context(), "0190e6b2-2f5e-7c3a-9d5b-0a1b2c3d4e5f")
 	wantErr(t, err, storage.ErrNotFound)
 
 	c.Advance(time.Minute)
-	hit, ok, err := s.LookupCache(acct, "ada@example.COM", time.Hour)
+	hit, ok, err := s.LookupCache(t.Context(), acct, "ada@example.COM", time.Hour)
 	if err != nil || !ok || hit.ID != first.Result.ID || string(hit.Receipt) != `{"sig":"x"}` {
 		t.Fatalf("LookupCache: %+v %v %v", hit, ok, err)
 	}
-	if _, ok, _ := s.LookupCache(other, "ada@example.com", time.Hour); ok {
+	if _, ok, _ := s.LookupCache(t.Context(), other, "ada@example.com", time.Hour); ok {
 		t.Error("another account's result served")
 	}
 	cr := result("ada@example.com", "valid")
 	cr.CachedFrom = hit.ID
 	served := validate(t, s, acct, cr)
-	if hit2, _, _ := s.LookupCache(acct, "ada@example.com", time.Hour); hit2.ID != first.Result.ID {
+	if hit2, _, _ := s.LookupCache(t.Context(), acct, "ada@example.com", time.Hour); hit2.ID != first.Result.ID {
 		t.Errorf("cache now points at %s", hit2.ID)
 	}
-	p, _ := s.ListHistory(acct, storage.HistoryAll, "", 10)
+	p, _ := s.ListHistory(t.Context(), acct, storage.HistoryAll, "", 10)
 	if len(p.Rows) != 2 || p.Rows[0].CachedFrom != first.Result.ID || p.Rows[0].ResultID != served.Result.ID || p.Rows[1].LatencyMs != -1 ||
 		p.Rows[1].ID != first.Result.HistoryID || p.Rows[1].Kind != storage.KindSingle || p.Rows[1].JobID != "" {
 		t.Errorf("history: %+v", p.Rows)
 	}
 	c.Advance(time.Hour)
-	if _, ok, _ := s.LookupCache(acct, "ada@example.com", time.Hour); ok {
+	if _, ok, _ := s.LookupCache(t.Context(), acct, "ada@example.com", time.Hour); ok {
 		t.Error("an expired result served")
 	}
 	u := result("ada@example.com", "unknown")
 	u.SkipCache = true
 	validate(t, s, acct, u)
-	if hit3, ok, _ := s.LookupCache(acct, "ada@example.com", 24*time.Hour); !ok || hit3.ID != first.Result.ID {
+	if hit3, ok, _ := s.LookupCache(t.Context(), acct, "ada@example.com", 24*time.Hour); !ok || hit3.ID != first.Result.ID {
 		t.Errorf("SkipCache result replaced the entry: %+v %v", hit3, ok)
 	}
 	newer := validate(t, s, acct, result("ADA@example.com", "risky"))
-	if hit4, ok, _ := s.LookupCache(acct, "ada@example.com", time.Hour); !ok || hit4.ID != newer.Result.ID {
+	if hit4, ok, _ := s.LookupCache(t.Context(), acct, "ada@example.com", time.Hour); !ok || hit4.ID != newer.Result.ID {
 		t.Errorf("a newer result did not replace the entry: %+v %v", hit4, ok)
 	}
 
 	c.Advance(2 * time.Hour)
 	validate(t, s, acct, result("fresh@example.com", "valid"))
-	n, err := s.PurgeCache(time.Hour)
+	n, err := s.PurgeCache(t.Context(), time.Hour)
 	if err != nil || n != 1 {
 		t.Errorf("PurgeCache: %d, %v; want 1", n, err)
 	}
-	if _, ok, _ := s.LookupCache(acct, "fresh@example.com", time.Hour); !ok {
+	if _, ok, _ := s.LookupCache(t.Context(), acct, "fresh@example.com", time.Hour); !ok {
 		t.Error("fresh entry purged")
 	}
-	if _, ok, _ := s.LookupCache(acct, "ada@example.com", 24*time.Hour); ok {
+	if _, ok, _ := s.LookupCache(t.Context(), acct, "ada@example.com", 24*time.Hour); ok {
 		t.Error("purged entry served")
 	}
 }
@@ -656,7 +657,7 @@ func testDailyCounts[S Charges](t *testing.T, b Backend[S]) {
 
 	check := func(what string, want []map[string]int) {
 		t.Helper()
-		got, err := s.DailyCounts(acct, 3)
+		got, err := s.DailyCounts(t.Context(), acct, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -683,16 +684,16 @@ func testDailyCounts[S Charges](t *testing.T, b Backend[S]) {
 	at(time.Hour)
 	validate(t, s, acct, result("g@x.test", "valid"))
 	check("late", []map[string]int{{"valid": 1, "invalid": 1}, {"valid": 1, "invalid": 1}, {"risky": 1, "valid": 1}})
-	got, _ := s.DailyCounts(acct, 3)
+	got, _ := s.DailyCounts(t.Context(), acct, 3)
 	got[0].Counts["valid"] = 99
 	check("again", []map[string]int{{"valid": 1, "invalid": 1}, {"valid": 1, "invalid": 1}, {"risky": 1, "valid": 1}})
 
-	if _, err := s.DailyCounts(acct, 0); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := s.DailyCounts(t.Context(), acct, 0); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("0 days: %v", err)
 	}
-	_, err := s.DailyCounts("acct_nosuchaccountxxxxxx", 30)
+	_, err := s.DailyCounts(t.Context(), "acct_nosuchaccountxxxxxx", 30)
 	wantErr(t, err, storage.ErrNotFound)
-	if got, err := s.DailyCounts(acct, 30); err != nil || len(got) != 30 || got[29].Total() != 2 {
+	if got, err := s.DailyCounts(t.Context(), acct, 30); err != nil || len(got) != 30 || got[29].Total() != 2 {
 		t.Errorf("30 days: %d, %v", len(got), err)
 	}
 }
@@ -704,7 +705,7 @@ func testIdempotency[S Charges](t *testing.T, b Backend[S]) {
 	ref := storage.IdemRef{Account: acct, Endpoint: "POST /v1/validate", Key: "key-0001"}
 	begin := func(hash string) (storage.IdemOutcome, storage.IdemRecord) {
 		t.Helper()
-		out, rec, err := s.BeginIdem(ref, []byte(hash))
+		out, rec, err := s.BeginIdem(t.Context(), ref, []byte(hash))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -721,7 +722,7 @@ func testIdempotency[S Charges](t *testing.T, b Backend[S]) {
 	}
 	resp := storage.IdemResponse{Status: 202, Header: []storage.HeaderField{{Name: "Content-Type", Value: "application/json"}, {Name: "Location", Value: "/v1/batch/x"}},
 		Body: []byte(`{"job_id":"x"}`)}
-	if err := s.CompleteIdem(ref, resp); err != nil {
+	if err := s.CompleteIdem(t.Context(), ref, resp); err != nil {
 		t.Fatal(err)
 	}
 	out, rec := begin("h1")
@@ -729,13 +730,13 @@ func testIdempotency[S Charges](t *testing.T, b Backend[S]) {
 		!slices.Equal(rec.Response.Header, resp.Header) || !rec.Done {
 		t.Fatalf("replay: %v %+v", out, rec)
 	}
-	if got, err := s.GetIdem(ref); err != nil || !got.Done || got.Response.Status != 202 {
+	if got, err := s.GetIdem(t.Context(), ref); err != nil || !got.Done || got.Response.Status != 202 {
 		t.Errorf("GetIdem: %+v, %v", got, err)
 	}
 	if out, _ := begin("h2"); out != storage.IdemMismatch {
 		t.Errorf("other body after completion: %v", out)
 	}
-	if out, _, _ := s.BeginIdem(storage.IdemRef{Account: acct, Endpoint: "POST /v1/batch", Key: ref.Key}, []byte("h2")); out != storage.IdemNew {
+	if out, _, _ := s.BeginIdem(t.Context(), storage.IdemRef{Account: acct, Endpoint: "POST /v1/batch", Key: ref.Key}, []byte("h2")); out != storage.IdemNew {
 		t.Errorf("same key, other endpoint: %v", out)
 	}
 
@@ -744,44 +745,44 @@ func testIdempotency[S Charges](t *testing.T, b Backend[S]) {
 		t.Errorf("just before expiry: %v", out)
 	}
 	c.Advance(time.Millisecond)
-	if _, err := s.GetIdem(ref); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := s.GetIdem(t.Context(), ref); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("expired record: %v", err)
 	}
 	if out, _ := begin("h2"); out != storage.IdemNew {
 		t.Errorf("after expiry: %v", out)
 	}
 
-	if err := s.AbortIdem(ref); err != nil {
+	if err := s.AbortIdem(t.Context(), ref); err != nil {
 		t.Fatal(err)
 	}
 	if out, _ := begin("h3"); out != storage.IdemNew {
 		t.Errorf("after abort: %v", out)
 	}
-	s.CompleteIdem(ref, resp)
-	s.AbortIdem(ref)
+	s.CompleteIdem(t.Context(), ref, resp)
+	s.AbortIdem(t.Context(), ref)
 	if out, _ := begin("h3"); out != storage.IdemReplay {
 		t.Errorf("abort of a completed record: %v", out)
 	}
 
 	// A record pending in a process that stopped is taken over.
 	ref2 := storage.IdemRef{Account: acct, Endpoint: "POST /v1/validate", Key: "key-0002"}
-	if out, _, _ := s.BeginIdem(ref2, []byte("h")); out != storage.IdemNew {
+	if out, _, _ := s.BeginIdem(t.Context(), ref2, []byte("h")); out != storage.IdemNew {
 		t.Fatal(out)
 	}
 	s = b.Reopen(t, s)
-	if out, _, _ := s.BeginIdem(ref2, []byte("h")); out != storage.IdemNew {
+	if out, _, _ := s.BeginIdem(t.Context(), ref2, []byte("h")); out != storage.IdemNew {
 		t.Errorf("pending of a stopped process: %v", out)
 	}
-	if out, _, _ := s.BeginIdem(ref2, []byte("h")); out != storage.IdemInFlight {
+	if out, _, _ := s.BeginIdem(t.Context(), ref2, []byte("h")); out != storage.IdemInFlight {
 		t.Errorf("pending of this process: %v", out)
 	}
-	if out, _, _ := s.BeginIdem(ref, []byte("h3")); out != storage.IdemReplay {
+	if out, _, _ := s.BeginIdem(t.Context(), ref, []byte("h3")); out != storage.IdemReplay {
 		t.Errorf("replay after a restart: %v", out)
 	}
-	if _, _, err := s.BeginIdem(storage.IdemRef{Account: "acct_nosuchaccountxxxxxx", Endpoint: "e", Key: "k"}, nil); !errors.Is(err, storage.ErrNotFound) {
+	if _, _, err := s.BeginIdem(t.Context(), storage.IdemRef{Account: "acct_nosuchaccountxxxxxx", Endpoint: "e", Key: "k"}, nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("unknown account: %v", err)
 	}
-	if _, _, err := s.BeginIdem(storage.IdemRef{Account: acct}, nil); !errors.Is(err, storage.ErrInvalid) {
+	if _, _, err := s.BeginIdem(t.Context(), storage.IdemRef{Account: acct}, nil); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("empty key: %v", err)
 	}
 }
@@ -798,7 +799,7 @@ func testIdempotencyConcurrent[S Charges](t *testing.T, b Backend[S]) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, _, err := s.BeginIdem(ref, []byte("h"))
+			out, _, err := s.BeginIdem(t.Context(), ref, []byte("h"))
 			if err != nil {
 				t.Error(err)
 			}
@@ -819,29 +820,29 @@ func testIdempotencyPurge[S Charges](t *testing.T, b Backend[S]) {
 	acct := account(t, s, 0)
 	ref := func(k string) storage.IdemRef { return storage.IdemRef{Account: acct, Endpoint: "validate", Key: k} }
 	for _, k := range []string{"old-0001", "old-0002", "old-0003"} {
-		s.BeginIdem(ref(k), []byte("h"))
+		s.BeginIdem(t.Context(), ref(k), []byte("h"))
 	}
-	s.CompleteIdem(ref("old-0001"), storage.IdemResponse{Status: 200})
+	s.CompleteIdem(t.Context(), ref("old-0001"), storage.IdemResponse{Status: 200})
 	c.Advance(12 * time.Hour)
-	s.BeginIdem(ref("new-0001"), []byte("h"))
+	s.BeginIdem(t.Context(), ref("new-0001"), []byte("h"))
 	c.Advance(12 * time.Hour)
 	// old-0003 expired and was begun again: its record is new.
-	s.BeginIdem(ref("old-0003"), []byte("h2"))
+	s.BeginIdem(t.Context(), ref("old-0003"), []byte("h2"))
 
-	n, err := s.PurgeIdem()
+	n, err := s.PurgeIdem(t.Context())
 	if err != nil || n != 2 {
 		t.Fatalf("PurgeIdem: %d, %v; want 2", n, err)
 	}
 	for _, k := range []string{"old-0003", "new-0001"} {
-		if _, err := s.GetIdem(ref(k)); err != nil {
+		if _, err := s.GetIdem(t.Context(), ref(k)); err != nil {
 			t.Errorf("live record %s: %v", k, err)
 		}
 	}
 	c.Advance(24 * time.Hour)
-	if n, err := s.PurgeIdem(); err != nil || n != 2 {
+	if n, err := s.PurgeIdem(t.Context()); err != nil || n != 2 {
 		t.Errorf("second purge: %d, %v", n, err)
 	}
-	if n, err := s.PurgeIdem(); err != nil || n != 0 {
+	if n, err := s.PurgeIdem(t.Context()); err != nil || n != 0 {
 		t.Errorf("third purge: %d, %v", n, err)
 	}
 }

@@ -168,6 +168,12 @@ type HTTP struct {
 	// fields); a larger one is answered 431. Each open connection holds a
 	// read buffer of this size. Default 16384 (16 KiB); 4096 to 1048576.
 	MaxHeaderBytes int `toml:"max_header_bytes"`
+	// RequestTimeout is the deadline of one /v1 request's work below HTTP:
+	// its storage calls (a request waiting on a database lock answers 500
+	// INTERNAL when it passes, safe to retry with its Idempotency-Key) and
+	// its engine run. It must exceed
+	// probe.realtime_budget. Default 30s.
+	RequestTimeout time.Duration `toml:"request_timeout"`
 	// ShutdownTimeout bounds the graceful drain on SIGTERM. Default 20s.
 	ShutdownTimeout time.Duration `toml:"shutdown_timeout"`
 	// MaxConns caps the connections open at once; MaxConnsPerIP those
@@ -440,6 +446,7 @@ func Defaults() Config {
 			WriteTimeout:    60 * time.Second,
 			IdleTimeout:     2 * time.Minute,
 			MaxHeaderBytes:  16 << 10,
+			RequestTimeout:  30 * time.Second,
 			ShutdownTimeout: 20 * time.Second,
 			MaxConns:        8192,
 			MaxConnsPerIP:   512,
@@ -687,6 +694,10 @@ func (c *Config) Validate() error {
 	positive("http.write_timeout", c.HTTP.WriteTimeout)
 	positive("http.idle_timeout", c.HTTP.IdleTimeout)
 	positive("http.shutdown_timeout", c.HTTP.ShutdownTimeout)
+	positive("http.request_timeout", c.HTTP.RequestTimeout)
+	if c.HTTP.RequestTimeout > 0 && c.HTTP.RequestTimeout <= c.Probe.RealtimeBudget {
+		add("http.request_timeout", "must exceed probe.realtime_budget (%v), not %v: a validation needs its budget and its storage calls", c.Probe.RealtimeBudget, c.HTTP.RequestTimeout)
+	}
 	positive("http.linger_timeout", c.HTTP.LingerTimeout)
 	if c.HTTP.MaxConns < 0 {
 		add("http.max_conns", "must be 0 (no cap) or positive, not %d", c.HTTP.MaxConns)

@@ -34,12 +34,12 @@ func OpenIn(t testing.TB, dir string, now func() time.Time) *pebble.DB {
 // Account creates an enterprise account with credits and returns its id.
 func Account(t testing.TB, db storage.Store, credits int64) string {
 	t.Helper()
-	a, err := db.CreateAccount("test", storage.PlanEnterprise)
+	a, err := db.CreateAccount(t.Context(), "test", storage.PlanEnterprise)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if credits > 0 {
-		if _, err := db.AddCredits(a.ID, credits, "test"); err != nil {
+		if _, err := db.AddCredits(t.Context(), a.ID, credits, "test"); err != nil {
 			t.Fatal(err)
 		}
 	}
