@@ -23,20 +23,30 @@ import (
 // would give without SMTP, so a caller may pass a whole group blindly.
 // Results are in the order of emails.
 func (e *Engine) VerifyDomain(ctx context.Context, emails []string, prefer netip.Addr) []*Result {
+	ins := make([]address.Input, len(emails))
+	for i, email := range emails {
+		ins[i] = address.NewInput(email)
+	}
+	return e.VerifyInputs(ctx, ins, prefer)
+}
+
+// VerifyInputs is VerifyDomain of addresses already parsed (at the edge,
+// address.NewInput): they are not parsed again.
+func (e *Engine) VerifyInputs(ctx context.Context, ins []address.Input, prefer netip.Addr) []*Result {
 	start := e.opts.Now()
-	results := make([]*Result, len(emails))
+	results := make([]*Result, len(ins))
 	var targets []*target
 	var noMail []*Result // addresses of a domain that takes no mail
 	var domain string
 	var rt route
 	routed := false
-	for i, email := range emails {
-		r := &Result{Email: email, ProbedAt: start}
+	for i, in := range ins {
+		r := &Result{Email: in.Email, ProbedAt: start}
 		results[i] = r
-		addr, err := address.Parse(email)
-		if err != nil {
+		if in.Err != nil {
 			continue
 		}
+		addr := in.Addr
 		if domain == "" {
 			domain = addr.ASCIIDomain
 		}

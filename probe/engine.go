@@ -180,17 +180,23 @@ func New(opts Options) (*Engine, error) {
 // once its cooldown ends, as long as the budget allows; otherwise the result
 // is unknown with RetryAt set.
 func (e *Engine) Verify(ctx context.Context, email string) *Result {
+	return e.VerifyInput(ctx, address.NewInput(email))
+}
+
+// VerifyInput is Verify of an address already parsed (at the edge,
+// address.NewInput): it is not parsed again.
+func (e *Engine) VerifyInput(ctx context.Context, in address.Input) *Result {
 	// A real-time validation's lookups go ahead of a batch's when they
 	// wait for a resolver worker.
 	ctx = resolver.Urgent(ctx)
 	e.share.realtimeStart()
 	defer e.share.realtimeEnd()
 	start := e.opts.Now()
-	r := &Result{Email: email, ProbedAt: start}
-	addr, err := address.Parse(email)
-	if err != nil {
+	r := &Result{Email: in.Email, ProbedAt: start}
+	if in.Err != nil {
 		return e.finish(r, start)
 	}
+	addr := in.Addr
 	plan := e.plan(ctx, r, addr)
 	auth := e.startAuth(plan, addr.ASCIIDomain, true)
 	if plan.probe {

@@ -12,6 +12,7 @@ import (
 	"github.com/panjf2000/ants/v2"
 
 	"github.com/verifyd/verifyd/internal/phase"
+	"github.com/verifyd/verifyd/probe/address"
 )
 
 // ErrOverloaded is returned when a pool's queue is full.
@@ -88,13 +89,13 @@ func init() {
 	poolGauge(`verifyd_probe_queue_waiting{pool="batch"}`, func(p *Pools) int { return p.batch.Waiting() })
 }
 
-// Verify runs Engine.Verify on a real-time worker and waits for it, or for
+// Verify runs Engine.VerifyInput on a real-time worker and waits for it, or for
 // ctx to end. A probe whose ctx ended before a worker took it is not run.
 //
 // A probe a worker has started is waited for even past ctx's end: the
 // engine ends it at the deadline itself (a tarpit's result, unknown/timeout,
 // comes exactly then), and dropping it would turn a verdict into an error.
-func (p *Pools) Verify(ctx context.Context, email string) (*Result, error) {
+func (p *Pools) Verify(ctx context.Context, in address.Input) (*Result, error) {
 	ch := make(chan *Result, 1)
 	var started atomic.Bool
 	submitted := time.Now()
@@ -104,7 +105,7 @@ func (p *Pools) Verify(ctx context.Context, email string) (*Result, error) {
 			return
 		}
 		phase.Since(phase.Queue, submitted)
-		ch <- p.engine.Verify(ctx, email)
+		ch <- p.engine.VerifyInput(ctx, in)
 	})
 	if err != nil {
 		return nil, err
@@ -126,9 +127,9 @@ func (p *Pools) Verify(ctx context.Context, email string) (*Result, error) {
 	}
 }
 
-// VerifyDomain runs Engine.VerifyDomain on a batch worker and waits for it.
+// VerifyDomain runs Engine.VerifyInputs on a batch worker and waits for it.
 // Like Verify, work a worker has started is waited for.
-func (p *Pools) VerifyDomain(ctx context.Context, emails []string, prefer netip.Addr) ([]*Result, error) {
+func (p *Pools) VerifyDomain(ctx context.Context, ins []address.Input, prefer netip.Addr) ([]*Result, error) {
 	ch := make(chan []*Result, 1)
 	var started atomic.Bool
 	submitted := time.Now()
@@ -138,7 +139,7 @@ func (p *Pools) VerifyDomain(ctx context.Context, emails []string, prefer netip.
 			return
 		}
 		phase.Since(phase.Queue, submitted)
-		ch <- p.engine.VerifyDomain(ctx, emails, prefer)
+		ch <- p.engine.VerifyInputs(ctx, ins, prefer)
 	})
 	if err != nil {
 		return nil, err

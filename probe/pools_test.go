@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/verifyd/verifyd/bench/world"
+	"github.com/verifyd/verifyd/probe/address"
 )
 
 // TestPoolsBatchDoesNotStarveRealtime fills every batch worker and its
@@ -41,7 +42,7 @@ func TestPoolsBatchDoesNotStarveRealtime(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pools.VerifyDomain(batchCtx, []string{"a@slow.test"}, netip.Addr{})
+			pools.VerifyDomain(batchCtx, []address.Input{address.NewInput("a@slow.test")}, netip.Addr{})
 		}()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -55,7 +56,7 @@ func TestPoolsBatchDoesNotStarveRealtime(t *testing.T) {
 			t.Fatal("batch pool never filled")
 		}
 	}
-	r, err := pools.Verify(ctx, "b@fast.test")
+	r, err := pools.Verify(ctx, address.NewInput("b@fast.test"))
 	if err != nil || r.Status != StatusValid {
 		t.Fatalf("single validation while the batch pool is full: %v %v", r, err)
 	}
@@ -77,7 +78,7 @@ func TestPoolsContextEndsBeforeWorker(t *testing.T) {
 	defer pools.Close(time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := pools.Verify(ctx, "x@y.test"); !errors.Is(err, context.Canceled) {
+	if _, err := pools.Verify(ctx, address.NewInput("x@y.test")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled: %v", err)
 	}
 }
@@ -99,7 +100,7 @@ func TestPoolsBudgetEndsOnTarpit(t *testing.T) {
 	defer pools.Close(10 * time.Second)
 	for range 3 {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		r, err := pools.Verify(ctx, "a@pit.test")
+		r, err := pools.Verify(ctx, address.NewInput("a@pit.test"))
 		cancel()
 		if err != nil || r.Status != StatusUnknown || r.Reason != ReasonTimeout {
 			t.Fatalf("tarpit at the budget's end: %+v %v", r, err)

@@ -7,7 +7,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/server/httpapi"
+	"github.com/verifyd/verifyd/storage"
 )
 
 // MaxListName is spec §2.2's limit on listName, in characters.
@@ -180,18 +182,23 @@ func skipRest(dec *json.Decoder, depth int) error {
 	return nil
 }
 
-// normalize lower-cases the addresses and drops repeats, keeping the
-// first occurrence's place (spec §2.2).
+// normalize parses each address once (address.NewInput: the form
+// /v1/validate verifies too) and drops repeats, compared lower-cased
+// (storage.CacheEmail: spec §2.2's unique lower-cased addresses), keeping
+// the first spelling and its place. The local part keeps its case: RFC
+// 5321 §2.4 lets the receiving host tell "Ann" from "ann", so the address
+// verified and reported is the one uploaded, not a lower-cased other.
 func normalize(emails []string) []string {
 	seen := make(map[string]struct{}, len(emails))
 	out := make([]string, 0, len(emails))
 	for _, e := range emails {
-		l := strings.ToLower(e)
-		if _, dup := seen[l]; dup {
+		in := address.NewInput(e)
+		k := storage.CacheEmail(in.Email)
+		if _, dup := seen[k]; dup {
 			continue
 		}
-		seen[l] = struct{}{}
-		out = append(out, l)
+		seen[k] = struct{}{}
+		out = append(out, in.Email)
 	}
 	return out
 }

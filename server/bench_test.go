@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/probe/authsig"
 	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/receipt"
@@ -31,10 +32,10 @@ import (
 // everything does, so receipts have their full size.
 type instantVerifier struct{}
 
-func (instantVerifier) Verify(_ context.Context, email string) (*probe.Result, error) {
+func (instantVerifier) Verify(_ context.Context, in address.Input) (*probe.Result, error) {
 	yes, no, trust, age := true, false, 2, 3650
 	return &probe.Result{
-		Email: email, Status: probe.StatusValid, Reason: probe.ReasonOK, Score: 90, ProbedAt: time.Now(),
+		Email: in.Email, Status: probe.StatusValid, Reason: probe.ReasonOK, Score: 90, ProbedAt: time.Now(),
 		Latency: 0, Checks: probe.Checks{Syntax: true, MX: true, Domain: "bench.test", MXHost: "mx.bench.test"},
 		Auth: &authsig.Signals{
 			SPF: "pass", DKIM: "pass", DMARC: "pass", DMARCPolicy: "reject", SVCCertified: &yes,
@@ -177,10 +178,10 @@ func BenchmarkAPIOverhead(b *testing.B) {
 // not crammed into a saturated loop.
 type sleepVerifier struct{ d time.Duration }
 
-func (v sleepVerifier) Verify(ctx context.Context, email string) (*probe.Result, error) {
+func (v sleepVerifier) Verify(ctx context.Context, in address.Input) (*probe.Result, error) {
 	start := time.Now()
 	time.Sleep(v.d)
-	r, err := instantVerifier{}.Verify(ctx, email)
+	r, err := instantVerifier{}.Verify(ctx, in)
 	r.Latency = time.Since(start)
 	return r, err
 }

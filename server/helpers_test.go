@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/server/batch"
 	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/receipt"
@@ -36,10 +37,10 @@ var quiet = slog.New(slog.DiscardHandler)
 // valid.
 type domainVerifier struct{}
 
-func (domainVerifier) VerifyDomain(_ context.Context, emails []string, _ netip.Addr) ([]*probe.Result, error) {
-	out := make([]*probe.Result, len(emails))
-	for i, e := range emails {
-		out[i] = valid(e)
+func (domainVerifier) VerifyDomain(_ context.Context, addrs []address.Input, _ netip.Addr) ([]*probe.Result, error) {
+	out := make([]*probe.Result, len(addrs))
+	for i, in := range addrs {
+		out[i] = valid(in.Email)
 	}
 	return out, nil
 }

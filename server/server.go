@@ -35,6 +35,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/server/conns"
 	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/openapi"
@@ -44,7 +45,7 @@ import (
 
 // Verifier runs single validations (probe.Pools in verifyd).
 type Verifier interface {
-	Verify(ctx context.Context, email string) (*probe.Result, error)
+	Verify(ctx context.Context, in address.Input) (*probe.Result, error)
 }
 
 // Options configures a Server.

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/verifyd/verifyd/internal/phase"
+	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
@@ -42,19 +42,22 @@ func (s *Server) validate(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 		idem.Answer(ctx, httpapi.BadRequest("invalid request body", issues))
 		return
 	}
+	// The address is parsed once, here, as POST /v1/batch parses each
+	// of its own: both verify, store and answer the same form of it.
+	in := address.NewInput(req.Email)
 	if req.Cache {
-		if s.validateCached(ctx, c, idem, req.Email) {
+		if s.validateCached(ctx, c, idem, in) {
 			return
 		}
 	}
-	s.validateFresh(ctx, c, idem, req.Email)
+	s.validateFresh(ctx, c, idem, in)
 }
 
 // validateFresh holds a credit, probes, and charges the credit in the same
 // synced write as the result, its history row and the idempotent response
 // (DESIGN.md: concurrent requests never overdraw; a crash loses no charge
 // and double-charges none).
-func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem httpapi.Idem, email string) {
+func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem httpapi.Idem, in address.Input) {
 	t := time.Now()
 	hold, err := s.db.Hold(httpapi.Context(ctx), c.Account, 1, httpapi.RequestID(ctx))
 	phase.Since(phase.Hold, t)
@@ -71,7 +74,7 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem
 	// The engine runs within the real-time budget, and within the
 	// request's deadline (http.request_timeout exceeds the budget).
 	pctx, cancel := context.WithTimeout(httpapi.Context(ctx), s.opts.RealtimeBudget)
-	res, err := s.opts.Verifier.Verify(pctx, strings.Clone(email))
+	res, err := s.opts.Verifier.Verify(pctx, in)
 	cancel()
 	if err != nil || res == nil {
 		if _, rerr := s.db.Release(httpapi.Context(ctx), hold, "engine error"); rerr != nil {
@@ -100,8 +103,8 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem
 
 // validateCached answers from the account's own recent result, when there
 // is one; it still costs a credit and writes a history row (spec §2.1).
-func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem httpapi.Idem, email string) bool {
-	prev, ok, err := s.db.LookupCache(httpapi.Context(ctx), c.Account, strings.ToLower(email), s.opts.CacheMaxAge)
+func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem httpapi.Idem, in address.Input) bool {
+	prev, ok, err := s.db.LookupCache(httpapi.Context(ctx), c.Account, in.Email, s.opts.CacheMaxAge)
 	if err != nil || !ok {
 		if err != nil {
 			s.reqLog(ctx).Warn("cache lookup", "err", err)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/verifyd/verifyd/internal/dnsname"
 )
 
 // The records every backend makes the same way: the checks of their
@@ -224,17 +226,13 @@ const JobSliceSize = 1000
 func JobSliceCount(n int) int { return max(1, (n+JobSliceSize-1)/JobSliceSize) }
 
 // JobSliceOf is the slice of a job of n slices that addr belongs to: by
-// a hash of its domain (what follows the last @, lower-cased), so that
-// one domain's addresses are all in one slice.
+// a hash of its domain (what follows the last @, folded: dnsname.Fold),
+// so that one domain's addresses are all in one slice.
 func JobSliceOf(addr string, n int) int {
-	d := addr[strings.LastIndexByte(addr, '@')+1:]
+	d := dnsname.Fold(addr[strings.LastIndexByte(addr, '@')+1:])
 	h := uint32(2166136261) // FNV-1a
 	for i := 0; i < len(d); i++ {
-		c := d[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		h = (h ^ uint32(c)) * 16777619
+		h = (h ^ uint32(d[i])) * 16777619
 	}
 	return int(h % uint32(n))
 }

@@ -128,7 +128,7 @@ retry_window = "30s"
 }
 
 // TestBatchEndToEnd: a batch with duplicates and mixed case reserves the
-// unique count, replays on its Idempotency-Key, completes, uses exactly
+// unique count (compared lower-cased; each kept in its first spelling), replays on its Idempotency-Key, completes, uses exactly
 // its credits, and its CSV holds the world's expected verdicts; the
 // webhook arrives once with a valid signature; another account gets 404.
 func TestBatchEndToEnd(t *testing.T) {
@@ -144,7 +144,9 @@ func TestBatchEndToEnd(t *testing.T) {
 		"Any@Catch.test", "any@catch.test", `"john,doe"@catch.test`, `"say \"hi\""@catch.test`,
 		"x@mailinator.com", "x@gone.test", "not an address@", "dan@grey.test", "Dan@Grey.test",
 	}
-	unique := []string{"ann@shop.test", "info@shop.test", "zed@shop.test", "any@catch.test", `"john,doe"@catch.test`,
+	// Unique compared lower-cased, each in its first spelling, the
+	// local part's case kept and the domain folded.
+	unique := []string{"Ann@shop.test", "info@shop.test", "zed@shop.test", "Any@catch.test", `"john,doe"@catch.test`,
 		`"say \"hi\""@catch.test`, "x@mailinator.com", "x@gone.test", "not an address@", "dan@grey.test"}
 	body := batchBody(t, upload, map[string]any{"listName": "March signups", "webhookUrl": hook.URL + "/hooks/verifyd?token=t1"})
 	r := c.do("POST", "/v1/batch", c.key, body, "Idempotency-Key", "batch-key-0001")
@@ -350,7 +352,7 @@ func TestBatchEndToEnd(t *testing.T) {
 	// then, and costs that validation's credit.
 	before := balance(t, c, c.key)
 	cv := c.do("POST", "/v1/validate", c.key, `{"email":"ANN@shop.test","cache":true}`)
-	if m := cv.json(t); cv.status != 200 || m["cached"] != true || m["status"] != "valid" || m["email"] != "ann@shop.test" {
+	if m := cv.json(t); cv.status != 200 || m["cached"] != true || m["status"] != "valid" || m["email"] != "Ann@shop.test" {
 		t.Fatalf("cache: true after the batch: %d %s", cv.status, cv.body)
 	}
 	verifyWithPython(t, c, cv.body)

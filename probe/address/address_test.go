@@ -283,3 +283,26 @@ func BenchmarkParse(b *testing.B) {
 		})
 	}
 }
+
+// TestNewInput: one form for every spelling of an address: the local
+// part's case kept, the domain folded (and in U-labels), a quoted local
+// part that needs no quotes unquoted; an input that does not parse is
+// kept as given, with its error.
+func TestNewInput(t *testing.T) {
+	for _, tc := range []struct{ in, email, ascii string }{
+		{"Ann@Shop.TEST", "Ann@shop.test", "shop.test"},
+		{"ann@shop.test", "ann@shop.test", "shop.test"},
+		{`"ann"@SHOP.test`, "ann@shop.test", "shop.test"},
+		{"user@XN--BCHER-KVA.de", "user@bücher.de", "xn--bcher-kva.de"},
+		{"user@BÜCHER.de", "user@bücher.de", "xn--bcher-kva.de"},
+	} {
+		in := NewInput(tc.in)
+		if in.Err != nil || in.Email != tc.email || in.ASCIIDomain() != tc.ascii {
+			t.Errorf("%q: %q %q %v, want %q %q", tc.in, in.Email, in.ASCIIDomain(), in.Err, tc.email, tc.ascii)
+		}
+	}
+	in := NewInput("not an address@")
+	if in.Err == nil || in.Email != "not an address@" || in.ASCIIDomain() != "" {
+		t.Errorf("a bad address: %+v", in)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/server/webhook"
 	"github.com/verifyd/verifyd/storage"
 )
@@ -45,7 +46,11 @@ func newFake() *fakeVerifier {
 	return &fakeVerifier{probes: map[string]int{}, cur: map[string]int{}, maxCur: map[string]int{}}
 }
 
-func (f *fakeVerifier) VerifyDomain(ctx context.Context, emails []string, prefer netip.Addr) ([]*probe.Result, error) {
+func (f *fakeVerifier) VerifyDomain(ctx context.Context, addrs []address.Input, prefer netip.Addr) ([]*probe.Result, error) {
+	emails := make([]string, len(addrs))
+	for i, in := range addrs {
+		emails[i] = in.Email
+	}
 	if f.gate != nil {
 		select {
 		case <-f.gate:
@@ -54,7 +59,7 @@ func (f *fakeVerifier) VerifyDomain(ctx context.Context, emails []string, prefer
 		}
 		defer func() { f.gate <- struct{}{} }()
 	}
-	d := domainOf(emails[0])
+	d := addrs[0].ASCIIDomain()
 	f.mu.Lock()
 	if f.blockAfter > 0 && f.calls >= f.blockAfter {
 		f.mu.Unlock()
@@ -107,14 +112,14 @@ func (f *fakeVerifier) probed(email string) int {
 }
 
 func valid(email string) *probe.Result {
-	d := domainOf(email)
+	d := address.NewInput(email).ASCIIDomain()
 	return &probe.Result{Email: email, Status: probe.StatusValid, Reason: probe.ReasonOK, Score: 90,
 		Checks:   probe.Checks{Syntax: true, MX: true, Domain: d, MXHost: "mx." + d},
 		ProbedAt: time.Now(), Latency: 12 * time.Millisecond}
 }
 
 func greylisted(email string, retryAt time.Time, from netip.Addr) *probe.Result {
-	d := domainOf(email)
+	d := address.NewInput(email).ASCIIDomain()
 	return &probe.Result{Email: email, Status: probe.StatusUnknown, Reason: probe.ReasonTimeout, Score: 0,
 		Checks:   probe.Checks{Syntax: true, MX: true, Domain: d, MXHost: "mx." + d},
 		ProbedAt: time.Now(), RetryAt: retryAt, Egress: from}

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/server/webhook"
 	"github.com/verifyd/verifyd/storage"
@@ -86,7 +86,9 @@ type group struct {
 	job    *jobRun
 	domain string
 	idx    []int
-	emails []string
+	// addrs are the addresses, parsed once when the job was loaded
+	// (address.NewInput): the engine does not parse them again.
+	addrs []address.Input
 	// prefer is the egress address to retry greylisted addresses from.
 	prefer netip.Addr
 	// deadline ends the retry window of a deferred group (zero: fresh).
@@ -263,8 +265,13 @@ type builder struct {
 
 func newBuilder(size int) *builder { return &builder{size: size, byName: map[string]*domainQ{}} }
 
+// add takes the job's address of index i, parsing it (the scheduler's
+// edge: addresses come from storage, as CreateJob wrote them) and
+// grouping it by its ASCII domain ("" for one that does not parse: the
+// engine answers syntax_error without the network).
 func (b *builder) add(i int, addr string) {
-	d := domainOf(addr)
+	in := address.NewInput(addr)
+	d := in.ASCIIDomain()
 	q := b.byName[d]
 	if q == nil {
 		q = &domainQ{name: d}
@@ -275,23 +282,12 @@ func (b *builder) add(i int, addr string) {
 	if k := len(q.chunks); k > 0 && len(q.chunks[k-1].idx) < b.size {
 		g = q.chunks[k-1]
 	} else {
-		g = &group{domain: d, idx: make([]int, 0, min(b.size, 16)), emails: make([]string, 0, min(b.size, 16))}
+		g = &group{domain: d, idx: make([]int, 0, min(b.size, 16)), addrs: make([]address.Input, 0, min(b.size, 16))}
 		q.chunks = append(q.chunks, g)
 	}
 	g.idx = append(g.idx, i)
-	g.emails = append(g.emails, addr)
+	g.addrs = append(g.addrs, in)
 	b.n++
-}
-
-// domainOf is the scheduling key of an address: what follows the last @,
-// lower-cased ("" when there is none: the engine answers syntax_error
-// without the network).
-func domainOf(addr string) string {
-	i := strings.LastIndexByte(addr, '@')
-	if i < 0 {
-		return ""
-	}
-	return strings.ToLower(addr[i+1:])
 }
 
 // register adds a job to the rotation; the caller holds mu. In a fleet a
@@ -836,8 +832,8 @@ func (sc *scheduler) run(g *group) {
 	cancel()
 	groupsRun.Inc()
 	groupDuration.UpdateDuration(t0)
-	if err == nil && len(rs) != len(g.emails) {
-		err = fmt.Errorf("the engine returned %d results for %d addresses", len(rs), len(g.emails))
+	if err == nil && len(rs) != len(g.addrs) {
+		err = fmt.Errorf("the engine returned %d results for %d addresses", len(rs), len(g.addrs))
 	}
 	cancelled := sc.ctx.Err() != nil
 
@@ -880,7 +876,7 @@ func (sc *scheduler) run(g *group) {
 	}
 	for i, res := range rs {
 		if res == nil {
-			res = &probe.Result{Email: g.emails[i], Status: probe.StatusUnknown, ProbedAt: now}
+			res = &probe.Result{Email: g.addrs[i].Email, Status: probe.StatusUnknown, ProbedAt: now}
 		}
 		switch {
 		case !res.RetryAt.IsZero():
@@ -900,7 +896,7 @@ func (sc *scheduler) run(g *group) {
 		if len(r.buf) == 0 {
 			r.bufSince = now
 		}
-		r.buf = append(r.buf, storage.JobResult{Index: g.idx[i], Result: stored(g.emails[i], res)})
+		r.buf = append(r.buf, storage.JobResult{Index: g.idx[i], Result: stored(g.addrs[i].Email, res)})
 	}
 	for _, ag := range again {
 		if !ag.readyAt.After(now) {
@@ -942,7 +938,7 @@ func deferTo(again []*group, g *group, deadline time.Time, i int, prefer netip.A
 		again = append(again, ag)
 	}
 	ag.idx = append(ag.idx, g.idx[i])
-	ag.emails = append(ag.emails, g.emails[i])
+	ag.addrs = append(ag.addrs, g.addrs[i])
 	if at.After(ag.readyAt) {
 		ag.readyAt = at
 	}
@@ -956,7 +952,7 @@ func (sc *scheduler) verify(ctx context.Context, g *group) (rs []*probe.Result, 
 			err = fmt.Errorf("the engine panicked: %v", v)
 		}
 	}()
-	return sc.opts.Verifier.VerifyDomain(ctx, g.emails, g.prefer)
+	return sc.opts.Verifier.VerifyDomain(ctx, g.addrs, g.prefer)
 }
 
 func (sc *scheduler) doneDomain(d string) {

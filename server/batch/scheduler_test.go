@@ -325,10 +325,17 @@ func TestBuilderGroups(t *testing.T) {
 	var got []string
 	for _, q := range b.domains {
 		for _, g := range q.chunks {
-			got = append(got, q.name+":"+strings.Join(g.emails, ","))
+			var emails []string
+			for _, in := range g.addrs {
+				emails = append(emails, in.Email)
+			}
+			got = append(got, q.name+":"+strings.Join(emails, ","))
 		}
 	}
-	want := []string{"x.test:a@x.test,c@x.test", "x.test:d@x.test", "y.test:b@y.test,e@Y.test", ":junk"}
+	// Grouped by ASCII domain; an address as stored (a job made before
+	// addresses were parsed at the edge may hold another spelling) is
+	// parsed once here.
+	want := []string{"x.test:a@x.test,c@x.test", "x.test:d@x.test", "y.test:b@y.test,e@y.test", ":junk"}
 	if !slices.Equal(got, want) || b.n != 6 {
 		t.Fatalf("groups %q, want %q", got, want)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/verifyd/verifyd/egress"
 	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/server/webhook"
 	"github.com/verifyd/verifyd/storage"
 )
@@ -18,7 +19,7 @@ import (
 // Verifier runs the engine's batch mode: many addresses of one domain per
 // SMTP session (probe.Pools.VerifyDomain, on the batch worker pool).
 type Verifier interface {
-	VerifyDomain(ctx context.Context, emails []string, prefer netip.Addr) ([]*probe.Result, error)
+	VerifyDomain(ctx context.Context, addrs []address.Input, prefer netip.Addr) ([]*probe.Result, error)
 }
 
 // Options configures the Service. Zero fields take their defaults.

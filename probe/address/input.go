@@ -1,0 +1,32 @@
+package address
+
+// Input is an address as verifyd takes it in: parsed once, at the edge
+// (POST /v1/validate, POST /v1/batch, a job's address read back from
+// storage), and carried downstream, so that a single validation and a
+// batch of the same address verify, store and answer the same thing.
+type Input struct {
+	// Email is the form verifyd verifies, stores and answers: the parsed
+	// address (Address.String(): the canonical local part, its case kept,
+	// RFC 5321 §2.4; the domain lower-cased and in U-labels), or the input
+	// as given when it is not an address the engine accepts (its result
+	// is invalid, syntax_error).
+	Email string
+	// Addr is the parsed address; zero when Err is set.
+	Addr Address
+	// Err is why the input is not an address the engine accepts
+	// (*SyntaxError); nil when it parsed.
+	Err error
+}
+
+// NewInput parses s (Parse) into an Input.
+func NewInput(s string) Input {
+	a, err := Parse(s)
+	if err != nil {
+		return Input{Email: s, Err: err}
+	}
+	return Input{Email: a.String(), Addr: a}
+}
+
+// ASCIIDomain is the domain in A-labels (DNS, SMTP, the batch
+// scheduler's grouping), "" when the input did not parse.
+func (in Input) ASCIIDomain() string { return in.Addr.ASCIIDomain }
