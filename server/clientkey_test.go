@@ -19,7 +19,7 @@ func TestIPLimitsPerIPv6Prefix(t *testing.T) {
 		return startServer(t, func(o *Options) {
 			proxies := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 			o.TrustedProxies, o.IPv6PrefixLen = proxies, bits
-			o.Guard = httpapi.NewGuard(httpapi.GuardOptions{DB: o.DB, Now: func() time.Time { return at },
+			o.Guard = httpapi.NewGuard(httpapi.GuardOptions{DB: o.DB.(httpapi.KeyStore), Now: func() time.Time { return at },
 				IPLimits: httpapi.DefaultIPLimits(time.Minute, 100, 100, 100, 2), TrustedProxies: proxies, IPv6PrefixLen: bits})
 		})
 	}

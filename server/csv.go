@@ -31,7 +31,7 @@ type csvFlags struct {
 // line ends, fields with commas, quotes or line breaks quoted, quotes
 // doubled), one row per address in upload order, straight from storage:
 // one row in memory at a time.
-func writeCSV(ctx context.Context, w io.Writer, db storage.Jobs, jobID string) (rows int, err error) {
+func writeCSV(ctx context.Context, w io.Writer, db Store, jobID string) (rows int, err error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	cw := csv.NewWriter(bw)
 	cw.UseCRLF = true

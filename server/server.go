@@ -40,7 +40,6 @@ import (
 	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/openapi"
 	"github.com/verifyd/verifyd/server/receipt"
-	"github.com/verifyd/verifyd/storage"
 )
 
 // Verifier runs single validations (probe.Pools in verifyd).
@@ -50,7 +49,7 @@ type Verifier interface {
 
 // Options configures a Server.
 type Options struct {
-	DB       storage.Store
+	DB       Store
 	Keys     *receipt.KeySet
 	Verifier Verifier
 	// Guard authenticates and limits every /v1 route. Required with DB.
@@ -114,7 +113,7 @@ const DefaultMaxHeaderBytes = 16 << 10
 type Server struct {
 	opts   Options
 	log    *slog.Logger
-	db     storage.Store
+	db     Store
 	srv    *fasthttp.Server
 	router *router.Router
 	idem   *httpapi.Idempotency

@@ -173,8 +173,12 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	defer hooks.Close(context.Background()) // after an early return; a no-op after the one below
 	// --- batch jobs (server/batch): resume the jobs left queued or
 	// running, and schedule them.
+	var leases storage.JobLeases
+	if a.pg != nil {
+		leases = a.pg // a fleet: this box runs the job slices it leases
+	}
 	jobs, err := batch.Start(batch.Options{
-		DB: a.db, Verifier: a.pools, Hooks: hooks, Logger: log,
+		DB: a.db, Leases: leases, Verifier: a.pools, Hooks: hooks, Logger: log,
 		RetryWindow: cfg.Jobs.RetryWindow, Concurrency: cfg.Jobs.Concurrency,
 		DomainConcurrency: cfg.Jobs.DomainConcurrency, GroupSize: cfg.Jobs.GroupSize,
 		GroupTimeout: cfg.Jobs.GroupTimeout, MaxFailures: cfg.Jobs.MaxFailures,

@@ -320,7 +320,7 @@ func (s *Server) ledger(ctx *fasthttp.RequestCtx) (any, error) {
 // Ledger(after, 1) is empty exactly when after ≥ the last seq, and an
 // exponential then binary search finds that bound in 2·log2(n) seeks of
 // one entry each, instead of reading the whole ledger.
-func lastLedgerSeq(ctx context.Context, db storage.Store, account string) (uint64, error) {
+func lastLedgerSeq(ctx context.Context, db Store, account string) (uint64, error) {
 	beyond := func(after uint64) (bool, error) {
 		es, err := db.Ledger(ctx, account, after, 1)
 		return len(es) > 0, err

@@ -15,13 +15,12 @@ import (
 
 	"github.com/verifyd/verifyd/server/conns"
 	"github.com/verifyd/verifyd/server/receipt"
-	"github.com/verifyd/verifyd/storage"
 )
 
 // Options configures a Server.
 type Options struct {
 	// DB holds accounts, credits and API keys. Required.
-	DB storage.Store
+	DB Store
 	// Keys is the receipt signing key set. Required.
 	Keys *receipt.KeySet
 	// Logger receives the access log (debug), every change (info) and
@@ -55,7 +54,7 @@ const (
 // Server is the admin API server.
 type Server struct {
 	opts Options
-	db   storage.Store
+	db   Store
 	keys *receipt.KeySet
 	log  *slog.Logger
 	srv  *fasthttp.Server

@@ -31,7 +31,7 @@ func TestAdminWebhooks(t *testing.T) {
 	failing := webhooktest.New(t, 500)
 	good := webhooktest.New(t, 200)
 	e := newEnv(t, func(o *Options) {
-		d, err := webhook.Start(webhook.Options{DB: o.DB, Logger: slog.New(slog.DiscardHandler), AllowPrivate: true,
+		d, err := webhook.Start(webhook.Options{DB: o.DB.(webhook.Store), Logger: slog.New(slog.DiscardHandler), AllowPrivate: true,
 			Timeout: 5 * time.Second, RetrySchedule: []time.Duration{time.Hour}, GiveUpAfter: 150 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

@@ -138,6 +138,9 @@ func addresses(prefix string, n, domains int) []string {
 func startService(t testing.TB, db storage.Store, v Verifier, tweak func(*Options)) *Scheduler {
 	t.Helper()
 	o := Options{DB: db, Verifier: v, Logger: quiet, FlushInterval: 20 * time.Millisecond, RetryWindow: time.Minute}
+	if l, ok := db.(storage.JobLeases); ok {
+		o.Leases = l // a fleet's store
+	}
 	if tweak != nil {
 		tweak(&o)
 	}
@@ -156,7 +159,7 @@ func startService(t testing.TB, db storage.Store, v Verifier, tweak func(*Option
 // submit creates a job the way POST /v1/batch does, of unique addresses.
 func submit(t testing.TB, s *Scheduler, account string, addrs []string, webhook string) storage.Job {
 	t.Helper()
-	j, err := s.db.CreateJob(t.Context(), storage.JobSpec{Account: account, Addresses: addrs, WebhookURL: webhook})
+	j, err := s.db.(storage.Jobs).CreateJob(t.Context(), storage.JobSpec{Account: account, Addresses: addrs, WebhookURL: webhook})
 	if err != nil {
 		t.Fatal(err)
 	}

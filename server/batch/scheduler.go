@@ -164,8 +164,8 @@ type acctQ struct {
 type scheduler struct {
 	s    *Scheduler
 	opts *Options
-	db   storage.Jobs // the Service's DB; a test wraps it to inject failures
-	// leases is the store's storage.JobLeases in a fleet, else nil.
+	db   Store // the Scheduler's DB; a test wraps it to inject failures
+	// leases is the fleet's storage.JobLeases (Options.Leases), else nil.
 	leases  storage.JobLeases
 	leaseCh chan struct{}
 
@@ -189,7 +189,7 @@ type scheduler struct {
 
 func newScheduler(s *Scheduler) *scheduler {
 	ctx, cancel := context.WithCancel(context.Background())
-	leases, _ := s.db.(storage.JobLeases)
+	leases := s.opts.Leases
 	return &scheduler{
 		s: s, opts: &s.opts, db: s.db, leases: leases, leaseCh: make(chan struct{}, 1),
 		jobs:     map[string]*jobRun{},

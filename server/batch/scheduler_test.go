@@ -422,7 +422,7 @@ func TestPickFewestInFlight(t *testing.T) {
 // calls (all of them when fail < 0), as a disk that refuses writes for a
 // moment would.
 type flakyStarts struct {
-	storage.Jobs
+	Store
 	mu    sync.Mutex
 	fail  int
 	calls int
@@ -436,7 +436,7 @@ func (f *flakyStarts) StartJob(ctx context.Context, id string) (storage.Job, err
 	if failing {
 		return storage.Job{}, errors.New("disk refused the write")
 	}
-	return f.Jobs.StartJob(ctx, id)
+	return f.Store.StartJob(ctx, id)
 }
 
 func (f *flakyStarts) count() int {
@@ -454,7 +454,7 @@ func TestStartJobFails(t *testing.T) {
 	db := pebbletest.Open(t, nil)
 	acct := pebbletest.Account(t, db, 100)
 	s := startService(t, db, newFake(), func(o *Options) { o.Concurrency = 2; o.GroupSize = 1 })
-	flaky := &flakyStarts{Jobs: db, fail: 1}
+	flaky := &flakyStarts{Store: db, fail: 1}
 	s.sched.mu.Lock()
 	s.sched.db = flaky
 	s.sched.mu.Unlock()
@@ -471,7 +471,7 @@ func TestStartJobFails(t *testing.T) {
 	}
 
 	s2 := startService(t, db, newFake(), func(o *Options) { o.MaxFailures = 2 })
-	always := &flakyStarts{Jobs: db, fail: -1}
+	always := &flakyStarts{Store: db, fail: -1}
 	s2.sched.mu.Lock()
 	s2.sched.db = always
 	s2.sched.mu.Unlock()
@@ -491,7 +491,7 @@ func TestStartJobFails(t *testing.T) {
 // fullDisk is the jobs store with every write refused for a full disk
 // (storage.ErrNoSpace) while full is set.
 type fullDisk struct {
-	storage.Jobs
+	Store
 	full   atomic.Bool
 	writes atomic.Int32 // refused writes
 }
@@ -501,7 +501,7 @@ func (f *fullDisk) PutJobResults(ctx context.Context, id string, rs []storage.Jo
 		f.writes.Add(1)
 		return storage.Job{}, storage.ErrNoSpace
 	}
-	return f.Jobs.PutJobResults(ctx, id, rs)
+	return f.Store.PutJobResults(ctx, id, rs)
 }
 
 func (f *fullDisk) StartJob(ctx context.Context, id string) (storage.Job, error) {
@@ -509,7 +509,7 @@ func (f *fullDisk) StartJob(ctx context.Context, id string) (storage.Job, error)
 		f.writes.Add(1)
 		return storage.Job{}, storage.ErrNoSpace
 	}
-	return f.Jobs.StartJob(ctx, id)
+	return f.Store.StartJob(ctx, id)
 }
 
 // TestDiskFullPauses: while the store refuses writes for a full disk, a
@@ -529,7 +529,7 @@ func TestDiskFullPauses(t *testing.T) {
 		o.MaxFailures = 2
 		o.FlushSize = 1
 	})
-	disk := &fullDisk{Jobs: db}
+	disk := &fullDisk{Store: db}
 	s.sched.mu.Lock()
 	s.sched.db = disk
 	s.sched.mu.Unlock()

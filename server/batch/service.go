@@ -25,7 +25,10 @@ type Verifier interface {
 // Options configures the Service. Zero fields take their defaults.
 type Options struct {
 	// DB holds jobs, results, credits and the outbox. Required.
-	DB storage.Store
+	DB Store
+	// Leases, when set, is the fleet's: the scheduler runs only the job
+	// slices it leases (storage/postgres). Nil on one box.
+	Leases storage.JobLeases
 	// Verifier runs the engine. Required.
 	Verifier Verifier
 	// Hooks is told when an event was written to the outbox (a job's
@@ -152,7 +155,7 @@ func (o *Options) validate() error {
 // created; Close stops it.
 type Scheduler struct {
 	opts  Options
-	db    storage.Store
+	db    Store
 	log   *slog.Logger
 	now   func() time.Time
 	sched *scheduler

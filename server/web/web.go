@@ -27,7 +27,7 @@ const (
 
 // Options configure the account surface.
 type Options struct {
-	DB storage.Store
+	DB Store
 	// Guard authenticates the /v1 routes (the dashboard signs them in
 	// with its sessions: SetSessionAuth) and names the client.
 	Guard *httpapi.Guard
@@ -57,7 +57,7 @@ type Options struct {
 // Web serves /auth/* (and, with the pages, the dashboard).
 type Web struct {
 	opts     Options
-	db       storage.Store
+	db       Store
 	guard    *httpapi.Guard
 	log      *slog.Logger
 	hash     *hasher
