@@ -86,6 +86,16 @@ type Options struct {
 // smtp_mx_address_limit.
 const DefaultMaxMXHosts = 5
 
+// Defaults of Options, the daemon's too (cmd/verifyd/config takes them):
+// SMTP port 25, 30 s per command, 2 min per session, a domain's catch-all
+// finding kept a day.
+const (
+	DefaultSMTPPort       = 25
+	DefaultCommandTimeout = 30 * time.Second
+	DefaultSessionTimeout = 2 * time.Minute
+	DefaultCatchAllTTL    = 24 * time.Hour
+)
+
 // DefaultGreetingTimeout is Options.GreetingTimeout's default.
 const DefaultGreetingTimeout = 60 * time.Second
 
@@ -133,13 +143,13 @@ func New(opts Options) (*Engine, error) {
 		opts.Lists = lists.Embedded
 	}
 	if opts.SMTPPort == 0 {
-		opts.SMTPPort = 25
+		opts.SMTPPort = DefaultSMTPPort
 	}
 	if opts.CommandTimeout == 0 {
-		opts.CommandTimeout = 30 * time.Second
+		opts.CommandTimeout = DefaultCommandTimeout
 	}
 	if opts.SessionTimeout == 0 {
-		opts.SessionTimeout = 2 * time.Minute
+		opts.SessionTimeout = DefaultSessionTimeout
 	}
 	if opts.GreetingTimeout == 0 {
 		opts.GreetingTimeout = DefaultGreetingTimeout
@@ -152,7 +162,7 @@ func New(opts Options) (*Engine, error) {
 		opts.BatchShare = DefaultBatchShare
 	}
 	if opts.CatchAllTTL == 0 {
-		opts.CatchAllTTL = 24 * time.Hour
+		opts.CatchAllTTL = DefaultCatchAllTTL
 	}
 	if opts.CatchAllEntries == 0 {
 		opts.CatchAllEntries = 100000

@@ -37,13 +37,20 @@ type PoolOptions struct {
 	QueueRealtime, QueueBatch int
 }
 
+// DefaultRealtimeWorkers and DefaultBatchWorkers are PoolOptions'
+// defaults, the daemon's too (probe.realtime_workers, probe.batch_workers).
+const (
+	DefaultRealtimeWorkers = 512
+	DefaultBatchWorkers    = 1024
+)
+
 // NewPools starts the pools.
 func NewPools(e *Engine, o PoolOptions) (*Pools, error) {
 	if o.Realtime <= 0 {
-		o.Realtime = 512
+		o.Realtime = DefaultRealtimeWorkers
 	}
 	if o.Batch <= 0 {
-		o.Batch = 1024
+		o.Batch = DefaultBatchWorkers
 	}
 	if o.QueueRealtime <= 0 {
 		o.QueueRealtime = 4 * o.Realtime

@@ -104,6 +104,20 @@ type Options struct {
 	Ready func() bool
 }
 
+// Defaults of Options, the daemon's too (cmd/verifyd/config takes them):
+// spec §8's body limits (8 MB for a batch, 64 KiB otherwise) and 100,000
+// addresses a batch, a 15 s real-time budget, results reused for a day,
+// 32 results.csv downloads at once, 4 of one account.
+const (
+	DefaultMaxBodyBytes           = 8 << 20
+	DefaultMaxSmallBody           = 64 << 10
+	DefaultMaxEmails              = 100_000
+	DefaultRealtimeBudget         = 15 * time.Second
+	DefaultCacheMaxAge            = 24 * time.Hour
+	DefaultMaxDownloads           = 32
+	DefaultMaxDownloadsPerAccount = 4
+)
+
 // DefaultMaxHeaderBytes is the default of Options.MaxHeaderBytes: 16 KiB,
 // room for a 5,000-byte Cookie (the dashboard shares its host's cookies)
 // and a long URL; fasthttp's own 4 KiB answered a bare 400 to them.
@@ -138,28 +152,28 @@ func New(opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	if opts.MaxSmallBody == 0 {
-		opts.MaxSmallBody = 64 << 10
+		opts.MaxSmallBody = DefaultMaxSmallBody
 	}
 	if opts.MaxBodyBytes == 0 {
-		opts.MaxBodyBytes = 8 << 20
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if opts.MaxHeaderBytes == 0 {
 		opts.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	if opts.RealtimeBudget == 0 {
-		opts.RealtimeBudget = 15 * time.Second
+		opts.RealtimeBudget = DefaultRealtimeBudget
 	}
 	if opts.CacheMaxAge == 0 {
-		opts.CacheMaxAge = 24 * time.Hour
+		opts.CacheMaxAge = DefaultCacheMaxAge
 	}
 	if opts.MaxEmails == 0 {
-		opts.MaxEmails = 100_000
+		opts.MaxEmails = DefaultMaxEmails
 	}
 	if opts.MaxDownloads <= 0 {
-		opts.MaxDownloads = 32
+		opts.MaxDownloads = DefaultMaxDownloads
 	}
 	if opts.MaxDownloadsPerAccount <= 0 {
-		opts.MaxDownloadsPerAccount = 4
+		opts.MaxDownloadsPerAccount = DefaultMaxDownloadsPerAccount
 	}
 	log := opts.Logger.With("pkg", "server")
 	s := &Server{

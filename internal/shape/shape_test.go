@@ -17,7 +17,7 @@ var layers = []struct {
 	layer  int
 }{
 	{"internal/", 0}, {"dnsbl", 0}, {"systemd/", 0}, {"storage", 0},
-	{"server/admin/adminapi", 0}, {"server/openapi", 0}, {"server/conns", 0}, {"cmd/verifyd/config", 0},
+	{"server/admin/adminapi", 0}, {"server/openapi", 0}, {"server/conns", 0},
 	{"storage/", 1}, {"resolver", 1},
 	{"egress", 2}, {"probe/", 2},
 	{"probe", 3},

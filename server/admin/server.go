@@ -40,6 +40,10 @@ type Options struct {
 	InviteLifetime time.Duration
 }
 
+// DefaultInviteLifetime is Options.InviteLifetime's default, the
+// daemon's too (auth.invite_lifetime).
+const DefaultInviteLifetime = 7 * 24 * time.Hour
+
 // Limits of the admin server.
 const (
 	// MaxBodyBytes bounds a request body; larger ones answer 400.
@@ -72,7 +76,7 @@ func New(opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	if opts.InviteLifetime == 0 {
-		opts.InviteLifetime = 7 * 24 * time.Hour
+		opts.InviteLifetime = DefaultInviteLifetime
 	}
 	s := &Server{opts: opts, db: opts.DB, keys: opts.Keys, log: opts.Logger.With("pkg", "admin")}
 	r := router.New()

@@ -69,21 +69,32 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Defaults of Options, the daemon's too (the [jobs] section of
+// cmd/verifyd/config takes them).
+const (
+	DefaultRetryWindow       = 30 * time.Minute
+	DefaultConcurrency       = 1024
+	DefaultDomainConcurrency = 4
+	DefaultGroupSize         = 100
+	DefaultGroupTimeout      = 10 * time.Minute
+	DefaultMaxFailures       = 10
+)
+
 func (o *Options) defaults() {
 	if o.RetryWindow == 0 {
-		o.RetryWindow = 30 * time.Minute
+		o.RetryWindow = DefaultRetryWindow
 	}
 	if o.Concurrency == 0 {
-		o.Concurrency = 1024
+		o.Concurrency = DefaultConcurrency
 	}
 	if o.DomainConcurrency == 0 {
-		o.DomainConcurrency = 4
+		o.DomainConcurrency = DefaultDomainConcurrency
 	}
 	if o.GroupSize == 0 {
-		o.GroupSize = 100
+		o.GroupSize = DefaultGroupSize
 	}
 	if o.GroupTimeout == 0 {
-		o.GroupTimeout = 10 * time.Minute
+		o.GroupTimeout = DefaultGroupTimeout
 	}
 	if o.DNSRetryDelay == 0 {
 		o.DNSRetryDelay = 5 * time.Second
@@ -95,7 +106,7 @@ func (o *Options) defaults() {
 		o.FlushInterval = 250 * time.Millisecond
 	}
 	if o.MaxFailures == 0 {
-		o.MaxFailures = 10
+		o.MaxFailures = DefaultMaxFailures
 	}
 	if o.Now == nil {
 		o.Now = time.Now

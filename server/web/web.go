@@ -54,6 +54,22 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Defaults of Options, the daemon's too (the [auth] section of
+// cmd/verifyd/config takes them): a session lasts 7 days, 12 hours
+// unused; spec §8's per source IP limits of /auth/*.
+const (
+	DefaultSessionLifetime = 7 * 24 * time.Hour
+	DefaultSessionIdle     = 12 * time.Hour
+)
+
+// Spec §8's per source IP limits of /auth/* (Options.LinkLimit,
+// RegisterLimit, LoginLimit).
+var (
+	DefaultLinkLimit     = httpapi.Limit{N: 5, Window: 10 * time.Minute}
+	DefaultRegisterLimit = httpapi.Limit{N: 20, Window: time.Hour}
+	DefaultLoginLimit    = httpapi.Limit{N: 30, Window: 10 * time.Minute}
+)
+
 // Web serves /auth/* (and, with the pages, the dashboard).
 type Web struct {
 	opts     Options
@@ -89,10 +105,10 @@ func New(opts Options) (*Web, error) {
 		opts.OpenPlan = storage.PlanFree
 	}
 	if opts.SessionLifetime == 0 {
-		opts.SessionLifetime = 7 * 24 * time.Hour
+		opts.SessionLifetime = DefaultSessionLifetime
 	}
 	if opts.SessionIdle == 0 {
-		opts.SessionIdle = 12 * time.Hour
+		opts.SessionIdle = DefaultSessionIdle
 	}
 	if opts.SecureCookie == "" {
 		opts.SecureCookie = "auto"
@@ -102,9 +118,9 @@ func New(opts Options) (*Web, error) {
 			*l = httpapi.Limit{N: n, Window: w}
 		}
 	}
-	def(&opts.LinkLimit, 5, 10*time.Minute)
-	def(&opts.RegisterLimit, 20, time.Hour)
-	def(&opts.LoginLimit, 30, 10*time.Minute)
+	def(&opts.LinkLimit, DefaultLinkLimit.N, DefaultLinkLimit.Window)
+	def(&opts.RegisterLimit, DefaultRegisterLimit.N, DefaultRegisterLimit.Window)
+	def(&opts.LoginLimit, DefaultLoginLimit.N, DefaultLoginLimit.Window)
 	if opts.Argon2 == (Argon2Params{}) {
 		opts.Argon2 = DefaultArgon2
 	}

@@ -64,6 +64,15 @@ type Options struct {
 	Resolver Resolver
 }
 
+// Defaults of Options, the daemon's too (the [webhooks] section of
+// cmd/verifyd/config takes them): 10 s an attempt, dead-lettered a day
+// after the event (spec §6, §8), 16 deliveries at once.
+const (
+	DefaultTimeout     = 10 * time.Second
+	DefaultGiveUpAfter = 24 * time.Hour
+	DefaultConcurrency = 16
+)
+
 // DefaultRetrySchedule is spec §6's schedule.
 var DefaultRetrySchedule = []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour}
 
@@ -75,16 +84,16 @@ func (o *Options) defaults() {
 		o.Logger = slog.Default()
 	}
 	if o.Timeout == 0 {
-		o.Timeout = 10 * time.Second
+		o.Timeout = DefaultTimeout
 	}
 	if len(o.RetrySchedule) == 0 {
 		o.RetrySchedule = DefaultRetrySchedule
 	}
 	if o.GiveUpAfter == 0 {
-		o.GiveUpAfter = 24 * time.Hour
+		o.GiveUpAfter = DefaultGiveUpAfter
 	}
 	if o.Concurrency == 0 {
-		o.Concurrency = 16
+		o.Concurrency = DefaultConcurrency
 	}
 }
 

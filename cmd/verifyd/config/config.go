@@ -28,6 +28,19 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/probe"
+	"github.com/verifyd/verifyd/probe/authsig"
+	"github.com/verifyd/verifyd/resolver"
+	"github.com/verifyd/verifyd/server"
+	"github.com/verifyd/verifyd/server/admin"
+	"github.com/verifyd/verifyd/server/batch"
+	"github.com/verifyd/verifyd/server/conns"
+	"github.com/verifyd/verifyd/server/httpapi"
+	"github.com/verifyd/verifyd/server/web"
+	"github.com/verifyd/verifyd/server/webhook"
+	"github.com/verifyd/verifyd/storage/pebble"
+	"github.com/verifyd/verifyd/storage/postgres"
 )
 
 // DefaultPath is where verifyd looks for its file when -config is not given.
@@ -435,69 +448,74 @@ func Defaults() Config {
 	if d := firstDir(os.Getenv("STATE_DIRECTORY")); d != "" {
 		dataDir = d
 	}
+	// Where a package has a default of its own, it is the one: the
+	// numbers live once, in the package that uses them. The resolver's
+	// timeout, minimum TTL and cache size, and the SMTP connect timeout,
+	// are the daemon's own (the packages' defaults suit a library caller).
 	return Config{
 		DataDir:   dataDir,
 		LogLevel:  "info",
 		LogFormat: "auto",
-		Storage:   Storage{Backend: "pebble", Lease: 30 * time.Second, CallTimeout: 30 * time.Second, MinFreeBytes: 256 << 20},
+		Storage: Storage{Backend: "pebble", Lease: postgres.DefaultLease, CallTimeout: postgres.DefaultCallTimeout,
+			MinFreeBytes: pebble.DefaultMinFreeBytes},
 		HTTP: HTTP{
 			Listen:          "127.0.0.1:8080",
 			ReadTimeout:     30 * time.Second,
 			WriteTimeout:    60 * time.Second,
 			IdleTimeout:     2 * time.Minute,
-			MaxHeaderBytes:  16 << 10,
-			RequestTimeout:  30 * time.Second,
+			MaxHeaderBytes:  server.DefaultMaxHeaderBytes,
+			RequestTimeout:  httpapi.DefaultRequestTimeout,
 			ShutdownTimeout: 20 * time.Second,
 			MaxConns:        8192,
 			MaxConnsPerIP:   512,
-			IPv6PrefixLen:   64,
-			LingerTimeout:   5 * time.Second,
-			LingerBytes:     32 << 20,
+			IPv6PrefixLen:   conns.DefaultIPv6PrefixLen,
+			LingerTimeout:   conns.DefaultLingerTimeout,
+			LingerBytes:     conns.DefaultLingerBytes,
 		},
 		Metrics: Metrics{Listen: "127.0.0.1:9464"},
 		Resolver: Resolver{
 			Timeout:        2 * time.Second,
 			MinTTL:         30 * time.Second,
-			MaxTTL:         time.Hour,
-			NegativeMaxTTL: 5 * time.Minute,
+			MaxTTL:         resolver.DefaultMaxTTL,
+			NegativeMaxTTL: resolver.DefaultNegativeMaxTTL,
 			CacheEntries:   200000,
-			MaxInFlight:    256,
+			MaxInFlight:    resolver.DefaultMaxInFlight,
 		},
 		SMTP: SMTP{
-			Port:            25,
+			Port:            probe.DefaultSMTPPort,
 			ConnectTimeout:  10 * time.Second,
-			CommandTimeout:  30 * time.Second,
-			GreetingTimeout: time.Minute,
-			MaxMXHosts:      5,
-			SessionTimeout:  2 * time.Minute,
+			CommandTimeout:  probe.DefaultCommandTimeout,
+			GreetingTimeout: probe.DefaultGreetingTimeout,
+			MaxMXHosts:      probe.DefaultMaxMXHosts,
+			SessionTimeout:  probe.DefaultSessionTimeout,
 			StartTLS:        true,
 		},
 		Egress: Egress{
 			AddressesDir:      "/run/verifyd-egress",
-			MaxConnsPerHost:   4,
-			MaxRatePerHost:    20,
-			GreylistCooldown:  time.Minute,
-			MaxCooldown:       30 * time.Minute,
+			MaxConnsPerHost:   egress.DefaultMaxConnsPerHost,
+			MaxRatePerHost:    egress.DefaultMaxRatePerHost,
+			GreylistCooldown:  egress.DefaultGreylistCooldown,
+			MaxCooldown:       egress.DefaultMaxCooldown,
 			SelfCheckInterval: 10 * time.Minute,
 			SelfCheckEnforce:  true,
 		},
 		Probe: Probe{
-			RealtimeBudget:  15 * time.Second,
-			RealtimeWorkers: 512,
-			BatchWorkers:    1024,
-			BatchShare:      64,
-			CatchAllTTL:     24 * time.Hour,
+			RealtimeBudget:  server.DefaultRealtimeBudget,
+			RealtimeWorkers: probe.DefaultRealtimeWorkers,
+			BatchWorkers:    probe.DefaultBatchWorkers,
+			BatchShare:      probe.DefaultBatchShare,
+			CatchAllTTL:     probe.DefaultCatchAllTTL,
 			ListsDir:        "/etc/verifyd/lists",
-			CacheMaxAge:     24 * time.Hour,
+			CacheMaxAge:     server.DefaultCacheMaxAge,
 			AuthSignals:     true,
-			AuthConcurrency: 128,
+			AuthConcurrency: authsig.DefaultConcurrency,
 		},
 		Limits: Limits{
-			BatchMaxEmails:         100000,
-			BatchMaxBodyBytes:      8 << 20,
-			MaxBodyBytes:           64 << 10,
-			CSVDownloads:           32,
-			CSVDownloadsPerAccount: 4,
+			BatchMaxEmails:         server.DefaultMaxEmails,
+			BatchMaxBodyBytes:      server.DefaultMaxBodyBytes,
+			MaxBodyBytes:           server.DefaultMaxSmallBody,
+			CSVDownloads:           server.DefaultMaxDownloads,
+			CSVDownloadsPerAccount: server.DefaultMaxDownloadsPerAccount,
 		},
 		RateLimits: RateLimits{
 			Window:   time.Minute,
@@ -507,35 +525,35 @@ func Defaults() Config {
 			Other:    300,
 		},
 		Webhooks: Webhooks{
-			Timeout:       10 * time.Second,
-			RetrySchedule: []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, time.Hour, 6 * time.Hour},
-			GiveUpAfter:   24 * time.Hour,
-			Concurrency:   16,
+			Timeout:       webhook.DefaultTimeout,
+			RetrySchedule: slices.Clone(webhook.DefaultRetrySchedule),
+			GiveUpAfter:   webhook.DefaultGiveUpAfter,
+			Concurrency:   webhook.DefaultConcurrency,
 		},
 		Auth: Auth{
 			Registration:      "closed",
 			OpenPlan:          "free",
-			SessionLifetime:   7 * 24 * time.Hour,
-			SessionIdle:       12 * time.Hour,
-			InviteLifetime:    7 * 24 * time.Hour,
+			SessionLifetime:   web.DefaultSessionLifetime,
+			SessionIdle:       web.DefaultSessionIdle,
+			InviteLifetime:    admin.DefaultInviteLifetime,
 			SecureCookie:      "auto",
-			LinkLimit:         5,
-			LinkWindow:        10 * time.Minute,
-			RegisterLimit:     20,
-			RegisterWindow:    time.Hour,
-			LoginLimit:        30,
-			LoginWindow:       10 * time.Minute,
-			Argon2MemoryKiB:   64 << 10,
-			Argon2Iterations:  3,
-			Argon2Parallelism: 1,
+			LinkLimit:         web.DefaultLinkLimit.N,
+			LinkWindow:        web.DefaultLinkLimit.Window,
+			RegisterLimit:     web.DefaultRegisterLimit.N,
+			RegisterWindow:    web.DefaultRegisterLimit.Window,
+			LoginLimit:        web.DefaultLoginLimit.N,
+			LoginWindow:       web.DefaultLoginLimit.Window,
+			Argon2MemoryKiB:   int(web.DefaultArgon2.MemoryKiB),
+			Argon2Iterations:  int(web.DefaultArgon2.Iterations),
+			Argon2Parallelism: int(web.DefaultArgon2.Parallelism),
 		},
 		Jobs: Jobs{
-			RetryWindow:       30 * time.Minute,
-			Concurrency:       1024,
-			DomainConcurrency: 4,
-			GroupSize:         100,
-			GroupTimeout:      10 * time.Minute,
-			MaxFailures:       10,
+			RetryWindow:       batch.DefaultRetryWindow,
+			Concurrency:       batch.DefaultConcurrency,
+			DomainConcurrency: batch.DefaultDomainConcurrency,
+			GroupSize:         batch.DefaultGroupSize,
+			GroupTimeout:      batch.DefaultGroupTimeout,
+			MaxFailures:       batch.DefaultMaxFailures,
 		},
 	}
 }
