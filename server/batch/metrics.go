@@ -17,7 +17,7 @@ var (
 	windowExpired  = metrics.NewCounter("verifyd_jobs_retry_window_expired_total")
 	groupsRun      = metrics.NewCounter("verifyd_jobs_groups_total")
 	// slicesGivenBack counts the job slices a box of a fleet held but did
-	// not work on, and gave back (scheduler.giveBack).
+	// not work on, and gave back (leaser.giveBack).
 	slicesGivenBack = metrics.NewCounter("verifyd_jobs_slices_given_back_total")
 	// jobsPausedDiskFull and jobsPausedStoreAway count the jobs paused
 	// because the store refused their writes for a full disk, or could
@@ -25,7 +25,7 @@ var (
 	jobsPausedDiskFull  = metrics.NewCounter(`verifyd_jobs_paused_total{reason="disk_full"}`)
 	jobsPausedStoreAway = metrics.NewCounter(`verifyd_jobs_paused_total{reason="store_unavailable"}`)
 	// jobsGivenUp counts the jobs of a fleet this box left after it
-	// could not store their results for a while (scheduler.giveBack).
+	// could not store their results for a while (leaser.giveBack).
 	jobsGivenUp      = metrics.NewCounter("verifyd_jobs_given_up_total")
 	groupErrors      = metrics.NewCounter("verifyd_jobs_group_errors_total")
 	groupDuration    = metrics.NewHistogram("verifyd_jobs_group_duration_seconds")

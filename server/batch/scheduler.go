@@ -13,7 +13,6 @@ import (
 	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/server/receipt"
-	"github.com/verifyd/verifyd/server/webhook"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -69,7 +68,7 @@ import (
 // storage.JobLeases: PostgreSQL), a box schedules only what it leased: its
 // lease loop takes slices of the active jobs (a job's addresses grouped
 // by a hash of their domain) whenever its domain groups queued and in
-// flight would not fill its slots (leaseNeed), and adds their addresses without a result to the job's
+// flight would not fill its slots (leaser.need), and adds their addresses without a result to the job's
 // queue, exactly as resume does for a whole job on one box. A job a box
 // has no more work of leaves its rotation (another box holds the rest);
 // the box whose write leaves no address without a result ends it, and a
@@ -125,7 +124,7 @@ type jobRun struct {
 	queued   int // addresses in domains and retries
 	inflight int // groups in flight
 	// slices are the slices of the job this box leased and works on (in
-	// a fleet; see giveBack).
+	// a fleet; see leaser.giveBack).
 	slices   map[int]bool
 	deferred int // addresses waiting for their RetryAt
 
@@ -146,7 +145,7 @@ type jobRun struct {
 	// without counting as failures, until one goes in (see storeAway).
 	stalled bool
 	// stalledSince is when it stalled (monotonic): in a fleet, a job
-	// stalled for stallGiveBack gives its slices back (giveBack).
+	// stalled for stallGiveBack gives its slices back (leaser.giveBack).
 	stalledSince time.Time
 	failErr      string    // set: fail the job once the buffer is handled
 	dropBuf      bool      // the writes are what fails: do not retry them
@@ -165,9 +164,8 @@ type scheduler struct {
 	s    *Scheduler
 	opts *Options
 	db   Store // the Scheduler's DB; a test wraps it to inject failures
-	// leases is the fleet's storage.JobLeases (Options.Leases), else nil.
-	leases  storage.JobLeases
-	leaseCh chan struct{}
+	// lease is the fleet's lease loop (Options.Leases), else nil.
+	lease *leaser
 
 	mu       sync.Mutex
 	jobs     map[string]*jobRun
@@ -189,9 +187,8 @@ type scheduler struct {
 
 func newScheduler(s *Scheduler) *scheduler {
 	ctx, cancel := context.WithCancel(context.Background())
-	leases := s.opts.Leases
-	return &scheduler{
-		s: s, opts: &s.opts, db: s.db, leases: leases, leaseCh: make(chan struct{}, 1),
+	sc := &scheduler{
+		s: s, opts: &s.opts, db: s.db,
 		jobs:     map[string]*jobRun{},
 		acctIdx:  map[string]*acctQ{},
 		perDom:   map[string]int{},
@@ -201,12 +198,16 @@ func newScheduler(s *Scheduler) *scheduler {
 		stopCh:   make(chan struct{}),
 		loopDone: make(chan struct{}),
 	}
+	if s.opts.Leases != nil {
+		sc.lease = &leaser{sc: sc, db: s.opts.Leases, wakeCh: make(chan struct{}, 1)}
+	}
+	return sc
 }
 
 // resume loads the jobs that were running, then those queued, oldest
 // first. In a fleet it loads nothing: the lease loop takes work.
 func (sc *scheduler) resume() error {
-	if sc.leases != nil {
+	if sc.lease != nil {
 		return nil
 	}
 	for _, st := range []storage.JobStatus{storage.JobRunning, storage.JobQueued} {
@@ -239,8 +240,8 @@ func (sc *scheduler) resume() error {
 // In a fleet the job's slices are leased like any other job's: this box's
 // lease loop is woken to take them first.
 func (sc *scheduler) add(j storage.Job, addrs []string) {
-	if sc.leases != nil {
-		sc.wakeLease()
+	if sc.lease != nil {
+		sc.lease.wake()
 		return
 	}
 	b := newBuilder(sc.opts.GroupSize)
@@ -294,7 +295,7 @@ func (b *builder) add(i int, addr string) {
 // job already here takes the addresses of another slice.
 func (sc *scheduler) register(j storage.Job, slice int, b *builder) {
 	if r, dup := sc.jobs[j.ID]; dup {
-		if sc.leases != nil && !r.done {
+		if sc.lease != nil && !r.done {
 			for _, q := range b.domains {
 				for _, g := range q.chunks {
 					g.job = r
@@ -381,179 +382,10 @@ func (sc *scheduler) dropIdle(a *acctQ) {
 
 func (sc *scheduler) start() {
 	go sc.loop()
-	if sc.leases != nil {
+	if sc.lease != nil {
 		sc.wg.Add(1)
-		go sc.leaseLoop()
+		go sc.lease.loop()
 	}
-}
-
-func (sc *scheduler) wakeLease() {
-	select {
-	case sc.leaseCh <- struct{}{}:
-	default:
-	}
-}
-
-// leasePoll is how often an idle box of a fleet looks for work.
-const leasePoll = time.Second
-
-// leaseNeed is how many more slices this box should lease now: enough
-// for its domain groups queued and in flight to fill every slot
-// (Concurrency) — a slice holds dozens to hundreds of groups, so a few
-// slices fill a box — and one when its queue is down to less than a
-// slice's worth of addresses. The caller holds mu.
-func (sc *scheduler) leaseNeed() int {
-	queued, groups := 0, sc.inflight
-	for _, r := range sc.jobs {
-		queued += r.queued
-		groups += len(r.retries)
-		for _, q := range r.domains[r.dhead:] {
-			groups += len(q.chunks)
-		}
-	}
-	switch free := sc.opts.Concurrency - groups; {
-	case free > 0:
-		return min(max(free/64, 1), 8)
-	case queued < storage.JobSliceSize:
-		return 1
-	}
-	return 0
-}
-
-// leaseGuard is how often a box of a fleet gives back the slices it
-// holds but does not work on (giveBack).
-const leaseGuard = 10 * time.Second
-
-// stallGiveBack is how long a job of a fleet may stall on this box (its
-// writes refused or timing out) before its slices go back (giveBack).
-const stallGiveBack = 30 * time.Second
-
-// leaseLoop leases slices of the active jobs while this box has room
-// (see Fleet mode above), and gives back those it holds but does not
-// work on, until stop.
-func (sc *scheduler) leaseLoop() {
-	defer sc.wg.Done()
-	t := time.NewTicker(leasePoll)
-	defer t.Stop()
-	var guarded time.Time
-	for {
-		select {
-		case <-sc.stopCh:
-			return
-		case <-sc.leaseCh:
-		case <-t.C:
-		}
-		for sc.leaseMore() {
-		}
-		// Monotonic: a step of the wall clock neither stops the guard
-		// nor makes it run at every tick.
-		if time.Since(guarded) >= leaseGuard {
-			sc.giveBack()
-			guarded = time.Now()
-		}
-	}
-}
-
-// giveBack returns the slices the database says this box holds but that
-// no job this box schedules works on: leased by a call whose answer was
-// lost (the database failed after its commit), or kept by any mistake.
-// Held by a live box, they would otherwise wait for its end while their
-// job stood still. It runs on the lease loop, so no lease is in flight
-// meanwhile.
-//
-// A job of a fleet whose writes this box could not store for
-// stallGiveBack (its link to the database is so slow that a write never
-// fits in storage.call_timeout, or the database is away) leaves this
-// box first, and its slices go back with the others: a box that cannot
-// store results must not keep the work that other boxes could finish.
-// What it probed and did not store is probed again where the slices go.
-func (sc *scheduler) giveBack() {
-	sc.mu.Lock()
-	for _, r := range sc.jobs {
-		if r.stalled && time.Since(r.stalledSince) >= stallGiveBack {
-			sc.s.log.Warn("this box could not store the job's results for a while: its slices go back to the fleet",
-				"job", r.id, "stalled", time.Since(r.stalledSince).Round(time.Second), "results_dropped", len(r.buf))
-			jobsGivenUp.Inc()
-			sc.remove(r)
-		}
-	}
-	sc.mu.Unlock()
-	held, err := sc.leases.LeasedSlices(sc.ctx)
-	if err != nil {
-		sc.s.log.Warn("cannot list the job slices this box holds", "err", err)
-		return
-	}
-	var stray []storage.JobSlice
-	sc.mu.Lock()
-	if sc.closing {
-		sc.mu.Unlock()
-		return
-	}
-	for _, js := range held {
-		if r := sc.jobs[js.Job.ID]; r == nil || r.done || !r.slices[js.Slice] {
-			stray = append(stray, js)
-		}
-	}
-	sc.mu.Unlock()
-	for _, js := range stray {
-		if err := sc.leases.ReturnSlice(context.Background(), js.Job.ID, js.Slice); err != nil {
-			sc.s.log.Error("cannot give back a job slice this box does not work on", "job", js.Job.ID, "slice", js.Slice, "err", err)
-			continue
-		}
-		slicesGivenBack.Inc()
-		sc.s.log.Warn("gave back a job slice this box held but did not work on", "job", js.Job.ID, "slice", js.Slice)
-	}
-	if len(stray) > 0 {
-		sc.wakeLease()
-	}
-}
-
-// leaseMore leases what the box has room for and queues it; it reports
-// whether there may be more to lease now.
-func (sc *scheduler) leaseMore() bool {
-	sc.mu.Lock()
-	n := sc.leaseNeed()
-	closing := sc.closing
-	sc.mu.Unlock()
-	if closing || n == 0 {
-		return false
-	}
-	got, err := sc.leases.LeaseSlices(sc.ctx, n)
-	if err != nil {
-		// What it leased before the error is this box's now: queue it.
-		sc.s.log.Error("cannot lease job slices", "err", err)
-	}
-	leased := 0
-	for _, js := range got {
-		b := newBuilder(sc.opts.GroupSize)
-		if js.Slice >= 0 {
-			leased++
-			if err := sc.leases.SliceAddresses(sc.ctx, js.Job.ID, js.Slice, func(i int, addr string) error {
-				b.add(i, addr)
-				return nil
-			}); err != nil {
-				// Give it back: held by a live box, it would wait for
-				// this one's end.
-				sc.s.log.Error("cannot read a leased slice; giving it back", "job", js.Job.ID, "slice", js.Slice, "err", err)
-				if rerr := sc.leases.ReturnSlice(context.Background(), js.Job.ID, js.Slice); rerr != nil {
-					sc.s.log.Error("cannot give a slice back; it is free again when this box stops", "job", js.Job.ID, "slice", js.Slice, "err", rerr)
-				}
-				continue
-			}
-		} else {
-			sc.s.log.Info("ending a job whose every result is written", "job", js.Job.ID)
-		}
-		sc.mu.Lock()
-		if !sc.closing {
-			sc.register(js.Job, js.Slice, b)
-		}
-		sc.mu.Unlock()
-	}
-	if len(got) > 0 {
-		sc.wake()
-	}
-	// Only slices count: a job to end comes on top of them.
-	return err == nil && leased == n
 }
 
 func (sc *scheduler) wake() {
@@ -633,7 +465,7 @@ func (sc *scheduler) pass() time.Duration {
 			if r.failErr == "" {
 				if !r.retryAt.IsZero() {
 					sc.startJob(r) // again: the back-off of a failed StartJob is over
-				} else if sc.leases != nil && r.queued == 0 && r.inflight == 0 && r.deferred == 0 && len(r.buf) == 0 {
+				} else if sc.lease != nil && r.queued == 0 && r.inflight == 0 && r.deferred == 0 && len(r.buf) == 0 {
 					// A slice of a queued job with nothing left to do.
 					sc.remove(r)
 				}
@@ -656,10 +488,10 @@ func (sc *scheduler) pass() time.Duration {
 			sc.startFinish(r, storage.JobFailed)
 		case r.unwritten == 0:
 			sc.startFinish(r, storage.JobCompleted)
-		case sc.leases != nil && r.queued == 0 && r.inflight == 0 && r.deferred == 0 && r.started:
+		case sc.lease != nil && r.queued == 0 && r.inflight == 0 && r.deferred == 0 && r.started:
 			// Nothing of it left here: other boxes hold the rest.
 			sc.remove(r)
-			sc.wakeLease()
+			sc.lease.wake()
 		}
 	}
 	return max(wait, time.Millisecond)
@@ -970,133 +802,6 @@ func backoff(n int) time.Duration {
 	return min(d, time.Minute)
 }
 
-// startWrite writes the job's buffered results; the caller holds mu.
-func (sc *scheduler) startWrite(r *jobRun) {
-	batch := r.buf
-	r.buf, r.bufSince = nil, time.Time{}
-	r.writing = true
-	sc.wg.Add(1)
-	go func() {
-		defer sc.wg.Done()
-		j, err := sc.db.PutJobResults(context.Background(), r.id, batch)
-		sc.mu.Lock()
-		defer sc.wake()
-		defer sc.mu.Unlock()
-		sc.wrote(r, batch, j, err)
-	}()
-}
-
-// wrote takes a write's outcome in; the caller holds mu.
-func (sc *scheduler) wrote(r *jobRun, batch []storage.JobResult, j storage.Job, err error) {
-	r.writing = false
-	now := sc.s.now()
-	switch {
-	case err == nil:
-		resultWrites.Inc()
-		addrsProcessed.Add(len(batch))
-		r.unwritten = j.Total - j.Processed
-		r.failures = 0
-		r.retryAt = time.Time{}
-		if r.stalled {
-			r.stalled = false
-			sc.s.log.Info("the store takes writes again; the job goes on", "job", r.id)
-		}
-	case errors.Is(err, storage.ErrJobState), errors.Is(err, storage.ErrNotFound):
-		sc.s.log.Warn("job ended elsewhere; its results are dropped", "job", r.id, "err", err)
-		sc.remove(r)
-	case storage.Unavailable(err):
-		r.buf = append(batch, r.buf...)
-		if r.bufSince.IsZero() {
-			r.bufSince = now
-		}
-		sc.storeAway(r, err)
-	default:
-		resultWriteErr.Inc()
-		r.buf = append(batch, r.buf...)
-		if r.bufSince.IsZero() {
-			r.bufSince = now
-		}
-		r.failures++
-		r.retryAt = now.Add(backoff(r.failures))
-		sc.s.log.Error("cannot store job results; will retry", "job", r.id, "results", len(batch),
-			"failures", r.failures, "err", err)
-		if r.failures >= sc.opts.MaxFailures {
-			r.failErr = fmt.Sprintf("results could not be stored %d times in a row: %v", r.failures, err)
-			r.dropBuf = true
-		}
-	}
-}
-
-// storeAway pauses a job whose write the store refused for a state that
-// passes by itself (storage.Unavailable: its disk is full, the fleet's
-// database is unreachable or restarting): no new groups (what would be
-// probed could not be stored), and its write or start is tried again
-// every storeAwayRetry, without counting as a failure: the job goes on by
-// itself once the store takes writes, however long that takes, and
-// nothing is half-written meanwhile (a refused write wrote nothing). The
-// caller holds mu.
-func (sc *scheduler) storeAway(r *jobRun, err error) {
-	if !r.stalled {
-		sc.s.log.Warn("the store does not take writes: the job pauses until it does", "job", r.id, "err", err)
-		if storage.NoSpace(err) {
-			jobsPausedDiskFull.Inc()
-		} else {
-			jobsPausedStoreAway.Inc()
-		}
-	}
-	if !r.stalled {
-		r.stalledSince = time.Now()
-	}
-	r.stalled = true
-	r.retryAt = sc.s.now().Add(storeAwayRetry)
-}
-
-// storeAwayRetry is how often a job paused by storeAway tries again.
-const storeAwayRetry = 2 * time.Second
-
-// startFinish ends the job; the caller holds mu.
-func (sc *scheduler) startFinish(r *jobRun, status storage.JobStatus) {
-	r.finishing = true
-	errText := r.failErr
-	sc.wg.Add(1)
-	go func() {
-		defer sc.wg.Done()
-		j, err := sc.db.FinishJob(context.Background(), r.id, storage.JobFinish{Status: status, Error: errText, Event: webhook.JobEvent})
-		sc.mu.Lock()
-		defer sc.wake()
-		defer sc.mu.Unlock()
-		r.finishing = false
-		log := sc.s.log.With("job", r.id, "account", r.account)
-		switch {
-		case err == nil:
-			if status == storage.JobCompleted {
-				jobsCompleted.Inc()
-				log.Info("job completed", "processed", j.Processed, "used", j.Used, "refunded", j.Refunded)
-			} else {
-				jobsFailed.Inc()
-				log.Warn("job failed", "err", errText, "processed", j.Processed, "total", j.Total,
-					"used", j.Used, "refunded", j.Refunded)
-			}
-			if j.WebhookURL != "" {
-				typ := webhook.EventBatchCompleted
-				if status == storage.JobFailed {
-					typ = webhook.EventBatchFailed
-				}
-				webhook.Enqueued(typ)
-				sc.s.opts.Hooks.Wake()
-			}
-			sc.remove(r)
-		case errors.Is(err, storage.ErrJobState), errors.Is(err, storage.ErrNotFound):
-			log.Warn("job ended elsewhere", "err", err)
-			sc.remove(r)
-		default:
-			r.failures++
-			r.retryAt = sc.s.now().Add(backoff(r.failures))
-			log.Error("cannot end the job; will retry", "status", status, "err", err)
-		}
-	}()
-}
-
 // stop cancels the engine calls in flight, stops the loop, waits for the
 // goroutines, and writes the results received before the stop.
 func (sc *scheduler) stop(ctx context.Context) error {
@@ -1140,7 +845,7 @@ func (sc *scheduler) stop(ctx context.Context) error {
 // job; in a fleet those it holds slices of (an egress address's warning
 // concerns the jobs whose sessions it carries).
 func (sc *scheduler) runs(id string) bool {
-	if sc.leases == nil {
+	if sc.lease == nil {
 		return true
 	}
 	sc.mu.Lock()
