@@ -14,77 +14,10 @@ import (
 	"github.com/verifyd/verifyd/storage"
 )
 
-// Charges is what RunCharges tests: credits with their charges, the
-// results and history they write, and idempotency records.
-type Charges interface {
-	storage.Accounts
-	storage.Balances
-	storage.Idempotency
-	storage.Results
-	Close() error
-}
-
-// Clock is a test clock: time passes only when the test says so. A store
-// takes its Now as its clock (of records' times and expiries; a backend's
-// leases between processes run on real time).
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// NewClock returns a clock at a fixed instant with milliseconds.
-func NewClock() *Clock { return &Clock{t: time.Date(2026, 11, 21, 10, 0, 0, 123_000_000, time.UTC)} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock on by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// Set sets the clock.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-// Backend opens the stores of a suite.
-type Backend[S any] struct {
-	// Open returns a new, empty store on the clock c.
-	Open func(t *testing.T, c *Clock) S
-	// Reopen closes s and opens its data again, on the same clock, as a
-	// restart does (on PostgreSQL, another box of the same database: s's
-	// process has stopped).
-	Reopen func(t *testing.T, s S) S
-}
-
-// RunCharges runs the charges, results and idempotency suite.
-func RunCharges[S Charges](t *testing.T, b Backend[S]) {
-	t.Run("ChargeSealAndIdem", func(t *testing.T) { testChargeSealAndIdem(t, b) })
-	t.Run("ChargeDirect", func(t *testing.T) { testChargeDirect(t, b) })
-	t.Run("StaleHolds", func(t *testing.T) { testStaleHolds(t, b) })
-	t.Run("HistoryPaging", func(t *testing.T) { testHistoryPaging(t, b) })
-	t.Run("HistoryLateRows", func(t *testing.T) { testHistoryLateRows(t, b) })
-	t.Run("ResultsAndCache", func(t *testing.T) { testResultsAndCache(t, b) })
-	t.Run("DailyCounts", func(t *testing.T) { testDailyCounts(t, b) })
-	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, b) })
-	t.Run("IdempotencyConcurrent", func(t *testing.T) { testIdempotencyConcurrent(t, b) })
-	t.Run("IdempotencyPurge", func(t *testing.T) { testIdempotencyPurge(t, b) })
-	t.Run("IdemLostKey", func(t *testing.T) { testIdemLostKey(t, b) })
-}
-
 // testIdemLostKey: a charge whose key BeginIdem could not record
 // (ChargeRequest.IdemHash) records it itself: a retry replays it, another
 // body is a mismatch, and a live record of another request is left alone.
-func testIdemLostKey[S Charges](t *testing.T, b Backend[S]) {
+func testIdemLostKey(t *testing.T, b backend) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 5)
@@ -93,7 +26,7 @@ func testIdemLostKey[S Charges](t *testing.T, b Backend[S]) {
 		return storage.Sealed{Receipt: body, Response: storage.IdemResponse{Status: 200, Body: body}}, nil
 	}
 	ref := storage.IdemRef{Account: acct, Endpoint: "validate", Key: "lost-key-1"}
-	h, _ := s.Hold(t.Context(), acct, 1, "r")
+	h := hold(t, s, acct, 1, "r")
 	if _, err := s.Charge(t.Context(), h, storage.ChargeRequest{Result: result("a@example.com", "valid"), Idem: &ref, IdemHash: []byte("hash-a"), Seal: seal}); err != nil {
 		t.Fatal(err)
 	}
@@ -135,13 +68,21 @@ func account(t testing.TB, s interface {
 	return a.ID
 }
 
+// hold holds n credits of the account.
+func hold(t testing.TB, s storage.Balances, account string, n int64, ref string) storage.Hold {
+	t.Helper()
+	h, err := s.Hold(t.Context(), account, n, ref)
+	noErr(t, err, "Hold(%d)", n)
+	return h
+}
+
 // result is a single result for email.
 func result(email, status string) storage.Result {
 	return storage.Result{Email: email, Status: status, Score: 90, LatencyMs: 42}
 }
 
 // validate runs the hot path of one validation: hold, then charge.
-func validate(t testing.TB, s Charges, account string, r storage.Result) storage.Charged {
+func validate(t testing.TB, s storage.Store, account string, r storage.Result) storage.Charged {
 	t.Helper()
 	h, err := s.Hold(t.Context(), account, 1, "req")
 	if err != nil {
@@ -165,7 +106,7 @@ func wantErr(t testing.TB, err, target error) {
 // response it returns is stored with the charge: a retry after a restart
 // (on PostgreSQL: on another box) replays it. A failing Seal charges
 // nothing and stores no result.
-func testChargeSealAndIdem[S Charges](t *testing.T, b Backend[S]) {
+func testChargeSealAndIdem(t *testing.T, b backend) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 5)
@@ -174,7 +115,7 @@ func testChargeSealAndIdem[S Charges](t *testing.T, b Backend[S]) {
 	if err != nil || out != storage.IdemNew {
 		t.Fatalf("BeginIdem: %v, %v", out, err)
 	}
-	h, _ := s.Hold(t.Context(), acct, 1, "r")
+	h := hold(t, s, acct, 1, "r")
 	var sawBalance int64
 	var sawResult storage.Result
 	ch, err := s.Charge(t.Context(), h, storage.ChargeRequest{
@@ -211,7 +152,7 @@ func testChargeSealAndIdem[S Charges](t *testing.T, b Backend[S]) {
 		t.Errorf("stored receipt: %q, %v", r.Receipt, err)
 	}
 
-	h, _ = s.Hold(t.Context(), acct, 1, "r2")
+	h = hold(t, s, acct, 1, "r2")
 	_, err = s.Charge(t.Context(), h, storage.ChargeRequest{Result: result("b@example.com", "valid"),
 		Seal: func(storage.Result, int64) (storage.Sealed, error) {
 			return storage.Sealed{}, errors.New("signer down")
@@ -222,8 +163,8 @@ func testChargeSealAndIdem[S Charges](t *testing.T, b Backend[S]) {
 	if _, err := s.Release(t.Context(), h, "signer down"); !errors.Is(err, storage.ErrHoldNotActive) {
 		t.Fatalf("release after a failed seal: %v", err)
 	}
-	if cr, _ := s.Credits(t.Context(), acct); cr.Balance != 4 {
-		t.Errorf("balance %d", cr.Balance)
+	if cr, err := s.Credits(t.Context(), acct); err != nil || cr.Balance != 4 {
+		t.Errorf("balance %d, %v", cr.Balance, err)
 	}
 	entries := CheckLedger(t, s, acct)
 	last := entries[len(entries)-2:]
@@ -233,11 +174,11 @@ func testChargeSealAndIdem[S Charges](t *testing.T, b Backend[S]) {
 	if _, err := s.GetResult(t.Context(), last[0].Ref); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("result of the voided charge: %v", err)
 	}
-	if p, _ := s.ListHistory(t.Context(), acct, storage.HistoryAll, "", 10); len(p.Rows) != 1 {
-		t.Errorf("%d history rows, want 1", len(p.Rows))
+	if p, err := s.ListHistory(t.Context(), acct, storage.HistoryAll, "", 10); err != nil || len(p.Rows) != 1 {
+		t.Errorf("%d history rows (%v), want 1", len(p.Rows), err)
 	}
 	// What a charge refuses.
-	h, _ = s.Hold(t.Context(), acct, 1, "r3")
+	h = hold(t, s, acct, 1, "r3")
 	for name, req := range map[string]storage.ChargeRequest{
 		"no status":       {Result: storage.Result{Email: "x@example.com"}},
 		"score 101":       {Result: storage.Result{Email: "x@example.com", Status: "valid", Score: 101}},
@@ -262,7 +203,7 @@ func testChargeSealAndIdem[S Charges](t *testing.T, b Backend[S]) {
 // A charge without a hold checks the available balance (held credits
 // excluded), never overdraws under concurrency, and writes the result and
 // history like Charge.
-func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
+func testChargeDirect(t *testing.T, b backend) {
 	s := b.Open(t, NewClock())
 	acct := account(t, s, 60)
 	h, err := s.Hold(t.Context(), acct, 10, "held")
@@ -290,9 +231,9 @@ func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 	if ok.Load() != 50 || refused.Load() != 50 {
 		t.Fatalf("%d charged, %d refused; want 50 and 50 (60 credits, 10 held)", ok.Load(), refused.Load())
 	}
-	c, _ := s.Credits(t.Context(), acct)
-	if c.Balance != 10 || c.Held != 10 {
-		t.Fatalf("credits %+v, want balance 10 with 10 held", c)
+	c, err := s.Credits(t.Context(), acct)
+	if err != nil || c.Balance != 10 || c.Held != 10 {
+		t.Fatalf("credits %+v (%v), want balance 10 with 10 held", c, err)
 	}
 	if _, err := s.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: "x@y.test", Status: "valid"}}); err != nil {
 		t.Fatal(err)
@@ -302,7 +243,8 @@ func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 	}
 	// One hold charged by ten at once, among twenty other charges (so
 	// that a backend that combines them has several in one go): once.
-	s.AddCredits(t.Context(), acct, 25, "")
+	_, err = s.AddCredits(t.Context(), acct, 25, "")
+	noErr(t, err, "AddCredits")
 	h2, err := s.Hold(t.Context(), acct, 3, "twice")
 	if err != nil {
 		t.Fatal(err)
@@ -336,8 +278,8 @@ func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 	if once.Load() != 1 || gone.Load() != 9 {
 		t.Fatalf("one hold charged %d times (%d refused)", once.Load(), gone.Load())
 	}
-	if c, _ := s.Credits(t.Context(), acct); c.Balance != 2 || c.Held != 0 {
-		t.Fatalf("credits %+v after 20 charges of 1 and one of 3 of 25", c)
+	if c, err := s.Credits(t.Context(), acct); err != nil || c.Balance != 2 || c.Held != 0 {
+		t.Fatalf("credits %+v (%v) after 20 charges of 1 and one of 3 of 25", c, err)
 	}
 	page, err := s.ListHistory(t.Context(), acct, storage.HistoryAll, "", 200)
 	if err != nil || len(page.Rows) != 72 {
@@ -349,13 +291,13 @@ func testChargeDirect[S Charges](t *testing.T, b Backend[S]) {
 // Holds a stopped process left are released when the data is opened again
 // (on PostgreSQL: by the box that finds its boot stopped), with a release
 // entry each, and can no longer be charged.
-func testStaleHolds[S Charges](t *testing.T, b Backend[S]) {
+func testStaleHolds(t *testing.T, b backend) {
 	s := b.Open(t, NewClock())
 	acct := account(t, s, 5)
 	other := account(t, s, 5)
-	h1, _ := s.Hold(t.Context(), acct, 1, "a")
-	s.Hold(t.Context(), acct, 2, "b")
-	s.Hold(t.Context(), other, 1, "c")
+	h1 := hold(t, s, acct, 1, "a")
+	hold(t, s, acct, 2, "b")
+	hold(t, s, other, 1, "c")
 	validate(t, s, acct, result("z@example.com", "valid"))
 	if _, err := s.Charge(t.Context(), h1, storage.ChargeRequest{Result: result("a@example.com", "valid")}); err != nil {
 		t.Fatal(err)
@@ -371,8 +313,8 @@ func testStaleHolds[S Charges](t *testing.T, b Backend[S]) {
 			t.Errorf("%s: holds %v, %v", a, hs, err)
 		}
 	}
-	if cr, _ := s.Credits(t.Context(), acct); cr.Balance != 3 {
-		t.Errorf("balance %d, want 3 (two charges)", cr.Balance)
+	if cr, err := s.Credits(t.Context(), acct); err != nil || cr.Balance != 3 {
+		t.Errorf("balance %d (%v), want 3 (two charges)", cr.Balance, err)
 	}
 	_, err := s.Charge(t.Context(), h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
 	wantErr(t, err, storage.ErrHoldNotActive)
@@ -433,7 +375,7 @@ func CheckNewestFirst(t *testing.T, rows []storage.HistoryRow) {
 
 // Walking pages with any limit yields every row exactly once, newest
 // first, though 400 rows written concurrently share one millisecond.
-func testHistoryPaging[S Charges](t *testing.T, b Backend[S]) {
+func testHistoryPaging(t *testing.T, b backend) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 10_000)
@@ -501,8 +443,8 @@ func testHistoryPaging[S Charges](t *testing.T, b Backend[S]) {
 	if len(p.Rows) != 20 || p.Rows[0].Email != "early@example.com" || !p.Rows[0].ProbedAt.Before(t0) {
 		t.Errorf("millisecond cursor: %d rows", len(p.Rows))
 	}
-	if p, _ := s.ListHistory(t.Context(), acct, storage.HistoryAll, "1970-01-01T00:00:00Z", 10); len(p.Rows) != 0 {
-		t.Errorf("cursor at the epoch: %d rows", len(p.Rows))
+	if p, err := s.ListHistory(t.Context(), acct, storage.HistoryAll, "1970-01-01T00:00:00Z", 10); err != nil || len(p.Rows) != 0 {
+		t.Errorf("cursor at the epoch: %d rows, %v", len(p.Rows), err)
 	}
 	if _, err := s.ListHistory(t.Context(), acct, "weird", "", 10); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("unknown kind: %v", err)
@@ -510,8 +452,8 @@ func testHistoryPaging[S Charges](t *testing.T, b Backend[S]) {
 	if _, err := s.ListHistory(t.Context(), acct, storage.HistoryAll, "not a time", 10); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("bad cursor: %v", err)
 	}
-	if p, _ := s.ListHistory(t.Context(), acct, "", "", 0); len(p.Rows) != storage.DefaultHistoryLimit {
-		t.Errorf("default limit: %d rows", len(p.Rows))
+	if p, err := s.ListHistory(t.Context(), acct, "", "", 0); err != nil || len(p.Rows) != storage.DefaultHistoryLimit {
+		t.Errorf("default limit: %d rows, %v", len(p.Rows), err)
 	}
 	if _, err := s.ListHistory(t.Context(), "acct_nosuchaccountxxxxxx", "", "", 0); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("unknown account: %v", err)
@@ -534,7 +476,7 @@ func testHistoryPaging[S Charges](t *testing.T, b Backend[S]) {
 // A row probed before the newest one (a clock step back, a late result)
 // takes its place by probed_at, after the rows already in its
 // millisecond.
-func testHistoryLateRows[S Charges](t *testing.T, b Backend[S]) {
+func testHistoryLateRows(t *testing.T, b backend) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 100)
@@ -563,7 +505,7 @@ func testHistoryLateRows[S Charges](t *testing.T, b Backend[S]) {
 // Results are read back whole; the cache serves an account's latest fresh
 // result of an address, in any case, within the age asked, and a row
 // served from cache neither replaces it nor is served itself.
-func testResultsAndCache[S Charges](t *testing.T, b Backend[S]) {
+func testResultsAndCache(t *testing.T, b backend) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 100)
@@ -594,33 +536,33 @@ func testResultsAndCache[S Charges](t *testing.T, b Backend[S]) {
 	if err != nil || !ok || hit.ID != first.Result.ID || string(hit.Receipt) != `{"sig":"x"}` {
 		t.Fatalf("LookupCache: %+v %v %v", hit, ok, err)
 	}
-	if _, ok, _ := s.LookupCache(t.Context(), other, "ada@example.com", time.Hour); ok {
-		t.Error("another account's result served")
+	if _, ok, err := s.LookupCache(t.Context(), other, "ada@example.com", time.Hour); err != nil || ok {
+		t.Errorf("another account's result served: %v, %v", ok, err)
 	}
 	cr := result("ada@example.com", "valid")
 	cr.CachedFrom = hit.ID
 	served := validate(t, s, acct, cr)
-	if hit2, _, _ := s.LookupCache(t.Context(), acct, "ada@example.com", time.Hour); hit2.ID != first.Result.ID {
-		t.Errorf("cache now points at %s", hit2.ID)
+	if hit2, _, err := s.LookupCache(t.Context(), acct, "ada@example.com", time.Hour); err != nil || hit2.ID != first.Result.ID {
+		t.Errorf("cache now points at %s, %v", hit2.ID, err)
 	}
-	p, _ := s.ListHistory(t.Context(), acct, storage.HistoryAll, "", 10)
-	if len(p.Rows) != 2 || p.Rows[0].CachedFrom != first.Result.ID || p.Rows[0].ResultID != served.Result.ID || p.Rows[1].LatencyMs != -1 ||
+	p, err := s.ListHistory(t.Context(), acct, storage.HistoryAll, "", 10)
+	if err != nil || len(p.Rows) != 2 || p.Rows[0].CachedFrom != first.Result.ID || p.Rows[0].ResultID != served.Result.ID || p.Rows[1].LatencyMs != -1 ||
 		p.Rows[1].ID != first.Result.HistoryID || p.Rows[1].Kind != storage.KindSingle || p.Rows[1].JobID != "" {
-		t.Errorf("history: %+v", p.Rows)
+		t.Errorf("history: %+v, %v", p.Rows, err)
 	}
 	c.Advance(time.Hour)
-	if _, ok, _ := s.LookupCache(t.Context(), acct, "ada@example.com", time.Hour); ok {
-		t.Error("an expired result served")
+	if _, ok, err := s.LookupCache(t.Context(), acct, "ada@example.com", time.Hour); err != nil || ok {
+		t.Errorf("an expired result served: %v, %v", ok, err)
 	}
 	u := result("ada@example.com", "unknown")
 	u.SkipCache = true
 	validate(t, s, acct, u)
-	if hit3, ok, _ := s.LookupCache(t.Context(), acct, "ada@example.com", 24*time.Hour); !ok || hit3.ID != first.Result.ID {
-		t.Errorf("SkipCache result replaced the entry: %+v %v", hit3, ok)
+	if hit3, ok, err := s.LookupCache(t.Context(), acct, "ada@example.com", 24*time.Hour); err != nil || !ok || hit3.ID != first.Result.ID {
+		t.Errorf("SkipCache result replaced the entry: %+v %v %v", hit3, ok, err)
 	}
 	newer := validate(t, s, acct, result("ADA@example.com", "risky"))
-	if hit4, ok, _ := s.LookupCache(t.Context(), acct, "ada@example.com", time.Hour); !ok || hit4.ID != newer.Result.ID {
-		t.Errorf("a newer result did not replace the entry: %+v %v", hit4, ok)
+	if hit4, ok, err := s.LookupCache(t.Context(), acct, "ada@example.com", time.Hour); err != nil || !ok || hit4.ID != newer.Result.ID {
+		t.Errorf("a newer result did not replace the entry: %+v %v %v", hit4, ok, err)
 	}
 
 	c.Advance(2 * time.Hour)
@@ -629,16 +571,16 @@ func testResultsAndCache[S Charges](t *testing.T, b Backend[S]) {
 	if err != nil || n != 1 {
 		t.Errorf("PurgeCache: %d, %v; want 1", n, err)
 	}
-	if _, ok, _ := s.LookupCache(t.Context(), acct, "fresh@example.com", time.Hour); !ok {
-		t.Error("fresh entry purged")
+	if _, ok, err := s.LookupCache(t.Context(), acct, "fresh@example.com", time.Hour); err != nil || !ok {
+		t.Errorf("fresh entry purged: %v", err)
 	}
-	if _, ok, _ := s.LookupCache(t.Context(), acct, "ada@example.com", 24*time.Hour); ok {
-		t.Error("purged entry served")
+	if _, ok, err := s.LookupCache(t.Context(), acct, "ada@example.com", 24*time.Hour); err != nil || ok {
+		t.Errorf("purged entry served: %v, %v", ok, err)
 	}
 }
 
 // Rows per UTC day and verdict, late rows counted on their day.
-func testDailyCounts[S Charges](t *testing.T, b Backend[S]) {
+func testDailyCounts(t *testing.T, b backend) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 100)
@@ -684,32 +626,37 @@ func testDailyCounts[S Charges](t *testing.T, b Backend[S]) {
 	at(time.Hour)
 	validate(t, s, acct, result("g@x.test", "valid"))
 	check("late", []map[string]int{{"valid": 1, "invalid": 1}, {"valid": 1, "invalid": 1}, {"risky": 1, "valid": 1}})
-	got, _ := s.DailyCounts(t.Context(), acct, 3)
+	got, err := s.DailyCounts(t.Context(), acct, 3)
+	noErr(t, err, "DailyCounts")
 	got[0].Counts["valid"] = 99
 	check("again", []map[string]int{{"valid": 1, "invalid": 1}, {"valid": 1, "invalid": 1}, {"risky": 1, "valid": 1}})
 
 	if _, err := s.DailyCounts(t.Context(), acct, 0); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("0 days: %v", err)
 	}
-	_, err := s.DailyCounts(t.Context(), "acct_nosuchaccountxxxxxx", 30)
+	_, err = s.DailyCounts(t.Context(), "acct_nosuchaccountxxxxxx", 30)
 	wantErr(t, err, storage.ErrNotFound)
 	if got, err := s.DailyCounts(t.Context(), acct, 30); err != nil || len(got) != 30 || got[29].Total() != 2 {
 		t.Errorf("30 days: %d, %v", len(got), err)
 	}
 }
 
-func testIdempotency[S Charges](t *testing.T, b Backend[S]) {
+func testIdempotency(t *testing.T, b backend) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 0)
 	ref := storage.IdemRef{Account: acct, Endpoint: "POST /v1/validate", Key: "key-0001"}
-	begin := func(hash string) (storage.IdemOutcome, storage.IdemRecord) {
+	beginRef := func(ref storage.IdemRef, hash string) (storage.IdemOutcome, storage.IdemRecord) {
 		t.Helper()
 		out, rec, err := s.BeginIdem(t.Context(), ref, []byte(hash))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return out, rec
+	}
+	begin := func(hash string) (storage.IdemOutcome, storage.IdemRecord) {
+		t.Helper()
+		return beginRef(ref, hash)
 	}
 	if out, rec := begin("h1"); out != storage.IdemNew || rec.Done || !rec.CreatedAt.Equal(c.Now()) || !rec.ExpiresAt.Equal(c.Now().Add(24*time.Hour)) {
 		t.Fatalf("first: %v %+v", out, rec)
@@ -736,8 +683,8 @@ func testIdempotency[S Charges](t *testing.T, b Backend[S]) {
 	if out, _ := begin("h2"); out != storage.IdemMismatch {
 		t.Errorf("other body after completion: %v", out)
 	}
-	if out, _, _ := s.BeginIdem(t.Context(), storage.IdemRef{Account: acct, Endpoint: "POST /v1/batch", Key: ref.Key}, []byte("h2")); out != storage.IdemNew {
-		t.Errorf("same key, other endpoint: %v", out)
+	if out, _, err := s.BeginIdem(t.Context(), storage.IdemRef{Account: acct, Endpoint: "POST /v1/batch", Key: ref.Key}, []byte("h2")); err != nil || out != storage.IdemNew {
+		t.Errorf("same key, other endpoint: %v, %v", out, err)
 	}
 
 	c.Advance(24*time.Hour - time.Millisecond)
@@ -758,25 +705,25 @@ func testIdempotency[S Charges](t *testing.T, b Backend[S]) {
 	if out, _ := begin("h3"); out != storage.IdemNew {
 		t.Errorf("after abort: %v", out)
 	}
-	s.CompleteIdem(t.Context(), ref, resp)
-	s.AbortIdem(t.Context(), ref)
+	noErr(t, s.CompleteIdem(t.Context(), ref, resp), "CompleteIdem")
+	noErr(t, s.AbortIdem(t.Context(), ref), "AbortIdem of a completed record")
 	if out, _ := begin("h3"); out != storage.IdemReplay {
 		t.Errorf("abort of a completed record: %v", out)
 	}
 
 	// A record pending in a process that stopped is taken over.
 	ref2 := storage.IdemRef{Account: acct, Endpoint: "POST /v1/validate", Key: "key-0002"}
-	if out, _, _ := s.BeginIdem(t.Context(), ref2, []byte("h")); out != storage.IdemNew {
+	if out, _ := beginRef(ref2, "h"); out != storage.IdemNew {
 		t.Fatal(out)
 	}
 	s = b.Reopen(t, s)
-	if out, _, _ := s.BeginIdem(t.Context(), ref2, []byte("h")); out != storage.IdemNew {
+	if out, _ := beginRef(ref2, "h"); out != storage.IdemNew {
 		t.Errorf("pending of a stopped process: %v", out)
 	}
-	if out, _, _ := s.BeginIdem(t.Context(), ref2, []byte("h")); out != storage.IdemInFlight {
+	if out, _ := beginRef(ref2, "h"); out != storage.IdemInFlight {
 		t.Errorf("pending of this process: %v", out)
 	}
-	if out, _, _ := s.BeginIdem(t.Context(), ref, []byte("h3")); out != storage.IdemReplay {
+	if out, _ := beginRef(ref, "h3"); out != storage.IdemReplay {
 		t.Errorf("replay after a restart: %v", out)
 	}
 	if _, _, err := s.BeginIdem(t.Context(), storage.IdemRef{Account: "acct_nosuchaccountxxxxxx", Endpoint: "e", Key: "k"}, nil); !errors.Is(err, storage.ErrNotFound) {
@@ -788,7 +735,7 @@ func testIdempotency[S Charges](t *testing.T, b Backend[S]) {
 }
 
 // Concurrent duplicates: exactly one request gets the key.
-func testIdempotencyConcurrent[S Charges](t *testing.T, b Backend[S]) {
+func testIdempotencyConcurrent(t *testing.T, b backend) {
 	s := b.Open(t, NewClock())
 	acct := account(t, s, 0)
 	ref := storage.IdemRef{Account: acct, Endpoint: "validate", Key: "same-key"}
@@ -814,20 +761,26 @@ func testIdempotencyConcurrent[S Charges](t *testing.T, b Backend[S]) {
 	}
 }
 
-func testIdempotencyPurge[S Charges](t *testing.T, b Backend[S]) {
+func testIdempotencyPurge(t *testing.T, b backend) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 0)
 	ref := func(k string) storage.IdemRef { return storage.IdemRef{Account: acct, Endpoint: "validate", Key: k} }
-	for _, k := range []string{"old-0001", "old-0002", "old-0003"} {
-		s.BeginIdem(t.Context(), ref(k), []byte("h"))
+	begin := func(k, hash string) {
+		t.Helper()
+		if out, _, err := s.BeginIdem(t.Context(), ref(k), []byte(hash)); err != nil || out != storage.IdemNew {
+			t.Fatalf("BeginIdem(%s): %v, %v", k, out, err)
+		}
 	}
-	s.CompleteIdem(t.Context(), ref("old-0001"), storage.IdemResponse{Status: 200})
+	for _, k := range []string{"old-0001", "old-0002", "old-0003"} {
+		begin(k, "h")
+	}
+	noErr(t, s.CompleteIdem(t.Context(), ref("old-0001"), storage.IdemResponse{Status: 200}), "CompleteIdem")
 	c.Advance(12 * time.Hour)
-	s.BeginIdem(t.Context(), ref("new-0001"), []byte("h"))
+	begin("new-0001", "h")
 	c.Advance(12 * time.Hour)
 	// old-0003 expired and was begun again: its record is new.
-	s.BeginIdem(t.Context(), ref("old-0003"), []byte("h2"))
+	begin("old-0003", "h2")
 
 	n, err := s.PurgeIdem(t.Context())
 	if err != nil || n != 2 {
