@@ -19,8 +19,9 @@
 //     of every method called.
 //  3. The subtests run: accounts, keys, credits, charges, results,
 //     history, cache, idempotency, jobs, outbox, users, sessions,
-//     secrets, and the fleet's job leases (when the backend implements
-//     storage.JobLeases).
+//     secrets, the fleet's job leases (when the backend implements
+//     storage.JobLeases), and the scripted scenarios of testdata/*.txt
+//     (scenario.go).
 //  4. Last, AllMethodsCalled fails naming every method of storage.Store
 //     (and storage.JobLeases) that no subtest called: the method sets
 //     are read with reflect, so a method added to the contract is
@@ -121,6 +122,7 @@ var subtests = []struct {
 	{"SessionAccount", testSessionAccount},
 	{"OpenRegistration", testOpenRegistration},
 	{"Secret", testSecret},
+	{"Scenarios", testScenarios},
 }
 
 // Run runs the whole suite on the backend b, then fails if it left a
