@@ -75,8 +75,8 @@ func (db *DB) ListAccounts(ctx context.Context) ([]storage.Account, error) {
 
 // SetPlan changes the account's plan.
 func (db *DB) SetPlan(ctx context.Context, id string, plan storage.Plan) (storage.Account, error) {
-	if !plan.Valid() {
-		return storage.Account{}, invalidf("unknown plan %q", plan)
+	if err := storage.CheckPlan(plan); err != nil {
+		return storage.Account{}, err
 	}
 	return db.updateAccount(id, func(a *storage.Account) { a.Plan = plan })
 }

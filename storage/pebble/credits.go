@@ -218,8 +218,8 @@ func (db *DB) Credits(ctx context.Context, account string) (storage.Credits, err
 
 // AddCredits adds n > 0 credits to the account.
 func (db *DB) AddCredits(ctx context.Context, account string, n int64, note string) (storage.Entry, error) {
-	if n <= 0 {
-		return storage.Entry{}, invalidf("credits to add must be positive, not %d", n)
+	if err := storage.CheckAddCredits(n); err != nil {
+		return storage.Entry{}, err
 	}
 	return db.adjust(account, func(tx *ledgerTx) (storage.Entry, error) {
 		return tx.add(storage.EntryAdd, n, n, 0, 0, "", note), nil
@@ -230,12 +230,12 @@ func (db *DB) AddCredits(ctx context.Context, account string, n int64, note stri
 // credits held by validations in flight, which will be charged or released
 // whatever the balance says.
 func (db *DB) SetCredits(ctx context.Context, account string, n int64, note string) (storage.Entry, error) {
-	if n < 0 {
-		return storage.Entry{}, invalidf("balance must not be negative, not %d", n)
+	if err := storage.CheckSetCredits(n); err != nil {
+		return storage.Entry{}, err
 	}
 	return db.adjust(account, func(tx *ledgerTx) (storage.Entry, error) {
-		if n < tx.held {
-			return storage.Entry{}, invalidf("balance cannot be set to %d, below the %d credits held by validations in flight", n, tx.held)
+		if err := storage.CheckSetCreditsHeld(n, tx.held); err != nil {
+			return storage.Entry{}, err
 		}
 		return tx.add(storage.EntrySet, n, n-tx.balance, 0, 0, "", note), nil
 	})
@@ -281,8 +281,8 @@ const (
 // it is, and brings it to disk with it (see below). ref is logged in the
 // entry (a request id). End the hold with Charge or Release.
 func (db *DB) Hold(ctx context.Context, account string, n int64, ref string) (storage.Hold, error) {
-	if n <= 0 {
-		return storage.Hold{}, invalidf("credits to hold must be positive, not %d", n)
+	if err := storage.CheckHold(n); err != nil {
+		return storage.Hold{}, err
 	}
 	// The disk space guard decides before anything is staged: a write
 	// staged and then refused would leave the state counting it.
@@ -345,8 +345,8 @@ func (db *DB) Charge(ctx context.Context, h storage.Hold, req storage.ChargeRequ
 // one synced batch under the account's lock. It fails with an
 // *InsufficientCreditsError when fewer than n are available.
 func (db *DB) ChargeDirect(ctx context.Context, account string, n int64, req storage.ChargeRequest) (storage.Charged, error) {
-	if n <= 0 {
-		return storage.Charged{}, invalidf("credits to charge must be positive, not %d", n)
+	if err := storage.CheckChargeDirect(n); err != nil {
+		return storage.Charged{}, err
 	}
 	return db.charge(account, nil, n, req)
 }

@@ -527,7 +527,3 @@ func (db *DB) waitReads() {
 }
 
 var _ storage.Store = (*DB)(nil)
-
-func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{storage.ErrInvalid}, args...)...)
-}

@@ -26,6 +26,9 @@ func (db *DB) CreateJob(ctx context.Context, spec storage.JobSpec) (storage.Job,
 	if !db.accountExists(spec.Account) {
 		return storage.Job{}, fmt.Errorf("%w: account %q", storage.ErrNotFound, spec.Account)
 	}
+	if err := storage.CheckJobAddresses(spec.Addresses); err != nil {
+		return storage.Job{}, err
+	}
 
 	// The addresses go into the batch before any lock is taken: for
 	// 100,000 of them this is most of the work.
@@ -34,19 +37,9 @@ func (db *DB) CreateJob(ctx context.Context, spec storage.JobSpec) (storage.Job,
 		size += len(prefixJobAddr) + len(spec.ID) + 1 + 4 + len(a) + 8
 	}
 	b := db.pdb.NewBatchWithSize(size + 1024)
-	seen := make(map[string]struct{}, len(spec.Addresses))
 	key := jobAddrPrefix(spec.ID)
 	pl := len(key)
 	for i, a := range spec.Addresses {
-		if a == "" {
-			b.Close()
-			return storage.Job{}, invalidf("address %d is empty", i)
-		}
-		if _, dup := seen[a]; dup {
-			b.Close()
-			return storage.Job{}, invalidf("address %d (%q) is a duplicate", i, a)
-		}
-		seen[a] = struct{}{}
 		key = appendU32(key[:pl], uint32(i))
 		op := b.SetDeferred(len(key), len(a))
 		copy(op.Key, key)
@@ -180,8 +173,8 @@ func (db *DB) AccountJob(ctx context.Context, account, id string) (storage.Job, 
 }
 
 func (db *DB) readJob(id string) (storage.Job, error) {
-	if !storage.ValidUUID(id) {
-		return storage.Job{}, fmt.Errorf("%w: job %q", storage.ErrNotFound, id)
+	if err := storage.CheckJobID(id); err != nil {
+		return storage.Job{}, err
 	}
 	v, err := db.get(jobKey(id))
 	if err != nil {
@@ -319,8 +312,8 @@ func (db *DB) PutJobResults(ctx context.Context, id string, results []storage.Jo
 	}
 	defer seen.Close()
 	for _, jr := range results {
-		if jr.Index < 0 || jr.Index >= j.Total {
-			return fail(invalidf("job %s has no address %d", id, jr.Index))
+		if err := storage.CheckJobIndex(id, jr.Index, j.Total); err != nil {
+			return fail(err)
 		}
 		if done[jr.Index] {
 			continue
@@ -372,8 +365,8 @@ func (db *DB) PutJobResults(ctx context.Context, id string, results []storage.Jo
 // completed only once every address has a result; failed at any time
 // before it ends.
 func (db *DB) FinishJob(ctx context.Context, id string, f storage.JobFinish) (storage.Job, error) {
-	if f.Status != storage.JobCompleted && f.Status != storage.JobFailed {
-		return storage.Job{}, invalidf("a job ends completed or failed, not %q", f.Status)
+	if err := storage.CheckJobFinish(f); err != nil {
+		return storage.Job{}, err
 	}
 	st, j, err := db.lockJob(id)
 	if err != nil {
@@ -487,8 +480,8 @@ func (db *DB) jobAddresses(id string, from int, fn func(index int, addr string) 
 	if err := db.check(); err != nil {
 		return err
 	}
-	if !storage.ValidUUID(id) {
-		return fmt.Errorf("%w: job %q", storage.ErrNotFound, id)
+	if err := storage.CheckJobID(id); err != nil {
+		return err
 	}
 	p := jobAddrPrefix(id)
 	err := db.scan(jobAddrKey(id, uint32(max(from, 0))), prefixEnd(p), func(k, v []byte) (bool, error) {
@@ -506,8 +499,8 @@ func (db *DB) PendingAddresses(ctx context.Context, id string, fn func(index int
 	if err := db.check(); err != nil {
 		return err
 	}
-	if !storage.ValidUUID(id) {
-		return fmt.Errorf("%w: job %q", storage.ErrNotFound, id)
+	if err := storage.CheckJobID(id); err != nil {
+		return err
 	}
 	rp := jobResultPrefix(id)
 	res, err := db.iter(&pebble.IterOptions{LowerBound: rp, UpperBound: prefixEnd(rp)})
@@ -539,8 +532,8 @@ func (db *DB) JobResults(ctx context.Context, id string, fn func(storage.Result)
 	if err := db.check(); err != nil {
 		return err
 	}
-	if !storage.ValidUUID(id) {
-		return fmt.Errorf("%w: job %q", storage.ErrNotFound, id)
+	if err := storage.CheckJobID(id); err != nil {
+		return err
 	}
 	err := db.scanPrefix(jobResultPrefix(id), func(_, v []byte) (bool, error) {
 		r, _, _, err := decodeResult(v)

@@ -35,8 +35,8 @@ func (db *DB) DailyCounts(ctx context.Context, account string, days int) ([]stor
 	if err := db.check(); err != nil {
 		return nil, err
 	}
-	if days < 1 || days > storage.MaxStatDays {
-		return nil, invalidf("days must be 1 to %d, not %d", storage.MaxStatDays, days)
+	if err := storage.CheckDays(days); err != nil {
+		return nil, err
 	}
 	if !db.accountExists(account) {
 		return nil, fmt.Errorf("%w: account %q", storage.ErrNotFound, account)

@@ -47,11 +47,11 @@ func (db *DB) RegisterWithInvite(ctx context.Context, email, passwordHash, token
 // ledger entry in a second write, and Open finishes a grant a crash left
 // between the two. No credit is lost or given twice.
 func (db *DB) RegisterWithAccount(ctx context.Context, email, passwordHash, accountName string, plan storage.Plan, credits int64) (storage.User, storage.Account, error) {
-	if !plan.Valid() {
-		return storage.User{}, storage.Account{}, invalidf("unknown plan %q", plan)
+	if err := storage.CheckPlan(plan); err != nil {
+		return storage.User{}, storage.Account{}, err
 	}
-	if credits < 0 {
-		return storage.User{}, storage.Account{}, invalidf("starting credits must not be negative, not %d", credits)
+	if err := storage.CheckStartingCredits(credits); err != nil {
+		return storage.User{}, storage.Account{}, err
 	}
 	var acct storage.Account
 	u, err := db.register(strings.TrimSpace(email), passwordHash, false, func(b *pebble.Batch, u *storage.User) (func(), error) {
@@ -136,8 +136,8 @@ func (db *DB) register(email, passwordHash string, operator bool, stage func(*pe
 	if err := storage.CheckEmail(email); err != nil {
 		return storage.User{}, err
 	}
-	if passwordHash == "" {
-		return storage.User{}, invalidf("password hash is empty")
+	if err := storage.CheckPasswordHash(passwordHash); err != nil {
+		return storage.User{}, err
 	}
 	db.umu.Lock()
 	defer db.umu.Unlock()
@@ -284,8 +284,8 @@ func (db *DB) updateUser(id string, change func(*storage.User, *pebble.Batch) (f
 // SetPassword replaces the user's password hash and ends every session
 // of the user, in one write.
 func (db *DB) SetPassword(ctx context.Context, id, passwordHash string) (storage.User, error) {
-	if passwordHash == "" {
-		return storage.User{}, invalidf("password hash is empty")
+	if err := storage.CheckPasswordHash(passwordHash); err != nil {
+		return storage.User{}, err
 	}
 	return db.updateUser(id, func(u *storage.User, b *pebble.Batch) (func(), error) {
 		u.PasswordHash = passwordHash
@@ -310,8 +310,8 @@ func (db *DB) SetPassword(ctx context.Context, id, passwordHash string) (storage
 // stay, since the password did not change.
 func (db *DB) RehashPassword(ctx context.Context, id, old, hash string) error {
 	_, err := db.updateUser(id, func(u *storage.User, _ *pebble.Batch) (func(), error) {
-		if u.PasswordHash != old {
-			return nil, fmt.Errorf("%w: the password changed meanwhile", storage.ErrInvalid)
+		if err := storage.CheckRehash(u.PasswordHash, old); err != nil {
+			return nil, err
 		}
 		u.PasswordHash = hash
 		return nil, nil
@@ -344,8 +344,8 @@ func (db *DB) ownersLocked(account, except string, r storage.Role) int {
 // Sessions are not touched: server/web reads the role from the user at
 // each request, never from the session.
 func (db *DB) SetRole(ctx context.Context, account, id string, role storage.Role) (storage.User, error) {
-	if role != "" && !role.Valid() {
-		return storage.User{}, invalidf("unknown role %q", role)
+	if err := storage.CheckSetRole(role); err != nil {
+		return storage.User{}, err
 	}
 	return db.updateUser(id, func(u *storage.User, _ *pebble.Batch) (func(), error) {
 		i := slices.IndexFunc(u.Accounts, func(m storage.Membership) bool { return m.Account == account })
@@ -372,11 +372,11 @@ func (db *DB) CreateInvite(ctx context.Context, account string, role storage.Rol
 	if err := db.check(); err != nil {
 		return "", storage.Invite{}, err
 	}
-	if !role.Valid() {
-		return "", storage.Invite{}, invalidf("unknown role %q", role)
+	if err := storage.CheckRole(role); err != nil {
+		return "", storage.Invite{}, err
 	}
-	if ttl <= 0 {
-		return "", storage.Invite{}, invalidf("invitation lifetime must be positive")
+	if err := storage.CheckInviteTTL(ttl); err != nil {
+		return "", storage.Invite{}, err
 	}
 	email = strings.TrimSpace(email)
 	if email != "" {

@@ -71,8 +71,7 @@ func (db *DB) ListAccounts(ctx context.Context) ([]storage.Account, error) {
 
 // SetPlan changes the account's plan.
 func (db *DB) SetPlan(ctx context.Context, id string, plan storage.Plan) (storage.Account, error) {
-	if !plan.Valid() {
-		_, err := storage.NewAccount("", plan, db.now()) // the same message
+	if err := storage.CheckPlan(plan); err != nil {
 		return storage.Account{}, err
 	}
 	return db.updateAccount(ctx, id, `UPDATE accounts SET plan = $2 WHERE id = $1 RETURNING `+accountCols, string(plan))

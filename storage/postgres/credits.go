@@ -93,8 +93,8 @@ func (db *DB) Credits(ctx context.Context, account string) (storage.Credits, err
 
 // AddCredits adds n > 0 credits to the account.
 func (db *DB) AddCredits(ctx context.Context, account string, n int64, note string) (storage.Entry, error) {
-	if n <= 0 {
-		return storage.Entry{}, invalid("credits to add must be positive, not %d", n)
+	if err := storage.CheckAddCredits(n); err != nil {
+		return storage.Entry{}, err
 	}
 	return db.adjust(ctx, account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
 		return r.entry(ctx, tx, account, db.now(), storage.EntryAdd, n, n, 0, 0, "", note)
@@ -104,12 +104,12 @@ func (db *DB) AddCredits(ctx context.Context, account string, n int64, note stri
 // SetCredits sets the account's balance to n, never below the credits
 // held by validations in flight.
 func (db *DB) SetCredits(ctx context.Context, account string, n int64, note string) (storage.Entry, error) {
-	if n < 0 {
-		return storage.Entry{}, invalid("balance must not be negative, not %d", n)
+	if err := storage.CheckSetCredits(n); err != nil {
+		return storage.Entry{}, err
 	}
 	return db.adjust(ctx, account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
-		if n < r.held {
-			return storage.Entry{}, invalid("balance cannot be set to %d, below the %d credits held by validations in flight", n, r.held)
+		if err := storage.CheckSetCreditsHeld(n, r.held); err != nil {
+			return storage.Entry{}, err
 		}
 		return r.entry(ctx, tx, account, db.now(), storage.EntrySet, n, n-r.balance, 0, 0, "", note)
 	})
@@ -150,8 +150,8 @@ func (db *DB) adjust(ctx context.Context, account string, change func(context.Co
 // waits for, under the account's row lock. A hold goes in the transaction
 // of the account's charges and holds waiting on this box (combine.go).
 func (db *DB) Hold(ctx context.Context, account string, n int64, ref string) (storage.Hold, error) {
-	if n <= 0 {
-		return storage.Hold{}, invalid("credits to hold must be positive, not %d", n)
+	if err := storage.CheckHold(n); err != nil {
+		return storage.Hold{}, err
 	}
 	p := &pendingCharge{hold: true, ref: ref, n: n, now: db.now(), done: make(chan chargeOutcome, 1)}
 	o := db.submit(ctx, account, p)

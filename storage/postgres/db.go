@@ -301,10 +301,6 @@ func isForeignKey(err error) bool {
 
 func notFound(what, id string) error { return fmt.Errorf("%w: %s %q", storage.ErrNotFound, what, id) }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{storage.ErrInvalid}, args...)...)
-}
-
 func holdNotActive(h storage.Hold) error {
 	return fmt.Errorf("%w: %s/%d", storage.ErrHoldNotActive, h.Account, h.Seq)
 }

@@ -127,8 +127,8 @@ func (db *DB) CreateJob(ctx context.Context, spec storage.JobSpec) (storage.Job,
 
 // Job returns the job, or ErrNotFound.
 func (db *DB) Job(ctx context.Context, id string) (storage.Job, error) {
-	if !storage.ValidUUID(id) {
-		return storage.Job{}, jobNotFound(id)
+	if err := storage.CheckJobID(id); err != nil {
+		return storage.Job{}, err
 	}
 	ctx, cancel := db.ctx(ctx)
 	defer cancel()
@@ -210,8 +210,8 @@ func (db *DB) PutJobResults(ctx context.Context, id string, results []storage.Jo
 		idx := make([]int32, 0, len(results))
 		byIndex := make(map[int]storage.Result, len(results))
 		for _, jr := range results {
-			if jr.Index < 0 || jr.Index >= j.Total {
-				return invalid("job %s has no address %d", id, jr.Index)
+			if err := storage.CheckJobIndex(id, jr.Index, j.Total); err != nil {
+				return err
 			}
 			if _, dup := byIndex[jr.Index]; !dup {
 				byIndex[jr.Index] = jr.Result
@@ -381,8 +381,8 @@ func insertResults(ctx context.Context, tx pgx.Tx, account string, rs []storage.
 // transaction with the job's new row and the event f.Event returns (see
 // storage.Jobs): exactly one FinishJob of a job succeeds, on any box.
 func (db *DB) FinishJob(ctx context.Context, id string, f storage.JobFinish) (storage.Job, error) {
-	if f.Status != storage.JobCompleted && f.Status != storage.JobFailed {
-		return storage.Job{}, invalid("a job ends completed or failed, not %q", f.Status)
+	if err := storage.CheckJobFinish(f); err != nil {
+		return storage.Job{}, err
 	}
 	var out storage.Job
 	err := db.jobTx(ctx, id, func(ctx context.Context, tx pgx.Tx, acct *acctRow, j *storage.Job) error {
@@ -455,8 +455,8 @@ func (db *DB) jobs(ctx context.Context, where string, args ...any) ([]storage.Jo
 // addresses calls fn for each (idx, addr) row of the query, until fn
 // returns an error (storage.ErrStop: stop quietly).
 func (db *DB) addresses(ctx context.Context, id string, fn func(int, string) error, q string, args ...any) error {
-	if !storage.ValidUUID(id) {
-		return jobNotFound(id)
+	if err := storage.CheckJobID(id); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -489,8 +489,8 @@ func (db *DB) SliceAddresses(ctx context.Context, id string, slice int, fn func(
 
 // JobResults calls fn with the job's results in index order.
 func (db *DB) JobResults(ctx context.Context, id string, fn func(storage.Result) error) error {
-	if !storage.ValidUUID(id) {
-		return jobNotFound(id)
+	if err := storage.CheckJobID(id); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

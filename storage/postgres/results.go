@@ -148,8 +148,8 @@ func (db *DB) charged(idem *storage.IdemRef, err error) {
 // ChargeDirect charges n credits without a hold, for a result already
 // known (cache: true), or fails with an *InsufficientCreditsError.
 func (db *DB) ChargeDirect(ctx context.Context, account string, n int64, req storage.ChargeRequest) (storage.Charged, error) {
-	if n <= 0 {
-		return storage.Charged{}, invalid("credits to charge must be positive, not %d", n)
+	if err := storage.CheckChargeDirect(n); err != nil {
+		return storage.Charged{}, err
 	}
 	c, err := db.charge(ctx, account, nil, n, req)
 	db.charged(req.Idem, err)
@@ -290,8 +290,8 @@ func (db *DB) ListHistory(ctx context.Context, account, kind, cursor string, lim
 // last days days, today included, oldest first (a day is the positions
 // of its milliseconds, as on Pebble).
 func (db *DB) DailyCounts(ctx context.Context, account string, days int) ([]storage.DayCount, error) {
-	if days < 1 || days > storage.MaxStatDays {
-		return nil, invalid("days must be 1 to %d, not %d", storage.MaxStatDays, days)
+	if err := storage.CheckDays(days); err != nil {
+		return nil, err
 	}
 	ctx, cancel := db.ctx(ctx)
 	defer cancel()

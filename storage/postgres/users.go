@@ -50,8 +50,11 @@ func (db *DB) RegisterWithInvite(ctx context.Context, email, passwordHash, token
 // credits to start with, in one transaction (the grant is its first
 // ledger entry).
 func (db *DB) RegisterWithAccount(ctx context.Context, email, passwordHash, accountName string, plan storage.Plan, credits int64) (storage.User, storage.Account, error) {
-	if credits < 0 {
-		return storage.User{}, storage.Account{}, invalid("starting credits must not be negative, not %d", credits)
+	if err := storage.CheckPlan(plan); err != nil {
+		return storage.User{}, storage.Account{}, err
+	}
+	if err := storage.CheckStartingCredits(credits); err != nil {
+		return storage.User{}, storage.Account{}, err
 	}
 	var a storage.Account
 	u, err := db.register(ctx, email, passwordHash, false, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
@@ -92,8 +95,8 @@ func (db *DB) register(ctx context.Context, email, passwordHash string, operator
 	if err := storage.CheckEmail(email); err != nil {
 		return storage.User{}, err
 	}
-	if passwordHash == "" {
-		return storage.User{}, invalid("password hash is empty")
+	if err := storage.CheckPasswordHash(passwordHash); err != nil {
+		return storage.User{}, err
 	}
 	ctx, cancel := db.ctx(ctx)
 	defer cancel()
@@ -198,8 +201,8 @@ func (db *DB) updateUser(ctx context.Context, id string, change func(context.Con
 // SetPassword replaces the user's password hash and ends every session
 // of the user, in one transaction.
 func (db *DB) SetPassword(ctx context.Context, id, passwordHash string) (storage.User, error) {
-	if passwordHash == "" {
-		return storage.User{}, invalid("password hash is empty")
+	if err := storage.CheckPasswordHash(passwordHash); err != nil {
+		return storage.User{}, err
 	}
 	return db.updateUser(ctx, id, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
 		u.PasswordHash = passwordHash
@@ -213,8 +216,8 @@ func (db *DB) SetPassword(ctx context.Context, id, passwordHash string) (storage
 // same password, if it is still old.
 func (db *DB) RehashPassword(ctx context.Context, id, old, hash string) error {
 	_, err := db.updateUser(ctx, id, func(_ context.Context, _ pgx.Tx, u *storage.User) error {
-		if u.PasswordHash != old {
-			return fmt.Errorf("%w: the password changed meanwhile", storage.ErrInvalid)
+		if err := storage.CheckRehash(u.PasswordHash, old); err != nil {
+			return err
 		}
 		u.PasswordHash = hash
 		return nil
@@ -232,8 +235,8 @@ func (db *DB) SetOperator(ctx context.Context, id string, operator bool) (storag
 // locked first, so two boxes demoting its two owners at once cannot both
 // pass the check.
 func (db *DB) SetRole(ctx context.Context, account, id string, role storage.Role) (storage.User, error) {
-	if role != "" && !role.Valid() {
-		return storage.User{}, invalid("unknown role %q", role)
+	if err := storage.CheckSetRole(role); err != nil {
+		return storage.User{}, err
 	}
 	return db.updateUser(ctx, id, func(ctx context.Context, tx pgx.Tx, u *storage.User) error {
 		i := slices.IndexFunc(u.Accounts, func(m storage.Membership) bool { return m.Account == account })
@@ -279,11 +282,11 @@ func inviteDoc(row scanner) (storage.Invite, error) {
 // CreateInvite mints a one-time invitation to account with role, valid
 // for ttl, optionally only for email. The token is returned once.
 func (db *DB) CreateInvite(ctx context.Context, account string, role storage.Role, email, createdBy string, ttl time.Duration) (string, storage.Invite, error) {
-	if !role.Valid() {
-		return "", storage.Invite{}, invalid("unknown role %q", role)
+	if err := storage.CheckRole(role); err != nil {
+		return "", storage.Invite{}, err
 	}
-	if ttl <= 0 {
-		return "", storage.Invite{}, invalid("invitation lifetime must be positive")
+	if err := storage.CheckInviteTTL(ttl); err != nil {
+		return "", storage.Invite{}, err
 	}
 	email = strings.TrimSpace(email)
 	if email != "" {

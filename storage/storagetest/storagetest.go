@@ -122,6 +122,7 @@ var subtests = []struct {
 	{"SessionAccount", testSessionAccount},
 	{"OpenRegistration", testOpenRegistration},
 	{"Secret", testSecret},
+	{"InvalidArguments", testInvalidArguments},
 	{"Scenarios", testScenarios},
 }
 
