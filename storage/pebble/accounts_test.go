@@ -159,14 +159,17 @@ func TestNoSecretOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, secret, _ := storage.ParseKey(key)
-	db.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
 	noFileHolds(t, db.dir, secret)
 }
 
 // noFileHolds fails the test if a file under dir holds one of secrets.
 func noFileHolds(t *testing.T, dir string, secrets ...string) {
 	t.Helper()
-	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+	files := 0
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 		if err != nil || fi.IsDir() {
 			return err
 		}
@@ -174,11 +177,18 @@ func noFileHolds(t *testing.T, dir string, secrets ...string) {
 		if err != nil {
 			return err
 		}
+		files++
 		for _, s := range secrets {
+			if s == "" {
+				t.Fatal("an empty secret")
+			}
 			if bytes.Contains(b, []byte(s)) {
 				t.Errorf("%s holds a secret", p)
 			}
 		}
 		return nil
 	})
+	if err != nil || files == 0 {
+		t.Fatalf("read %d files of %s: %v", files, dir, err)
+	}
 }

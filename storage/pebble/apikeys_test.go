@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -100,9 +101,9 @@ func TestAPIKeys(t *testing.T) {
 	// Callers cannot change the stored record through what they get.
 	keys[0].Scopes[0] = "x"
 	keys[0].Hash[0] ^= 0xff
-	again, _ := db.ListKeys(t.Context(), acct)
-	if again[0].Scopes[0] == "x" {
-		t.Error("ListKeys shares the record's slices")
+	again, err := db.ListKeys(t.Context(), acct)
+	if err != nil || again[0].Scopes[0] == "x" {
+		t.Errorf("ListKeys shares the record's slices (%v)", err)
 	}
 	if _, err := db.VerifyKey(t.Context(), readOnly); err != nil {
 		t.Error(err)
@@ -125,9 +126,9 @@ func TestKeyLastUsed(t *testing.T) {
 	if _, err := db.VerifyKey(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
-	lk, _ := db.LookupKey(t.Context(), rec.Prefix)
-	if !lk.LastUsed.Equal(t0) {
-		t.Fatalf("LastUsed %v, want %v", lk.LastUsed, t0)
+	lk, err := db.LookupKey(t.Context(), rec.Prefix)
+	if err != nil || !lk.LastUsed.Equal(t0) {
+		t.Fatalf("LastUsed %v (%v), want %v", lk.LastUsed, err, t0)
 	}
 	// The first use is written (in the background): wait for it.
 	for i := 0; ; i++ {
@@ -148,9 +149,9 @@ func TestKeyLastUsed(t *testing.T) {
 	if _, err := db.VerifyKey(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
-	keys, _ := db.ListKeys(t.Context(), acct)
-	if !keys[0].LastUsed.Equal(t0.Add(30 * time.Second)) {
-		t.Errorf("ListKeys LastUsed %v", keys[0].LastUsed)
+	keys, err := db.ListKeys(t.Context(), acct)
+	if err != nil || !keys[0].LastUsed.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("ListKeys LastUsed %v, %v", keys, err)
 	}
 	db.mu.RLock()
 	stored := db.keys[rec.Prefix].LastUsed
@@ -160,17 +161,21 @@ func TestKeyLastUsed(t *testing.T) {
 	}
 	// ...and a clean close writes it.
 	db.reopen(t)
-	lk, _ = db.LookupKey(t.Context(), rec.Prefix)
-	if !lk.LastUsed.Equal(t0.Add(30 * time.Second)) {
-		t.Errorf("after reopen LastUsed %v", lk.LastUsed)
+	lk, err = db.LookupKey(t.Context(), rec.Prefix)
+	if err != nil || !lk.LastUsed.Equal(t0.Add(30*time.Second)) {
+		t.Errorf("after reopen LastUsed %v, %v", lk.LastUsed, err)
 	}
 	// A revoked key's failed attempts are not uses.
 	db.clock.Advance(time.Hour)
-	db.RevokeKey(t.Context(), rec.Prefix)
-	db.VerifyKey(t.Context(), key)
-	lk, _ = db.LookupKey(t.Context(), rec.Prefix)
-	if !lk.LastUsed.Equal(t0.Add(30 * time.Second)) {
-		t.Errorf("a revoked key's attempt counted: %v", lk.LastUsed)
+	if _, err := db.RevokeKey(t.Context(), rec.Prefix); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.VerifyKey(t.Context(), key); !errors.Is(err, storage.ErrKeyRevoked) {
+		t.Fatalf("VerifyKey of a revoked key: %v", err)
+	}
+	lk, err = db.LookupKey(t.Context(), rec.Prefix)
+	if err != nil || !lk.LastUsed.Equal(t0.Add(30*time.Second)) {
+		t.Errorf("a revoked key's attempt counted: %v, %v", lk.LastUsed, err)
 	}
 }
 

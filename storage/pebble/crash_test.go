@@ -217,8 +217,8 @@ func runCrashChild(t *testing.T, dir, acct string, now time.Time, d time.Duratio
 func checkCrashInvariants(t *testing.T, db *DB, acct string, charged map[string]bool, ended map[string]int64) {
 	t.Helper()
 	es := checkLedger(t, db, acct)
-	if hs, _ := db.Holds(t.Context(), acct); len(hs) != 0 {
-		t.Fatalf("%d holds after Open", len(hs))
+	if hs, err := db.Holds(t.Context(), acct); err != nil || len(hs) != 0 {
+		t.Fatalf("%d holds after Open (%v)", len(hs), err)
 	}
 	// Every hold ends exactly once, by a charge or a release.
 	holdEnds := make(map[uint64]int)
@@ -308,16 +308,26 @@ func checkCrashInvariants(t *testing.T, db *DB, acct string, charged map[string]
 			t.Fatalf("job %s ended with %d used, now %+v, %v", id, used, j, err)
 		}
 	}
-	crBal, _ := db.Credits(t.Context(), acct)
+	crBal, err := db.Credits(t.Context(), acct)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bal := crBal.Balance
 	if added != crashInitial || bal != added-charged2-inJobs {
 		t.Fatalf("balance %d, want %d − %d charged − %d in jobs", bal, added, charged2, inJobs)
 	}
 	// One event per ended job.
-	evs, _ := db.DueEvents(t.Context(), 0)
+	evs, err := db.DueEvents(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var finished int
 	for id := range reserves {
-		if j, _ := db.Job(t.Context(), id); !j.Active() {
+		j, err := db.Job(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !j.Active() {
 			finished++
 		}
 	}

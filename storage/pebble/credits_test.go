@@ -36,9 +36,9 @@ func TestCreditsArithmetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := db.Credits(t.Context(), acct)
-	if c.Balance != 3 || c.Held != 2 || c.Available() != 1 {
-		t.Fatalf("two holds: %+v", c)
+	c, err := db.Credits(t.Context(), acct)
+	if err != nil || c.Balance != 3 || c.Held != 2 || c.Available() != 1 {
+		t.Fatalf("two holds: %+v, %v", c, err)
 	}
 	_, err = db.Hold(t.Context(), acct, 2, "r3")
 	if !errors.As(err, &ice) || ice.Current != 3 || ice.Held != 2 || ice.Available() != 1 || ice.Needed != 2 {
@@ -74,8 +74,8 @@ func TestCreditsArithmetic(t *testing.T) {
 	if e, err := db.SetCredits(t.Context(), acct, 10, "plan change"); err != nil || e.Delta != 8 || e.Balance != 10 {
 		t.Fatalf("SetCredits: %+v, %v", e, err)
 	}
-	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 10 {
-		t.Errorf("balance %d", cr.Balance)
+	if cr, err := db.Credits(t.Context(), acct); err != nil || cr.Balance != 10 {
+		t.Errorf("balance %d, %v", cr.Balance, err)
 	}
 	es := checkLedger(t, db.DB, acct)
 	var kinds []string
@@ -85,8 +85,8 @@ func TestCreditsArithmetic(t *testing.T) {
 	if got := fmt.Sprint(kinds); got != "[add hold hold charge release set]" {
 		t.Errorf("ledger kinds %s", got)
 	}
-	if page, _ := db.Ledger(t.Context(), acct, 2, 2); len(page) != 2 || page[0].Seq != 3 {
-		t.Errorf("Ledger page: %+v", page)
+	if page, err := db.Ledger(t.Context(), acct, 2, 2); err != nil || len(page) != 2 || page[0].Seq != 3 {
+		t.Errorf("Ledger page: %+v, %v", page, err)
 	}
 
 	// Arguments.
@@ -95,7 +95,7 @@ func TestCreditsArithmetic(t *testing.T) {
 	}
 	_, err = db.Hold(t.Context(), "acct_nope", 1, "")
 	wantErr(t, err, storage.ErrNotFound)
-	h, _ := db.Hold(t.Context(), acct, 1, "")
+	h := db.hold(t, acct, 1, "")
 	if _, err := db.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: "x@y"}}); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("charge with a result without status: %v", err)
 	}
@@ -165,16 +165,16 @@ func TestHoldConcurrency(t *testing.T) {
 	}
 	wg.Wait()
 	es := checkLedger(t, db.DB, acct)
-	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 50 {
-		t.Errorf("balance %d, want 50", cr.Balance)
+	if cr, err := db.Credits(t.Context(), acct); err != nil || cr.Balance != 50 {
+		t.Errorf("balance %d (%v), want 50", cr.Balance, err)
 	}
 	if len(es) != 1+100+100 {
 		t.Errorf("%d ledger entries", len(es))
 	}
 	db.reopen(t)
 	checkLedger(t, db.DB, acct)
-	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 50 {
-		t.Errorf("after reopen: balance %d", cr.Balance)
+	if cr, err := db.Credits(t.Context(), acct); err != nil || cr.Balance != 50 {
+		t.Errorf("after reopen: balance %d, %v", cr.Balance, err)
 	}
 }
 
@@ -183,10 +183,12 @@ func TestStaleHoldsReleasedAtOpen(t *testing.T) {
 	db := openTest(t)
 	acct := db.account(t, 5)
 	other := db.account(t, 5)
-	h1, _ := db.Hold(t.Context(), acct, 1, "a")
-	db.Hold(t.Context(), acct, 2, "b")
-	db.Hold(t.Context(), other, 1, "c")
-	db.Charge(t.Context(), h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})
+	h1 := db.hold(t, acct, 1, "a")
+	db.hold(t, acct, 2, "b")
+	db.hold(t, other, 1, "c")
+	if _, err := db.Charge(t.Context(), h1, storage.ChargeRequest{Result: result("a@example.com", "valid")}); err != nil {
+		t.Fatal(err)
+	}
 	db.reopen(t)
 
 	for _, a := range []string{acct, other} {
@@ -199,8 +201,8 @@ func TestStaleHoldsReleasedAtOpen(t *testing.T) {
 			t.Errorf("%s: holds %v, %v", a, hs, err)
 		}
 	}
-	if cr, _ := db.Credits(t.Context(), acct); cr.Balance != 4 {
-		t.Errorf("balance %d, want 4 (one charge)", cr.Balance)
+	if cr, err := db.Credits(t.Context(), acct); err != nil || cr.Balance != 4 {
+		t.Errorf("balance %d (%v), want 4 (one charge)", cr.Balance, err)
 	}
 	// The released hold cannot be charged any more.
 	_, err := db.Charge(t.Context(), h1, storage.ChargeRequest{Result: result("a@example.com", "valid")})

@@ -140,6 +140,16 @@ func checkLedger(t testing.TB, db *DB, account string) []storage.Entry {
 	return es
 }
 
+// hold holds n credits of the account.
+func (tdb *testDB) hold(t testing.TB, account string, n int64, ref string) storage.Hold {
+	t.Helper()
+	h, err := tdb.Hold(t.Context(), account, n, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // result returns a single result for email.
 func result(email, status string) storage.Result {
 	return storage.Result{Email: email, Status: status, Score: 90, LatencyMs: 42}

@@ -11,16 +11,24 @@ func TestIdempotencyPurge(t *testing.T) {
 	db := openTest(t)
 	acct := db.account(t, 0)
 	ref := func(k string) storage.IdemRef { return storage.IdemRef{Account: acct, Endpoint: "validate", Key: k} }
-	for _, k := range []string{"old-0001", "old-0002", "old-0003"} {
-		db.BeginIdem(t.Context(), ref(k), []byte("h"))
+	begin := func(k, hash string) {
+		t.Helper()
+		if out, _, err := db.BeginIdem(t.Context(), ref(k), []byte(hash)); err != nil || out != storage.IdemNew {
+			t.Fatalf("BeginIdem(%s): %v, %v", k, out, err)
+		}
 	}
-	db.CompleteIdem(t.Context(), ref("old-0001"), storage.IdemResponse{Status: 200})
+	for _, k := range []string{"old-0001", "old-0002", "old-0003"} {
+		begin(k, "h")
+	}
+	if err := db.CompleteIdem(t.Context(), ref("old-0001"), storage.IdemResponse{Status: 200}); err != nil {
+		t.Fatal(err)
+	}
 	db.clock.Advance(12 * time.Hour)
-	db.BeginIdem(t.Context(), ref("new-0001"), []byte("h"))
+	begin("new-0001", "h")
 	db.clock.Advance(12 * time.Hour)
 	// old-0003 expired and was begun again: its record is new, its old
 	// index key stale.
-	db.BeginIdem(t.Context(), ref("old-0003"), []byte("h2"))
+	begin("old-0003", "h2")
 
 	n, err := db.PurgeIdem(t.Context())
 	if err != nil || n != 2 {
@@ -59,13 +67,27 @@ func TestIdempotencyPurgeLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	a, _ := db.CreateAccount(t.Context(), "x", storage.PlanFree)
-	db.BeginIdem(t.Context(), storage.IdemRef{Account: a.ID, Endpoint: "e", Key: "k"}, nil)
+	a, err := db.CreateAccount(t.Context(), "x", storage.PlanFree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := db.BeginIdem(t.Context(), storage.IdemRef{Account: a.ID, Endpoint: "e", Key: "k"}, nil); err != nil || out != storage.IdemNew {
+		t.Fatalf("BeginIdem: %v, %v", out, err)
+	}
+	records := func() int {
+		t.Helper()
+		n := 0
+		if err := db.scanPrefix([]byte(prefixIdem), func(_, _ []byte) (bool, error) { n++; return true, nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := records(); n != 1 {
+		t.Fatalf("%d idempotency records before the purge, want 1", n)
+	}
 	c.Advance(25 * time.Hour)
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		n := 0
-		db.scanPrefix([]byte(prefixIdem), func(_, _ []byte) (bool, error) { n++; return true, nil })
-		if n == 0 {
+		if records() == 0 {
 			break
 		}
 		if time.Now().After(deadline) {

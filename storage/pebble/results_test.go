@@ -132,8 +132,8 @@ func TestHistoryPagingLossless(t *testing.T) {
 	if len(p.Rows) != 20 || p.Rows[0].Email != "early@example.com" || !p.Rows[0].ProbedAt.Before(t0) {
 		t.Errorf("millisecond cursor: %d rows, first %+v", len(p.Rows), p.Rows[0])
 	}
-	if p, _ := db.ListHistory(t.Context(), acct, storage.HistoryAll, "1970-01-01T00:00:00Z", 10); len(p.Rows) != 0 {
-		t.Errorf("cursor at the epoch: %d rows", len(p.Rows))
+	if p, err := db.ListHistory(t.Context(), acct, storage.HistoryAll, "1970-01-01T00:00:00Z", 10); err != nil || len(p.Rows) != 0 {
+		t.Errorf("cursor at the epoch: %d rows, %v", len(p.Rows), err)
 	}
 	if _, err := db.ListHistory(t.Context(), acct, "weird", "", 10); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("unknown kind: %v", err)
@@ -141,8 +141,8 @@ func TestHistoryPagingLossless(t *testing.T) {
 	if _, err := db.ListHistory(t.Context(), acct, storage.HistoryAll, "not a time", 10); !errors.Is(err, storage.ErrInvalid) {
 		t.Errorf("bad cursor: %v", err)
 	}
-	if p, _ := db.ListHistory(t.Context(), acct, "", "", 0); len(p.Rows) != storage.DefaultHistoryLimit {
-		t.Errorf("default limit: %d rows", len(p.Rows))
+	if p, err := db.ListHistory(t.Context(), acct, "", "", 0); err != nil || len(p.Rows) != storage.DefaultHistoryLimit {
+		t.Errorf("default limit: %d rows, %v", len(p.Rows), err)
 	}
 	// Another account sees only its own row.
 	if rows := walk(t, db.DB, other, storage.HistoryAll, 5); len(rows) != 1 {

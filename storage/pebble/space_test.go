@@ -103,8 +103,13 @@ func TestPrivateFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, _ := db.CreateAccount(t.Context(), "files", storage.PlanGrowth)
-	db.AddCredits(t.Context(), acct.ID, 1, "")
+	acct, err := db.CreateAccount(t.Context(), "files", storage.PlanGrowth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AddCredits(t.Context(), acct.ID, 1, ""); err != nil {
+		t.Fatal(err)
+	}
 	if err := db.pdb.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -112,11 +117,14 @@ func TestPrivateFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		fi, _ := d.Info()
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
 		want := fs.FileMode(0o600)
 		if d.IsDir() {
 			want = 0o700
@@ -127,6 +135,9 @@ func TestPrivateFiles(t *testing.T) {
 		n++
 		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n < 5 {
 		t.Fatalf("only %d files and directories", n)
 	}

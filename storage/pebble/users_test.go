@@ -22,8 +22,8 @@ func TestOpenRegistrationGrant(t *testing.T) {
 	if r, _ := u.Role(a.ID); r != storage.RoleOwner {
 		t.Fatalf("role %q", r)
 	}
-	if cr, _ := db.Credits(t.Context(), a.ID); cr.Balance != 100 {
-		t.Fatalf("balance %d", cr.Balance)
+	if cr, err := db.Credits(t.Context(), a.ID); err != nil || cr.Balance != 100 {
+		t.Fatalf("balance %d, %v", cr.Balance, err)
 	}
 	checkLedger(t, db.DB, a.ID)
 
@@ -34,14 +34,14 @@ func TestOpenRegistrationGrant(t *testing.T) {
 	}
 	db.reopen(t)
 	db.reopen(t)
-	if cr, _ := db.Credits(t.Context(), a2.ID); cr.Balance != 25 {
-		t.Fatalf("balance after the grant was finished at Open: %d", cr.Balance)
+	if cr, err := db.Credits(t.Context(), a2.ID); err != nil || cr.Balance != 25 {
+		t.Fatalf("balance after the grant was finished at Open: %d, %v", cr.Balance, err)
 	}
-	if got, _ := db.GetAccount(t.Context(), a2.ID); got.Grant != 0 {
-		t.Fatalf("grant still pending: %+v", got)
+	if got, err := db.GetAccount(t.Context(), a2.ID); err != nil || got.Grant != 0 {
+		t.Fatalf("grant still pending: %+v, %v", got, err)
 	}
-	if cr, _ := db.Credits(t.Context(), a.ID); cr.Balance != 100 {
-		t.Fatalf("first account after reopen: %d", cr.Balance)
+	if cr, err := db.Credits(t.Context(), a.ID); err != nil || cr.Balance != 100 {
+		t.Fatalf("first account after reopen: %d, %v", cr.Balance, err)
 	}
 	checkLedger(t, db.DB, a2.ID)
 }
@@ -50,10 +50,21 @@ func TestOpenRegistrationGrant(t *testing.T) {
 func TestNoUserSecretOnDisk(t *testing.T) {
 	db := openTest(t)
 	acct := db.account(t, 0)
-	u, _ := db.CreateUser(t.Context(), "ann@example.test", testHash, false)
-	stok, _, _ := db.CreateSession(t.Context(), u.ID, acct, "", "", time.Hour)
-	itok, _, _ := db.CreateInvite(t.Context(), acct, storage.RoleMember, "", u.ID, time.Hour)
+	u, err := db.CreateUser(t.Context(), "ann@example.test", testHash, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stok, _, err := db.CreateSession(t.Context(), u.ID, acct, "", "", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	itok, _, err := db.CreateInvite(t.Context(), acct, storage.RoleMember, "", u.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
 	secrets := []string{stok[strings.IndexByte(stok, '.')+1:], itok[strings.LastIndexByte(itok, '_')+1:]}
-	db.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
 	noFileHolds(t, db.dir, secrets...)
 }

@@ -42,12 +42,12 @@ func fleetOf(t *testing.T, lease time.Duration) (*pgtest.Server, *pgxpool.Pool, 
 // overdraft under charges on both at once; history written by both pages
 // without loss; an idempotency key begun on one is in flight on the
 // other, and replays there once answered; when a box dies without
-// closing (kill -9: its boot row stays), the other releases its holds and
-// takes over its pending keys once its lease has run out, not before.
+// closing (kill -9: its boot row stays), the others release its holds and
+// take over its pending keys once its lease has run out, not before.
 func TestTwoBoxes(t *testing.T) {
 	ctx := context.Background()
 	const lease = 2 * time.Second
-	_, pool, open := fleetOf(t, lease)
+	srv, pool, open := fleetOf(t, lease)
 	a, b := open("a"), open("b")
 	boxes := []*DB{a, b}
 
@@ -91,8 +91,8 @@ func TestTwoBoxes(t *testing.T) {
 	if charged != 20 || refused != 30 {
 		t.Fatalf("%d charged, %d refused across two boxes: want 20 and 30", charged, refused)
 	}
-	if c, _ := a.Credits(t.Context(), acct.ID); c.Balance != 0 || c.Held != 0 {
-		t.Fatalf("credits %+v", c)
+	if c, err := a.Credits(t.Context(), acct.ID); err != nil || c.Balance != 0 || c.Held != 0 {
+		t.Fatalf("credits %+v, %v", c, err)
 	}
 	for _, db := range boxes {
 		rows := storagetest.WalkHistory(t, db, acct.ID, storage.HistoryAll, 3)
@@ -113,7 +113,10 @@ func TestTwoBoxes(t *testing.T) {
 	if out, _, err := b.BeginIdem(t.Context(), ref, []byte("h")); err != nil || out != storage.IdemInFlight {
 		t.Fatalf("BeginIdem on b while a processes it: %v, %v", out, err)
 	}
-	h, _ := a.Hold(t.Context(), acct.ID, 1, "")
+	h, err := a.Hold(t.Context(), acct.ID, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	seal := func(r storage.Result, bal int64) (storage.Sealed, error) {
 		return storage.Sealed{Receipt: []byte("r"), Response: storage.IdemResponse{Status: 200, Body: fmt.Appendf(nil, "%d", bal)}}, nil
 	}
@@ -124,28 +127,52 @@ func TestTwoBoxes(t *testing.T) {
 		t.Fatalf("replay on b: %v %+v %v", out, rec, err)
 	}
 
-	// Box a dies with two holds and a pending key.
+	// Box a dies with two holds and a pending key. Whether a box is
+	// within its lease is judged by the box that looks, by its own
+	// Options.Lease: b stops, and w, whose lease is an hour, looks first.
+	// For w the dead box is within its lease however slowly this test
+	// runs: its holds stay, its key stays in flight.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Open(ctx, srv.DSN("fleet"), Options{Box: "w", Lease: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
 	ref2 := storage.IdemRef{Account: acct.ID, Endpoint: "POST /v1/validate", Key: "k-2"}
-	a.BeginIdem(t.Context(), ref2, []byte("h"))
-	a.Hold(t.Context(), acct.ID, 2, "x")
-	a.Hold(t.Context(), acct.ID, 3, "y")
-	a.Abandon()
-	seen := a.lastSeen()
-	n, err := b.Reap()
-	if err != nil || n != 0 && time.Since(seen) < lease {
-		t.Fatalf("Reap within the dead box's lease released %d holds (%v)", n, err)
+	if out, _, err := a.BeginIdem(t.Context(), ref2, []byte("h")); err != nil || out != storage.IdemNew {
+		t.Fatalf("BeginIdem on a: %v, %v", out, err)
 	}
-	if out, _, _ := b.BeginIdem(t.Context(), ref2, []byte("h")); out != storage.IdemInFlight && time.Since(seen) < lease {
-		t.Fatalf("a pending key of a box within its lease: %v", out)
-	}
-	// b releases them, by its own reaping loop or this test's Reap, once
-	// a's lease has run out.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := b.Reap(); err != nil {
+	for _, n := range []int64{2, 3} {
+		if _, err := a.Hold(t.Context(), acct.ID, n, ""); err != nil {
 			t.Fatal(err)
 		}
-		hs, err := b.Holds(t.Context(), acct.ID)
+	}
+	a.Abandon()
+	seen := a.lastSeen()
+	if n, err := w.Reap(); err != nil || n != 0 {
+		t.Fatalf("Reap within the dead box's lease released %d holds (%v)", n, err)
+	}
+	if hs, err := w.Holds(t.Context(), acct.ID); err != nil || len(hs) != 2 {
+		t.Fatalf("holds of a box within its lease: %+v, %v", hs, err)
+	}
+	if out, _, err := w.BeginIdem(t.Context(), ref2, []byte("h")); err != nil || out != storage.IdemInFlight {
+		t.Fatalf("a pending key of a box within its lease: %v, %v", out, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// c, with the fleet's lease, releases them (at its Open, by its own
+	// reaping loop or this test's Reap) once a's lease has run out.
+	c := open("c")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := c.Reap(); err != nil {
+			t.Fatal(err)
+		}
+		hs, err := c.Holds(t.Context(), acct.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,19 +187,22 @@ func TestTwoBoxes(t *testing.T) {
 	if gone := time.Since(seen); gone < lease {
 		t.Fatalf("holds released %v after the dead box's last heartbeat, within its lease of %v", gone, lease)
 	}
-	es, _ := b.Ledger(t.Context(), acct.ID, 0, 0)
+	es, err := c.Ledger(t.Context(), acct.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if last := es[len(es)-1]; last.Kind != storage.EntryRelease || last.Amount != 3 || last.Note != "released: its verifyd stopped (boot "+a.boot+")" {
 		t.Fatalf("last entry %+v", last)
 	}
-	if c, _ := b.Credits(t.Context(), acct.ID); c.Held != 0 || c.Balance != 9 {
-		t.Fatalf("credits after the reap %+v", c)
+	if cr, err := c.Credits(t.Context(), acct.ID); err != nil || cr.Held != 0 || cr.Balance != 9 {
+		t.Fatalf("credits after the reap %+v, %v", cr, err)
 	}
-	if out, _, _ := b.BeginIdem(t.Context(), ref2, []byte("h")); out != storage.IdemNew {
-		t.Fatalf("pending key of a dead box: %v", out)
+	if out, _, err := c.BeginIdem(t.Context(), ref2, []byte("h")); err != nil || out != storage.IdemNew {
+		t.Fatalf("pending key of a dead box: %v, %v", out, err)
 	}
 	var boots int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM boots`).Scan(&boots); err != nil || boots != 1 {
-		t.Fatalf("%d boot rows (%v), want b's only", boots, err)
+		t.Fatalf("%d boot rows (%v), want c's only", boots, err)
 	}
 }
 
@@ -205,18 +235,18 @@ func TestFacts(t *testing.T) {
 	if v, e, ok, err := b.Fact("catchall", "x.test"); !ok || err != nil || v != "yes" || !e.Equal(exp) {
 		t.Fatalf("the other box reads %q %v %v %v", v, e, ok, err)
 	}
-	if _, _, ok, _ := b.Fact("provider", "x.test"); ok {
-		t.Fatal("a fact of another kind")
+	if _, _, ok, err := b.Fact("provider", "x.test"); err != nil || ok {
+		t.Fatalf("a fact of another kind: %v, %v", ok, err)
 	}
 	if err := b.PutFact("catchall", "x.test", "no", exp.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if v, _, _, _ := a.Fact("catchall", "x.test"); v != "no" {
-		t.Fatalf("after a newer write: %q", v)
+	if v, _, _, err := a.Fact("catchall", "x.test"); err != nil || v != "no" {
+		t.Fatalf("after a newer write: %q, %v", v, err)
 	}
 	c.Advance(3 * time.Hour)
-	if _, _, ok, _ := a.Fact("catchall", "x.test"); ok {
-		t.Fatal("an expired fact")
+	if _, _, ok, err := a.Fact("catchall", "x.test"); err != nil || ok {
+		t.Fatalf("an expired fact: %v, %v", ok, err)
 	}
 	if err := a.purgeFacts(); err != nil {
 		t.Fatal(err)
@@ -247,7 +277,10 @@ func TestKeyCacheAcrossBoxes(t *testing.T) {
 		return db
 	}
 	a, b := open("a"), open("b")
-	acct, _ := a.CreateAccount(t.Context(), "k", storage.PlanFree)
+	acct, err := a.CreateAccount(t.Context(), "k", storage.PlanFree)
+	if err != nil {
+		t.Fatal(err)
+	}
 	full, _, err := a.MintKey(t.Context(), acct.ID, []string{storage.ScopeValidateRead}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -300,8 +333,13 @@ func TestAnsweredChargesSurviveCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct, _ := db.CreateAccount(t.Context(), "c", storage.PlanFree)
-	db.AddCredits(t.Context(), acct.ID, 100, "")
+	acct, err := db.CreateAccount(t.Context(), "c", storage.PlanFree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AddCredits(t.Context(), acct.ID, 100, ""); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var charged []storage.Charged
@@ -350,8 +388,8 @@ func TestAnsweredChargesSurviveCrash(t *testing.T) {
 			t.Fatalf("an answered charge lost in the crash: %+v: %v", ch.Entry, err)
 		}
 	}
-	if c, _ := db2.Credits(t.Context(), acct.ID); c.Balance != 50 {
-		t.Fatalf("balance %d after 50 answered charges of 100 credits", c.Balance)
+	if c, err := db2.Credits(t.Context(), acct.ID); err != nil || c.Balance != 50 {
+		t.Fatalf("balance %d (%v) after 50 answered charges of 100 credits", c.Balance, err)
 	}
 }
 
@@ -369,8 +407,13 @@ func TestSealPanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	acct, _ := db.CreateAccount(t.Context(), "p", storage.PlanFree)
-	db.AddCredits(t.Context(), acct.ID, 10, "")
+	acct, err := db.CreateAccount(t.Context(), "p", storage.PlanFree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AddCredits(t.Context(), acct.ID, 10, ""); err != nil {
+		t.Fatal(err)
+	}
 	_, err = db.ChargeDirect(t.Context(), acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"},
 		Seal: func(storage.Result, int64) (storage.Sealed, error) { panic("boom") }})
 	if err == nil {
@@ -389,8 +432,8 @@ func TestSealPanic(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the account's charges hang after a panic")
 	}
-	if c, _ := db.Credits(t.Context(), acct.ID); c.Balance != 9 {
-		t.Fatalf("balance %d, want 9: the panicking charge rolled back", c.Balance)
+	if c, err := db.Credits(t.Context(), acct.ID); err != nil || c.Balance != 9 {
+		t.Fatalf("balance %d (%v), want 9: the panicking charge rolled back", c.Balance, err)
 	}
 }
 
@@ -410,8 +453,13 @@ func TestCombinedOutcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	acct, _ := db.CreateAccount(t.Context(), "c", storage.PlanFree)
-	db.AddCredits(t.Context(), acct.ID, 3, "")
+	acct, err := db.CreateAccount(t.Context(), "c", storage.PlanFree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AddCredits(t.Context(), acct.ID, 3, ""); err != nil {
+		t.Fatal(err)
+	}
 	h, err := db.Hold(t.Context(), acct.ID, 2, "")
 	if err != nil {
 		t.Fatal(err)
@@ -443,8 +491,8 @@ func TestCombinedOutcomes(t *testing.T) {
 		!errors.Is(errs[3], storage.ErrInsufficientCredits) || !errors.Is(errs[4], storage.ErrInsufficientCredits) {
 		t.Fatalf("outcomes %v", errs)
 	}
-	if c, _ := db.Credits(t.Context(), acct.ID); c.Balance != 0 || c.Held != 0 {
-		t.Fatalf("credits %+v, want 0 with none held", c)
+	if c, err := db.Credits(t.Context(), acct.ID); err != nil || c.Balance != 0 || c.Held != 0 {
+		t.Fatalf("credits %+v (%v), want 0 with none held", c, err)
 	}
 }
 
