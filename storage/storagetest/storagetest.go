@@ -20,8 +20,9 @@
 //  3. The subtests run: accounts, keys, credits, charges, results,
 //     history, cache, idempotency, jobs, outbox, users, sessions,
 //     secrets, the fleet's job leases (when the backend implements
-//     storage.JobLeases), and the scripted scenarios of testdata/*.txt
-//     (scenario.go).
+//     storage.JobLeases), the arguments every backend refuses with the
+//     same words (storage/check.go), and the scripted scenarios of
+//     testdata/*.txt (scenario.go).
 //  4. Last, AllMethodsCalled fails naming every method of storage.Store
 //     (and storage.JobLeases) that no subtest called: the method sets
 //     are read with reflect, so a method added to the contract is
