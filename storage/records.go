@@ -21,8 +21,8 @@ import (
 // secret, created now (to the millisecond). The caller makes sure the id
 // is not taken.
 func NewAccount(name string, plan Plan, now time.Time) (Account, error) {
-	if !plan.Valid() {
-		return Account{}, invalidf("unknown plan %q", plan)
+	if err := CheckPlan(plan); err != nil {
+		return Account{}, err
 	}
 	if len(name) > 200 {
 		return Account{}, invalidf("account name longer than 200 bytes")
