@@ -91,7 +91,7 @@ func (s *Server) postBatch(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 	case errors.As(err, &ice):
 		// Not recorded for the Idempotency-Key: the answer depends on
 		// the balance, not on the request, and a retry after a top-up
-		// must be processed (server/README.md, "Idempotency").
+		// must be processed (server/httpapi/README.md, "Idempotency").
 		idem.Abort()
 		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest,
 			Message: fmt.Sprintf("insufficient credits: %d needed, %d available", ice.Needed, ice.Available()),

@@ -28,7 +28,7 @@ type batchRequest struct {
 // characters, no control characters) and
 // "webhookUrl" (an absolute http or https URL the SSRF guard does not
 // refuse outright), nothing else, no member twice. Every problem is
-// reported (up to maxIssues). Address syntax beyond the "@" is not
+// reported (up to httpapi.MaxIssues). Address syntax beyond the "@" is not
 // checked here: an address the engine finds malformed is a result row (invalid,
 // syntax_error), never a reason to refuse the upload (DESIGN.md).
 func decodeBatch(body []byte, maxEmails int, hooks URLChecker) (batchRequest, []httpapi.Issue) {

@@ -15,7 +15,9 @@
 // scheduler (server/batch).
 //
 // Nothing from a *fasthttp.RequestCtx outlives its handler: what the engine
-// needs is copied, and it runs under its own context.
+// needs is copied, and it runs under the request's context
+// (httpapi.Context: its deadline is http.request_timeout), within the
+// real-time budget.
 package server
 
 import (

@@ -72,8 +72,22 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem
 		return
 	}
 	// The engine runs within the real-time budget, and within the
-	// request's deadline (http.request_timeout exceeds the budget).
-	pctx, cancel := context.WithTimeout(httpapi.Context(ctx), s.opts.RealtimeBudget)
+	// request's deadline (http.request_timeout exceeds the budget). A
+	// request that spent so much of its time waiting (on a duplicate's
+	// key, on a locked row) that its budget no longer fits is not probed
+	// short, to be charged an unknown: its hold goes back and it answers
+	// 500, safe to retry.
+	rctx := httpapi.Context(ctx)
+	if dl, ok := rctx.Deadline(); ok && time.Until(dl) < s.opts.RealtimeBudget {
+		if _, rerr := s.db.Release(rctx, hold, "no time left to probe"); rerr != nil {
+			s.reqLog(ctx).Error("release hold", "err", rerr)
+		}
+		idem.Abort()
+		s.internal(ctx, "verify", fmt.Errorf("%v of the request's time left, under the real-time budget %v: %w",
+			time.Until(dl).Round(time.Millisecond), s.opts.RealtimeBudget, context.DeadlineExceeded))
+		return
+	}
+	pctx, cancel := context.WithTimeout(rctx, s.opts.RealtimeBudget)
 	res, err := s.opts.Verifier.Verify(pctx, in)
 	cancel()
 	if err != nil || res == nil {
@@ -200,7 +214,7 @@ func (s *Server) charge(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem httpap
 // under the Idempotency-Key: it depends on the balance, not on the
 // request, so the same key retried after a top-up is processed (the IETF
 // idempotency draft lets a server leave client errors unrecorded;
-// README.md, "Idempotency").
+// httpapi/README.md, "Idempotency").
 func (s *Server) insufficient(ctx *fasthttp.RequestCtx, idem httpapi.Idem, ice *storage.InsufficientCreditsError) {
 	idem.Abort()
 	httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Message: fmt.Sprintf("insufficient credits: 1 needed, %d available", ice.Available()),

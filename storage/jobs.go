@@ -59,8 +59,9 @@ type JobSpec struct {
 	// ID is the job id, a canonical UUID; empty: a new UUIDv4.
 	ID      string
 	Account string
-	// Addresses are the job's addresses, already lower-cased and
-	// de-duplicated by the caller (spec §2.2); a duplicate is refused.
+	// Addresses are the job's addresses, each in its canonical form and
+	// de-duplicated (compared lower-cased) by the caller (spec §2.2); a
+	// duplicate is refused.
 	// Each reserves one credit.
 	Addresses  []string
 	ListName   string

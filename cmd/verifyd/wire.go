@@ -44,7 +44,7 @@ type app struct {
 	pools  *probe.Pools
 	auth   *authsig.Collector
 	age    *authsig.DomainAge
-	// egressEvents receives the pool's events once the batch service
+	// egressEvents receives the pool's events once the batch scheduler
 	// runs (it is started after the pool).
 	egressEvents atomic.Pointer[batch.Scheduler]
 }

@@ -27,6 +27,7 @@
 // value to answer with, or an error that WriteError maps to the envelope of
 // spec §2.11 (BAD_REQUEST, NOT_FOUND, CONFLICT, INTERNAL).
 //
-// Later features add routes through Options.Extra with JSON, DecodeJSON and
+// The webhook routes come with Options.Webhooks (webhooks.go); other
+// features add routes through Options.Extra with JSON, DecodeJSON and
 // WriteError, or as HandlerFuncs in this package.
 package admin

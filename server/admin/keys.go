@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/verifyd/verifyd/server/admin/adminapi"
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
 )
@@ -55,7 +56,7 @@ func (s *Server) mintKey(ctx *fasthttp.RequestCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, k, err := s.db.MintKey(ctx, a.ID, req.Scopes, req.Label)
+	token, k, err := s.db.MintKey(httpapi.Context(ctx), a.ID, req.Scopes, req.Label)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, notFound("no account %q", a.ID)
 	}
@@ -75,7 +76,7 @@ func (s *Server) listKeys(ctx *fasthttp.RequestCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ks, err := s.db.ListKeys(ctx, a.ID)
+	ks, err := s.db.ListKeys(httpapi.Context(ctx), a.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func (s *Server) revokeKey(ctx *fasthttp.RequestCtx) (any, error) {
 		msg := fmt.Sprintf("not a key prefix: %d characters of a-z and 0-9, the part after svc_live_", storage.KeyPrefixLen)
 		return nil, badRequest(msg, adminapi.Issue{Path: "prefix", Message: msg})
 	}
-	k, err := s.db.LookupKey(ctx, prefix)
+	k, err := s.db.LookupKey(httpapi.Context(ctx), prefix)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, notFound("no key with prefix %q", prefix)
 	}
@@ -122,7 +123,7 @@ func (s *Server) revokeKey(ctx *fasthttp.RequestCtx) (any, error) {
 			Message: fmt.Sprintf("key %s was already revoked at %s", prefix, k.RevokedAt.Format("2006-01-02T15:04:05Z07:00")),
 			Details: map[string]any{"revokedAt": k.RevokedAt}}
 	}
-	k, err = s.db.RevokeKey(ctx, prefix)
+	k, err = s.db.RevokeKey(httpapi.Context(ctx), prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func (s *Server) webhookSecret(ctx *fasthttp.RequestCtx) (any, error) {
 // POST /v1/accounts/{id}/webhook-secret/rotate
 func (s *Server) rotateWebhookSecret(ctx *fasthttp.RequestCtx) (any, error) {
 	id := pathID(ctx)
-	a, err := s.db.RotateWebhookSecret(ctx, id)
+	a, err := s.db.RotateWebhookSecret(httpapi.Context(ctx), id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, notFound("no account %q", id)
 	}

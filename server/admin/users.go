@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/verifyd/verifyd/server/admin/adminapi"
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -47,7 +48,7 @@ func (s *Server) addUser(ctx *fasthttp.RequestCtx) (any, error) {
 	if err := is.err(); err != nil {
 		return nil, err
 	}
-	u, err := s.db.CreateUser(ctx, email, hash, req.Operator)
+	u, err := s.db.CreateUser(httpapi.Context(ctx), email, hash, req.Operator)
 	if errors.Is(err, storage.ErrEmailTaken) {
 		return nil, &adminapi.Error{Code: adminapi.CodeConflict, Message: "a user with that email exists", Details: map[string]any{"field": "email"}}
 	}
@@ -61,7 +62,7 @@ func (s *Server) addUser(ctx *fasthttp.RequestCtx) (any, error) {
 
 // GET /v1/users
 func (s *Server) listUsers(ctx *fasthttp.RequestCtx) (any, error) {
-	us, err := s.db.ListUsers(ctx)
+	us, err := s.db.ListUsers(httpapi.Context(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -79,9 +80,9 @@ func (s *Server) setOperator(ctx *fasthttp.RequestCtx) (any, error) {
 		return nil, err
 	}
 	name := pathID(ctx)
-	u, err := s.db.GetUser(ctx, name)
+	u, err := s.db.GetUser(httpapi.Context(ctx), name)
 	if errors.Is(err, storage.ErrNotFound) {
-		u, err = s.db.UserByEmail(ctx, name)
+		u, err = s.db.UserByEmail(httpapi.Context(ctx), name)
 	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, notFound("no user %q", name)
@@ -89,7 +90,7 @@ func (s *Server) setOperator(ctx *fasthttp.RequestCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if u, err = s.db.SetOperator(ctx, u.ID, req.Operator); err != nil {
+	if u, err = s.db.SetOperator(httpapi.Context(ctx), u.ID, req.Operator); err != nil {
 		return nil, err
 	}
 	s.log.Info("operator role changed", append([]any{"user", u.ID, "operator", u.Operator}, peerAttrs(ctx)...)...)
@@ -121,7 +122,7 @@ func (s *Server) createInvite(ctx *fasthttp.RequestCtx) (any, error) {
 	if u := actor(ctx); u != "" {
 		by = u
 	}
-	token, iv, err := s.db.CreateInvite(ctx, a.ID, role, req.Email, by, s.opts.InviteLifetime)
+	token, iv, err := s.db.CreateInvite(httpapi.Context(ctx), a.ID, role, req.Email, by, s.opts.InviteLifetime)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +138,7 @@ func (s *Server) listInvites(ctx *fasthttp.RequestCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ivs, err := s.db.Invites(ctx, a.ID)
+	ivs, err := s.db.Invites(httpapi.Context(ctx), a.ID)
 	if err != nil {
 		return nil, err
 	}

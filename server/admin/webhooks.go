@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/verifyd/verifyd/server/admin/adminapi"
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/webhook/hookapi"
 	"github.com/verifyd/verifyd/storage"
 )
@@ -28,6 +29,9 @@ type Webhooks interface {
 	// CheckURL judges a URL as a batch's webhookUrl is judged.
 	CheckURL(raw string) error
 }
+
+// errNoWebhooks answers a webhook route when the server delivers none.
+var errNoWebhooks = &adminapi.Error{Code: adminapi.CodeNotFound, Message: "webhooks are not delivered by this server"}
 
 // webhookRoutes adds the webhook routes of the operator API (package
 // hookapi lists them).
@@ -67,7 +71,7 @@ func (s *Server) listArgs(ctx *fasthttp.RequestCtx) (account string, limit int, 
 		limit = n
 	}
 	if account != "" {
-		if _, err := s.db.GetAccount(ctx, account); err != nil {
+		if _, err := s.db.GetAccount(httpapi.Context(ctx), account); err != nil {
 			return "", 0, err
 		}
 	}
@@ -95,7 +99,7 @@ func (s *Server) adminOutbox(ctx *fasthttp.RequestCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	evs, err := s.db.OutboxEvents(ctx, account, limit)
+	evs, err := s.db.OutboxEvents(httpapi.Context(ctx), account, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +111,7 @@ func (s *Server) adminDeadLetters(ctx *fasthttp.RequestCtx) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	evs, err := s.db.DeadLetters(ctx, account, limit)
+	evs, err := s.db.DeadLetters(httpapi.Context(ctx), account, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +119,9 @@ func (s *Server) adminDeadLetters(ctx *fasthttp.RequestCtx) (any, error) {
 }
 
 func (s *Server) adminAttempts(ctx *fasthttp.RequestCtx) (any, error) {
+	if s.opts.Webhooks == nil {
+		return nil, errNoWebhooks
+	}
 	account, limit, err := s.listArgs(ctx)
 	if err != nil {
 		return nil, err
@@ -123,9 +130,12 @@ func (s *Server) adminAttempts(ctx *fasthttp.RequestCtx) (any, error) {
 }
 
 func (s *Server) adminResend(ctx *fasthttp.RequestCtx) (any, error) {
+	if s.opts.Webhooks == nil {
+		return nil, errNoWebhooks
+	}
 	id, _ := ctx.UserValue("id").(string)
 	// ?account= (the dashboard's) limits it to that account's events.
-	ev, err := s.opts.Webhooks.Resend(ctx, string(ctx.QueryArgs().Peek("account")), id)
+	ev, err := s.opts.Webhooks.Resend(httpapi.Context(ctx), string(ctx.QueryArgs().Peek("account")), id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, &adminapi.Error{Code: adminapi.CodeNotFound,
 			Message: "no event " + strconv.Quote(id) + " in the outbox or the dead-letter queue (delivered events are not kept)"}
@@ -137,6 +147,9 @@ func (s *Server) adminResend(ctx *fasthttp.RequestCtx) (any, error) {
 }
 
 func (s *Server) adminTest(ctx *fasthttp.RequestCtx) (any, error) {
+	if s.opts.Webhooks == nil {
+		return nil, errNoWebhooks
+	}
 	var req hookapi.TestRequest
 	if err := DecodeJSON(ctx, &req); err != nil {
 		return nil, err
@@ -145,10 +158,10 @@ func (s *Server) adminTest(ctx *fasthttp.RequestCtx) (any, error) {
 		return nil, &adminapi.Error{Code: adminapi.CodeBadRequest, Message: "invalid request: account is required",
 			Details: map[string]any{"issues": []adminapi.Issue{{Path: "account", Message: "is required"}}}}
 	}
-	if _, err := s.db.GetAccount(ctx, req.Account); err != nil {
+	if _, err := s.db.GetAccount(httpapi.Context(ctx), req.Account); err != nil {
 		return nil, err
 	}
-	last, err := s.db.LastEvent(ctx, req.Account)
+	last, err := s.db.LastEvent(httpapi.Context(ctx), req.Account)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, &adminapi.Error{Code: adminapi.CodeNotFound, Message: "the account has no webhook event yet whose payload could be replayed"}
 	}

@@ -50,9 +50,10 @@
 //     is retried at 30 s, 2 min, 10 min, 1 h, 6 h (then every 6 h) until
 //     24 h after the event, then dead-lettered.
 //  8. GET /v1/jobs/{id}/results.csv streams the results from storage in
-//     upload order (results.go), never the whole file in memory.
+//     upload order (server/csv.go), never the whole file in memory.
 //
-// The operator's side (admin.go, hookapi): list the outbox, the
+// The operator's side (server/admin/webhooks.go, server/webhook/hookapi):
+// list the outbox, the
 // dead-letter queue and recent attempts, resend an event, fire a test
 // event replaying an account's latest payload; verifyctl webhooks.
 package batch

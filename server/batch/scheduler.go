@@ -817,7 +817,7 @@ func (sc *scheduler) stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		err = fmt.Errorf("jobs: scheduler still busy at shutdown: %w", ctx.Err())
+		err = fmt.Errorf("batch: scheduler still busy at shutdown: %w", ctx.Err())
 	}
 	sc.mu.Lock()
 	var pending []*jobRun
@@ -834,8 +834,10 @@ func (sc *scheduler) stop(ctx context.Context) error {
 		batch := r.buf
 		r.buf = nil
 		sc.mu.Unlock()
-		if _, werr := sc.db.PutJobResults(ctx, r.id, batch); werr != nil {
-			err = errors.Join(err, fmt.Errorf("jobs: results of job %s not written at shutdown (they are probed again): %w", r.id, werr))
+		// Not ctx, which the wait above may have spent: what was
+		// received is written (bounded by storage.call_timeout).
+		if _, werr := sc.db.PutJobResults(context.Background(), r.id, batch); werr != nil {
+			err = errors.Join(err, fmt.Errorf("batch: results of job %s not written at shutdown (they are probed again): %w", r.id, werr))
 		}
 	}
 	return err

@@ -22,7 +22,7 @@ type Verifier interface {
 	VerifyDomain(ctx context.Context, addrs []address.Input, prefer netip.Addr) ([]*probe.Result, error)
 }
 
-// Options configures the Service. Zero fields take their defaults.
+// Options configures the Scheduler. Zero fields take their defaults.
 type Options struct {
 	// DB holds jobs, results, credits and the outbox. Required.
 	DB Store
@@ -176,6 +176,9 @@ type Scheduler struct {
 	repCh   chan egress.Event
 	repWG   sync.WaitGroup
 	repStop chan struct{}
+	// repCtx bounds the relay's storage calls; Close cancels it.
+	repCtx    context.Context
+	repCancel context.CancelFunc
 
 	closeOnce sync.Once
 }
@@ -201,6 +204,7 @@ func Start(opts Options) (*Scheduler, error) {
 		return nil, fmt.Errorf("batch: cannot resume jobs: %w", err)
 	}
 	s.sched.start()
+	s.repCtx, s.repCancel = context.WithCancel(context.Background())
 	s.repWG.Add(1)
 	go s.reputationLoop()
 	current.Store(s)
@@ -216,6 +220,7 @@ func (s *Scheduler) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		err = s.sched.stop(ctx)
 		close(s.repStop)
+		s.repCancel()
 		s.repWG.Wait()
 		current.CompareAndSwap(s, nil)
 	})
@@ -270,7 +275,7 @@ func (s *Scheduler) reputationLoop() {
 }
 
 func (s *Scheduler) warnJobs(ev egress.Event) {
-	running, err := s.db.ListJobs(context.Background(), storage.JobRunning)
+	running, err := s.db.ListJobs(s.repCtx, storage.JobRunning)
 	if err != nil {
 		s.log.Error("cannot list running jobs for a reputation warning", "err", err)
 		return
@@ -301,7 +306,7 @@ func (s *Scheduler) warnJobs(ev egress.Event) {
 		if err != nil {
 			continue
 		}
-		if _, err := s.db.Enqueue(context.Background(), storage.Event{Account: j.Account, Type: webhook.EventReputationWarning, URL: j.WebhookURL, Body: body}); err != nil {
+		if _, err := s.db.Enqueue(s.repCtx, storage.Event{Account: j.Account, Type: webhook.EventReputationWarning, URL: j.WebhookURL, Body: body}); err != nil {
 			s.log.Error("cannot enqueue a reputation warning", "job", j.ID, "err", err)
 			continue
 		}

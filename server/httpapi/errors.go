@@ -2,9 +2,8 @@
 // the error envelope of spec §7, strict request decoding, the rate
 // limits of spec §8, the authentication guard of the /v1 routes (API keys
 // and browser sessions) and the one idempotency middleware of spec §7.3.
-// The /v1 handlers (package server), the dashboard and /auth/* (server/web)
-// and the admin socket (server/admin) build on it; it imports no other
-// part of server/.
+// The /v1 handlers (package server) and the dashboard and /auth/*
+// (server/web) build on it; of server/ it imports only server/conns.
 package httpapi
 
 import (

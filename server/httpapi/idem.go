@@ -42,6 +42,10 @@ type Idempotency struct {
 	Logger *slog.Logger
 }
 
+// idemMargin is what a waiting duplicate keeps of its request's time to
+// answer its 409.
+const idemMargin = time.Second
+
 // Idem is one request's Idempotency-Key: the record Begin made (Ref), or
 // the key the store could not record (Lost), or neither (no key).
 type Idem struct {
@@ -89,7 +93,12 @@ func (d *Idempotency) Begin(ctx *fasthttp.RequestCtx, account, endpoint string, 
 	}
 	r := storage.IdemRef{Account: account, Endpoint: endpoint, Key: string(key)}
 	sum := sha256.Sum256(body)
+	// The wait ends before the request's own deadline does, so that the
+	// duplicate answers its 409 rather than running out of time.
 	deadline := time.Now().Add(d.Wait)
+	if dl, ok := idem.ctx.Deadline(); ok && dl.Add(-idemMargin).Before(deadline) {
+		deadline = dl.Add(-idemMargin)
+	}
 	for {
 		out, rec, err := d.DB.BeginIdem(Context(ctx), r, sum[:])
 		if err != nil {

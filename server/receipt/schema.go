@@ -55,10 +55,11 @@ func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 // Of builds the receipt of an engine result (without credits, kid and
 // sig, which the charge adds).
 func Of(r *probe.Result) *Receipt {
+	status, score := verdict(r)
 	rec := &Receipt{
 		Email:     r.Email,
-		Status:    string(r.Status),
-		Score:     r.Score,
+		Status:    status,
+		Score:     score,
 		ProbedAt:  FormatTime(r.ProbedAt),
 		LatencyMs: r.Latency.Milliseconds(),
 		Checks: Checks{
@@ -117,17 +118,25 @@ func addAuth(rec *Receipt, r *probe.Result) {
 // left for the caller: the signed one of a validation, Unsigned for a
 // batch result.
 func Stored(email string, r *probe.Result) storage.Result {
+	status, score := verdict(r)
+	return storage.Result{
+		Email:     email,
+		Status:    status,
+		Score:     score,
+		LatencyMs: r.Latency.Milliseconds(),
+		ProbedAt:  r.ProbedAt,
+		// An unknown verdict is not worth serving from the cache.
+		SkipCache: status == string(probe.StatusUnknown),
+	}
+}
+
+// verdict is the status and score a result is signed and stored with,
+// the same in the receipt and the record: an empty status is unknown,
+// the score 0 to 100.
+func verdict(r *probe.Result) (string, int) {
 	status := r.Status
 	if status == "" {
 		status = probe.StatusUnknown
 	}
-	return storage.Result{
-		Email:     email,
-		Status:    string(status),
-		Score:     min(max(r.Score, 0), 100),
-		LatencyMs: r.Latency.Milliseconds(),
-		ProbedAt:  r.ProbedAt,
-		// An unknown verdict is not worth serving from the cache.
-		SkipCache: status == probe.StatusUnknown,
-	}
+	return string(status), min(max(r.Score, 0), 100)
 }

@@ -194,7 +194,7 @@ func (w *Web) Register(r *router.Router, a Actions) {
 		if err != nil {
 			return nil, err
 		}
-		return a.Jobs(ctx, s.Account, n)
+		return a.Jobs(httpapi.Context(ctx), s.Account, n)
 	}, "limit"))
 	r.GET(p+"/members", w.dash(needMember, w.members))
 	r.POST(p+"/members/{user}/role", w.dash(needOwner, w.setRole))
@@ -206,7 +206,7 @@ func (w *Web) Register(r *router.Router, a Actions) {
 	r.POST(p+"/keys/{prefix}/revoke", w.dash(needOwner, func(ctx *fasthttp.RequestCtx, s storage.Session, _ storage.User) (any, error) {
 		// Only the session's account's keys: another's is not found.
 		prefix, _ := ctx.UserValue("prefix").(string)
-		if k, err := w.db.LookupKey(ctx, prefix); err == nil && k.Account != s.Account {
+		if k, err := w.db.LookupKey(httpapi.Context(ctx), prefix); err == nil && k.Account != s.Account {
 			return nil, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no key with that prefix in this account"}
 		}
 		return a.Admin.RevokeKey(ctx)
@@ -275,7 +275,7 @@ func (w *Web) stats(ctx *fasthttp.RequestCtx, s storage.Session, _ storage.User)
 	if err != nil {
 		return nil, err
 	}
-	dcs, err := w.db.DailyCounts(ctx, s.Account, days)
+	dcs, err := w.db.DailyCounts(httpapi.Context(ctx), s.Account, days)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +301,7 @@ type memberJSON struct {
 
 // GET /dashboard/api/members
 func (w *Web) members(ctx *fasthttp.RequestCtx, s storage.Session, u storage.User) (any, error) {
-	us, err := w.db.Members(ctx, s.Account)
+	us, err := w.db.Members(httpapi.Context(ctx), s.Account)
 	if err != nil {
 		return nil, err
 	}
@@ -327,12 +327,12 @@ func (w *Web) setRole(ctx *fasthttp.RequestCtx, s storage.Session, u storage.Use
 		return nil, badRequest(httpapi.Issue{Path: "role", Message: `must be "owner", "member" or "" (remove)`})
 	}
 	id, _ := ctx.UserValue("user").(string)
-	m, err := w.db.GetUser(ctx, id)
+	m, err := w.db.GetUser(httpapi.Context(ctx), id)
 	if _, member := m.Role(s.Account); err != nil || !member {
 		return nil, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no such member of this account"}
 	}
 	before, _ := m.Role(s.Account)
-	m, err = w.db.SetRole(ctx, s.Account, id, r)
+	m, err = w.db.SetRole(httpapi.Context(ctx), s.Account, id, r)
 	if errors.Is(err, storage.ErrLastOwner) {
 		return nil, &httpapi.APIError{Code: httpapi.CodeConflict, Message: "the account must keep at least one owner"}
 	}
@@ -342,10 +342,10 @@ func (w *Web) setRole(ctx *fasthttp.RequestCtx, s storage.Session, u storage.Use
 	if before == storage.RoleOwner && r != storage.RoleOwner {
 		// Invitations are made with their owner's authority: a demoted
 		// or removed owner's pending ones go with it.
-		if ivs, err := w.db.Invites(ctx, s.Account); err == nil {
+		if ivs, err := w.db.Invites(httpapi.Context(ctx), s.Account); err == nil {
 			for _, iv := range ivs {
 				if iv.CreatedBy == id {
-					if _, err := w.db.RevokeInvite(ctx, s.Account, iv.ID); err != nil {
+					if _, err := w.db.RevokeInvite(httpapi.Context(ctx), s.Account, iv.ID); err != nil {
 						w.log.Error("cannot revoke a demoted owner's invitation", "invite", iv.ID, "err", err)
 					}
 				}
@@ -359,7 +359,7 @@ func (w *Web) setRole(ctx *fasthttp.RequestCtx, s storage.Session, u storage.Use
 // POST /dashboard/api/invites/{invite}/revoke
 func (w *Web) revokeInvite(ctx *fasthttp.RequestCtx, s storage.Session, u storage.User) (any, error) {
 	id, _ := ctx.UserValue("invite").(string)
-	iv, err := w.db.RevokeInvite(ctx, s.Account, id)
+	iv, err := w.db.RevokeInvite(httpapi.Context(ctx), s.Account, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no pending invitation with that id"}
 	}
@@ -388,16 +388,16 @@ func (w *Web) switchAccount(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if _, member := u.Role(account); !member {
-		_, err := w.db.GetAccount(ctx, account)
+		_, err := w.db.GetAccount(httpapi.Context(ctx), account)
 		if !u.Operator || err != nil {
 			httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no such account of yours"})
 			return
 		}
 	}
-	s, err := w.db.SetSessionAccount(ctx, s.ID, account)
+	s, err := w.db.SetSessionAccount(httpapi.Context(ctx), s.ID, account)
 	if err != nil {
 		w.internal(ctx, "switch account", err)
 		return
 	}
-	writeJSON(ctx, http.StatusOK, w.sessionView(ctx, s, u))
+	writeJSON(ctx, http.StatusOK, w.sessionView(httpapi.Context(ctx), s, u))
 }

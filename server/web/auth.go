@@ -63,7 +63,7 @@ func (w *Web) sessionView(ctx context.Context, s storage.Session, u storage.User
 }
 
 // limit applies one of spec §8's per source IP limits of /auth/*, keyed
-// as the API's (server.ClientKey: an IPv6 client by its /64).
+// as the API's (httpapi.Guard.ClientKey: an IPv6 client by its /64).
 func (w *Web) limit(ctx *fasthttp.RequestCtx, name string, lim httpapi.Limit) bool {
 	if ok, wait := w.limits.Allow(name+"|"+w.guard.ClientKey(ctx), lim); !ok {
 		w.log.Info("auth rate limit", "endpoint", name, "ip", w.guard.ClientIP(ctx))
@@ -108,12 +108,12 @@ func (w *Web) register(ctx *fasthttp.RequestCtx) {
 	var u storage.User
 	switch {
 	case invitation != "":
-		u, _, err = w.db.RegisterWithInvite(ctx, email, hash, strings.TrimSpace(invitation))
+		u, _, err = w.db.RegisterWithInvite(httpapi.Context(ctx), email, hash, strings.TrimSpace(invitation))
 	case w.opts.Registration == RegistrationOpen:
 		if accountName == "" {
 			accountName = strings.TrimSpace(email)
 		}
-		u, _, err = w.db.RegisterWithAccount(ctx, email, hash, accountName, w.opts.OpenPlan, w.opts.OpenCredits)
+		u, _, err = w.db.RegisterWithAccount(httpapi.Context(ctx), email, hash, accountName, w.opts.OpenPlan, w.opts.OpenCredits)
 	}
 	switch {
 	case errors.Is(err, storage.ErrEmailTaken):
@@ -138,7 +138,7 @@ func (w *Web) register(ctx *fasthttp.RequestCtx) {
 		w.internal(ctx, "start session", err)
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusCreated, w.sessionView(ctx, s, u))
+	writeJSON(ctx, fasthttp.StatusCreated, w.sessionView(httpapi.Context(ctx), s, u))
 }
 
 // checkNewUser checks the email and password of a new user.
@@ -191,7 +191,7 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 	defer w.failures.end(acctKey, ipKey)
 	hctx, cancel := context.WithTimeout(bgCtx, hashWait)
 	defer cancel()
-	u, err := w.db.UserByEmail(ctx, email)
+	u, err := w.db.UserByEmail(httpapi.Context(ctx), email)
 	hash := u.PasswordHash
 	if err != nil {
 		hash = w.hash.dummy // the same work whether or not the user exists
@@ -217,7 +217,7 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 		// that the password is at hand. Sessions stay (SetPassword would
 		// end them), so write it as a plain update.
 		if h, err := w.hash.hash(hctx, pw); err == nil {
-			w.rehash(ctx, u, h)
+			w.rehash(httpapi.Context(ctx), u, h)
 		}
 	}
 	s, err := w.startSession(ctx, u, "")
@@ -227,7 +227,7 @@ func (w *Web) login(ctx *fasthttp.RequestCtx) {
 	}
 	w.log.Info("user signed in", "user", u.ID, "session", s.ID, "ip", ip)
 	loginsOK.Inc()
-	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(ctx, s, u))
+	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(httpapi.Context(ctx), s, u))
 }
 
 // rehash stores a hash remade with the current cost. It cannot use
@@ -246,7 +246,7 @@ func (w *Web) logout(ctx *fasthttp.RequestCtx) {
 			httpapi.WriteError(ctx, csrfRefused("missing or wrong X-CSRF-Token"))
 			return
 		}
-		if err := w.db.DeleteSession(ctx, s.ID); err != nil {
+		if err := w.db.DeleteSession(httpapi.Context(ctx), s.ID); err != nil {
 			w.internal(ctx, "end session", err)
 			return
 		}
@@ -286,7 +286,7 @@ func (w *Web) link(ctx *fasthttp.RequestCtx) {
 		httpapi.WriteError(ctx, badRequest(issues...))
 		return
 	}
-	u, iv, err := w.db.RedeemInvite(ctx, strings.TrimSpace(invitation), s.User)
+	u, iv, err := w.db.RedeemInvite(httpapi.Context(ctx), strings.TrimSpace(invitation), s.User)
 	switch {
 	case errors.Is(err, storage.ErrInviteInvalid):
 		httpapi.WriteError(ctx, badRequest(httpapi.Issue{Path: "invitation", Message: "is invalid, used, expired or for another email"}))
@@ -295,12 +295,12 @@ func (w *Web) link(ctx *fasthttp.RequestCtx) {
 		w.internal(ctx, "redeem invitation", err)
 		return
 	}
-	if s, err = w.db.SetSessionAccount(ctx, s.ID, iv.Account); err != nil {
+	if s, err = w.db.SetSessionAccount(httpapi.Context(ctx), s.ID, iv.Account); err != nil {
 		w.internal(ctx, "switch account", err)
 		return
 	}
 	w.log.Info("user linked", "user", u.ID, "account", iv.Account, "role", iv.Role, "invite", iv.ID)
-	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(ctx, s, u))
+	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(httpapi.Context(ctx), s, u))
 }
 
 // POST /auth/password {current_password, new_password}: every session of
@@ -343,7 +343,7 @@ func (w *Web) password(ctx *fasthttp.RequestCtx) {
 		w.internal(ctx, "hash password", err)
 		return
 	}
-	if u, err = w.db.SetPassword(ctx, u.ID, h); err != nil {
+	if u, err = w.db.SetPassword(httpapi.Context(ctx), u.ID, h); err != nil {
 		w.internal(ctx, "set password", err)
 		return
 	}
@@ -354,7 +354,7 @@ func (w *Web) password(ctx *fasthttp.RequestCtx) {
 		w.internal(ctx, "start session", err)
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(ctx, ns, u))
+	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(httpapi.Context(ctx), ns, u))
 }
 
 // GET /auth/session: the signed-in user, or 401.
@@ -364,5 +364,5 @@ func (w *Web) session(ctx *fasthttp.RequestCtx) {
 		httpapi.WriteError(ctx, unauthorized("not signed in, or the session ended"))
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(ctx, s, u))
+	writeJSON(ctx, fasthttp.StatusOK, w.sessionView(httpapi.Context(ctx), s, u))
 }

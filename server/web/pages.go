@@ -15,6 +15,7 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -215,9 +216,9 @@ func (w *Web) page(p pageDef) fasthttp.RequestHandler {
 		s, u, ok := w.current(ctx)
 		if ok {
 			d.Signed = true
-			v := w.sessionView(ctx, s, u)
+			v := w.sessionView(httpapi.Context(ctx), s, u)
 			d.CSRF, d.User, d.Account, d.Role = v.CSRFToken, v.User, v.Account, v.Role
-			if a, err := w.db.GetAccount(ctx, s.Account); err == nil {
+			if a, err := w.db.GetAccount(httpapi.Context(ctx), s.Account); err == nil {
 				d.AccountName = a.Name
 			}
 			d.Operator = u.Operator

@@ -388,22 +388,22 @@ func (w *Web) current(ctx *fasthttp.RequestCtx) (storage.Session, storage.User, 
 	if len(tok) == 0 {
 		return storage.Session{}, storage.User{}, false
 	}
-	s, err := w.db.LookupSession(ctx, string(tok))
+	s, err := w.db.LookupSession(httpapi.Context(ctx), string(tok))
 	if err != nil {
 		return storage.Session{}, storage.User{}, false
 	}
 	now := w.opts.Now()
 	if !now.Before(s.ExpiresAt) || now.Sub(s.LastSeen) >= w.opts.SessionIdle {
-		if err := w.db.DeleteSession(ctx, s.ID); err != nil {
+		if err := w.db.DeleteSession(httpapi.Context(ctx), s.ID); err != nil {
 			w.log.Error("cannot end an expired session", "err", err)
 		}
 		return storage.Session{}, storage.User{}, false
 	}
-	u, err := w.db.GetUser(ctx, s.User)
+	u, err := w.db.GetUser(httpapi.Context(ctx), s.User)
 	if err != nil {
 		return storage.Session{}, storage.User{}, false
 	}
-	if err := w.db.TouchSession(ctx, s.ID); err != nil {
+	if err := w.db.TouchSession(httpapi.Context(ctx), s.ID); err != nil {
 		w.log.Error("cannot touch a session", "err", err)
 	}
 	return s, u, true
@@ -417,13 +417,13 @@ func (w *Web) startSession(ctx *fasthttp.RequestCtx, u storage.User, account str
 	// A browser signing in again (as anyone) ends the session it had:
 	// its cookie is about to be replaced, and nobody would end it later.
 	if old := ctx.Request.Header.Cookie(w.cookieName(ctx)); len(old) > 0 {
-		if prev, err := w.db.LookupSession(ctx, string(old)); err == nil {
-			if err := w.db.DeleteSession(ctx, prev.ID); err != nil {
+		if prev, err := w.db.LookupSession(httpapi.Context(ctx), string(old)); err == nil {
+			if err := w.db.DeleteSession(httpapi.Context(ctx), prev.ID); err != nil {
 				w.log.Error("cannot end the replaced session", "err", err)
 			}
 		}
 	}
-	token, s, err := w.db.CreateSession(ctx, u.ID, account, w.guard.ClientIP(ctx), string(ctx.UserAgent()), w.opts.SessionLifetime)
+	token, s, err := w.db.CreateSession(httpapi.Context(ctx), u.ID, account, w.guard.ClientIP(ctx), string(ctx.UserAgent()), w.opts.SessionLifetime)
 	if err != nil {
 		return storage.Session{}, err
 	}

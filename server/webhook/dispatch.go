@@ -19,7 +19,7 @@ import (
 
 // The webhook dispatcher. Events wait in storage's outbox, keyed by when
 // they are next due; the dispatcher loop takes the due ones, posts each on
-// its own goroutine (at most WebhookOptions.Concurrency at once), and
+// its own goroutine (at most Options.Concurrency at once), and
 // records the outcome:
 //
 //   - a 2xx answer: the event leaves the outbox (delivered);
@@ -359,14 +359,14 @@ func (d *Dispatcher) deliver(ev storage.Event) {
 	case o.ok():
 		hooksDelivered.Inc()
 		a.Outcome = "delivered"
-		record = func() error { return d.db.MarkDelivered(d.ctx, ev) }
+		record = func() error { return d.db.MarkDelivered(context.Background(), ev) }
 		log.Info("webhook delivered", "status", o.status, "ms", a.DurationMs)
 	case o.refused:
 		hooksRefused.Inc()
 		ssrfAtDelivery.Inc()
 		hooksDead.Inc()
 		a.Outcome = "dead"
-		record = func() error { _, err := d.db.DeadLetter(d.ctx, ev, 0, o.text()); return err }
+		record = func() error { _, err := d.db.DeadLetter(context.Background(), ev, 0, o.text()); return err }
 		log.Warn("webhook refused by the SSRF guard; dead-lettered", "err", o.text())
 	default:
 		hooksFailed.Inc()
@@ -375,7 +375,7 @@ func (d *Dispatcher) deliver(ev storage.Event) {
 		if !now.Before(giveUp) {
 			hooksDead.Inc()
 			a.Outcome = "dead"
-			record = func() error { _, err := d.db.DeadLetter(d.ctx, ev, o.status, o.text()); return err }
+			record = func() error { _, err := d.db.DeadLetter(context.Background(), ev, o.status, o.text()); return err }
 			log.Warn("webhook given up; dead-lettered", "err", o.text(), "created", ev.CreatedAt)
 			break
 		}
@@ -385,7 +385,10 @@ func (d *Dispatcher) deliver(ev storage.Event) {
 			next = giveUp // one last attempt as the window closes
 		}
 		a.Outcome, a.NextAttempt = "retry", next
-		record = func() error { _, err := d.db.Reschedule(d.ctx, ev, next, o.status, o.text()); return err }
+		record = func() error {
+			_, err := d.db.Reschedule(context.Background(), ev, next, o.status, o.text())
+			return err
+		}
 		log.Info("webhook attempt failed; will retry", "err", o.text(), "next", next)
 	}
 	d.remember(a)

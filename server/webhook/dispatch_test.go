@@ -16,6 +16,7 @@ import (
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/pebble"
 	"github.com/verifyd/verifyd/storage/pebble/pebbletest"
+	"github.com/verifyd/verifyd/storage/storagetest"
 )
 
 // checkSigned verifies a request as a receiver should.
@@ -91,7 +92,7 @@ func TestWebhookDeliveredOnce(t *testing.T) {
 // 6 h, then every 6 h, one last attempt at 24 h, then the dead-letter
 // queue.
 func TestWebhookRetrySchedule(t *testing.T) {
-	c := newClock()
+	c := storagetest.NewClock()
 	db := pebbletest.Open(t, c.Now)
 	acct := pebbletest.Account(t, db, 0)
 	rc := webhooktest.New(t, 503)

@@ -47,7 +47,7 @@ type Resolver interface {
 }
 
 // ErrRefused matches every *RefusedError.
-var ErrRefused = errors.New("jobs: webhook address refused")
+var ErrRefused = errors.New("webhook: address refused")
 
 // RefusedError is the guard's refusal of an address.
 type RefusedError struct {

@@ -3,30 +3,9 @@ package webhook
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 )
-
-// clock is a settable clock for storage and the dispatcher.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 var quiet = slog.New(slog.DiscardHandler)
 
