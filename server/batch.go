@@ -76,7 +76,7 @@ func (s *Server) postBatch(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 	}
 	addrs := normalize(req.Emails)
 	var resp []byte
-	job, err := s.db.CreateJob(httpapi.Context(ctx), storage.JobSpec{
+	spec := storage.JobSpec{
 		Account: account, Addresses: addrs, ListName: req.ListName, WebhookURL: req.WebhookURL,
 		Idem: idem.Ref,
 		Respond: func(j storage.Job) (storage.IdemResponse, error) {
@@ -85,7 +85,14 @@ func (s *Server) postBatch(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 			return storage.IdemResponse{Status: fasthttp.StatusAccepted,
 				Header: []storage.HeaderField{{Name: "Location", Value: webhook.JobPath(j.ID)}}, Body: b}, err
 		},
-	})
+	}
+	if lost := idem.Lost; lost != nil {
+		// The key BeginIdem could not record: the job's write records
+		// it, so that a retry replays this 202 instead of creating a
+		// second job.
+		spec.Idem, spec.IdemHash = &lost.Ref, lost.Hash
+	}
+	job, err := s.db.CreateJob(httpapi.Context(ctx), spec)
 	var ice *storage.InsufficientCreditsError
 	switch {
 	case errors.As(err, &ice):

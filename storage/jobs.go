@@ -70,6 +70,12 @@ type JobSpec struct {
 	// batch with the response Respond builds from the new job (the 202).
 	Idem    *IdemRef
 	Respond func(Job) (IdemResponse, error)
+	// IdemHash, with Idem, says that BeginIdem could not record Idem (the
+	// store failed and the request went on without it): the job's batch
+	// records it, completed, with this request hash, as
+	// ChargeRequest.IdemHash does for a validation, so that a retry
+	// replays the 202 instead of creating a second job.
+	IdemHash []byte
 }
 
 // JobResult is the result of the job's address at Index.

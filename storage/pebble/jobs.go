@@ -107,7 +107,7 @@ func (db *DB) CreateJob(ctx context.Context, spec storage.JobSpec) (storage.Job,
 		}
 		mu := db.idemLock(*spec.Idem)
 		mu.Lock()
-		err = db.stageIdemDone(b, *spec.Idem, nil, resp, now)
+		err = db.stageIdemDone(b, *spec.Idem, spec.IdemHash, resp, now)
 		mu.Unlock()
 		if err != nil {
 			dropPlaceholder()

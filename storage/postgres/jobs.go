@@ -112,7 +112,12 @@ func (db *DB) CreateJob(ctx context.Context, spec storage.JobSpec) (storage.Job,
 			if err != nil {
 				return err
 			}
-			if err := completeIdem(ctx, tx, *spec.Idem, resp, now); err != nil {
+			if spec.IdemHash != nil {
+				// The key BeginIdem could not record (storage.JobSpec.IdemHash).
+				if _, err := tx.Exec(ctx, recordIdemSQL, recordIdemArgs(*spec.Idem, spec.IdemHash, resp, now, db.idemTTL)...); err != nil {
+					return err
+				}
+			} else if err := completeIdem(ctx, tx, *spec.Idem, resp, now); err != nil {
 				return err
 			}
 		}

@@ -274,6 +274,24 @@ func testJobIdempotency(t *testing.T, b backend) {
 	if err != nil || out != storage.IdemReplay || string(rec.Response.Body) != fmt.Sprintf(`{"job_id":%q,"credits_reserved":2}`, j.ID) {
 		t.Fatalf("replay: %v %q %v", out, rec.Response.Body, err)
 	}
+
+	// A key BeginIdem could not record (JobSpec.IdemHash): the job's
+	// write records it, completed, so the retry replays the 202; another
+	// body under it is a mismatch.
+	lost := storage.IdemRef{Account: acct, Endpoint: "batch", Key: "batch-key-lost"}
+	j2, err := s.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: Addresses(3), Idem: &lost, IdemHash: []byte("h2"),
+		Respond: func(j storage.Job) (storage.IdemResponse, error) {
+			return storage.IdemResponse{Status: 202, Body: fmt.Appendf(nil, `{"job_id":%q}`, j.ID)}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, rec, err := s.BeginIdem(t.Context(), lost, []byte("h2")); err != nil || out != storage.IdemReplay || string(rec.Response.Body) != fmt.Sprintf(`{"job_id":%q}`, j2.ID) {
+		t.Fatalf("the retry of a job whose key was lost: %v %q %v", out, rec.Response.Body, err)
+	}
+	if out, _, err := s.BeginIdem(t.Context(), lost, []byte("h3")); err != nil || out != storage.IdemMismatch {
+		t.Fatalf("another body under the lost key: %v %v", out, err)
+	}
 }
 
 // Concurrent jobs and validations on one account never overdraw it.
