@@ -148,6 +148,26 @@ func behaviours() []behaviour {
 	bs = append(bs, behaviour{name: "IPv6-only MX", hosts: []*world.Host{host("mx6.v6only.test", "::1", nil)},
 		domain: &world.Domain{Name: "v6only.test", MX: mx("mx6.v6only.test"), Mailboxes: ok("ann")},
 		email:  "ann@v6only.test", status: StatusValid, reason: ReasonOK})
+	// No MX host has an address (RFC 5321 §5.1: no mail can be
+	// delivered): NXDOMAIN for one, NODATA for A and AAAA of the other,
+	// both authoritative. Before, unknown/connection_error.
+	bs = append(bs, behaviour{name: "no MX host has an address",
+		domain: &world.Domain{Name: "noaddr-all.test", MX: mx("mx1.noaddr-all.test", "mx2.noaddr-all.test"), Mailboxes: ok("ann"),
+			Records: []world.Record{{Name: "mx2", Type: "TXT", Data: `"no address here"`}}},
+		email: "ann@noaddr-all.test", status: StatusInvalid, reason: ReasonNoMX})
+	// One MX host without an address, the other refusing connections:
+	// a host with an address exists, so it is not that no mail can be
+	// delivered: unknown.
+	bs = append(bs, behaviour{name: "MX without address, the other refusing", hosts: []*world.Host{host("mx2.noaddr-half.test", "127.81.0.27", func(h *world.Host) { h.Mode = world.HostRefuse })},
+		domain: &world.Domain{Name: "noaddr-half.test", MX: mx("mx1.noaddr-half.test", "mx2.noaddr-half.test"), Mailboxes: ok("ann")},
+		email:  "ann@noaddr-half.test", status: StatusUnknown, reason: ReasonConnection})
+	// The MX host's own zone fails (SERVFAIL): a failure to look it up,
+	// not an answer that it has no address: unknown, never invalid.
+	bs = append(bs, behaviour{name: "MX host in a failing zone",
+		domain: &world.Domain{Name: "lamehost.test", MX: mx("mx.failing-zone.test"), Mailboxes: ok("ann")},
+		email:  "ann@lamehost.test", status: StatusUnknown, reason: ReasonConnection})
+	bs = append(bs, behaviour{name: "the failing zone itself", domain: &world.Domain{Name: "failing-zone.test", DNSFault: world.DNSFaultServFail},
+		email: "ann@failing-zone.test", status: StatusUnknown, reason: ReasonConnection})
 	return bs
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/verifyd/verifyd/internal/phase"
 	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/probe/smtpclient"
+	"github.com/verifyd/verifyd/resolver"
 )
 
 // target is one address being probed, with its result.
@@ -41,16 +42,28 @@ func (e *Engine) probeOne(ctx context.Context, r *Result, addr address.Address, 
 func (e *Engine) probeDomain(ctx context.Context, rt route, domain string, ts []*target, wait bool, prefer netip.Addr) {
 	failure := SMTPConnRefused
 	tried := 0
+	// noAddress holds while every MX host's address lookup answered,
+	// authoritatively, that it has none (NXDOMAIN, or NODATA for A and
+	// AAAA both): then no mail can ever be delivered to the domain (RFC
+	// 5321 §5.1), as with no MX at all. A failed or timed-out lookup
+	// says nothing of the kind.
+	noAddress := len(rt.hosts) > 0
 hosts:
 	for _, host := range rt.hosts {
 		t := time.Now()
 		ips, err := e.opts.Resolver.LookupIP(ctx, "ip", host)
 		phase.Since(phase.HostIP, t)
 		if err != nil {
+			if !errors.Is(err, resolver.ErrNoData) && !errors.Is(err, resolver.ErrNXDomain) {
+				noAddress = false
+			}
 			if dnsFailure(err) == DNSTimeout {
 				failure = SMTPTimeout
 			}
 			continue
+		}
+		if len(ips.IPs) > 0 {
+			noAddress = false
 		}
 		for _, ip := range ips.IPs {
 			if tried == e.opts.MaxMXHosts {
@@ -71,10 +84,16 @@ hosts:
 		}
 	}
 	for _, t := range ts {
-		if !t.done {
-			t.r.Evidence.SMTP = failure
-			t.done = true
+		if t.done {
+			continue
 		}
+		if noAddress {
+			t.r.Evidence.DNS = DNSNoMX
+			t.r.Checks.MX, t.r.Checks.MXHost = false, ""
+		} else {
+			t.r.Evidence.SMTP = failure
+		}
+		t.done = true
 	}
 }
 

@@ -39,7 +39,7 @@ type DNSOutcome uint8
 const (
 	DNSRouted   DNSOutcome = iota // MX hosts (or an implicit MX) found
 	DNSNXDomain                   // the domain does not exist
-	DNSNoMX                       // null MX (RFC 7505), or neither MX nor A/AAAA
+	DNSNoMX                       // null MX (RFC 7505), neither MX nor A/AAAA, or no MX host with an address
 	DNSTimeout                    // no upstream answered in time
 	DNSFailure                    // SERVFAIL, REFUSED: a temporary failure
 )
@@ -104,7 +104,7 @@ type Evidence struct {
 //	known spamtrap                     spamtrap    (none)              0
 //	disposable domain                  disposable  disposable_domain   0
 //	NXDOMAIN                           invalid     domain_not_found    0
-//	null MX, or neither MX nor A       invalid     no_mx_record        0
+//	null MX, no MX nor A, no MX addr   invalid     no_mx_record        0
 //	DNS timed out                      unknown     timeout             30
 //	DNS failed (SERVFAIL, REFUSED)     unknown     connection_error    30
 //	RCPT accepted, domain catch-all    risky       catch_all           55

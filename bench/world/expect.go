@@ -47,6 +47,8 @@ const (
 //	zone SERVFAIL                             unknown   connection_error
 //	zone drops queries                        unknown   timeout
 //	null MX, or no MX and no A                invalid   no_mx_record
+//	no MX host with an address (each a name
+//	  of a zone, NXDOMAIN or NODATA there)    invalid   no_mx_record
 //	every MX refuses connections              unknown   connection_error
 //	first reachable MX busy (421)             unknown   connection_error
 //	first reachable MX tarpits                unknown   timeout
@@ -103,7 +105,7 @@ func (w *World) Expect(email string) Expectation {
 		return set(StatusUnknown, ReasonTimeout)
 	}
 	hosts := w.mailHosts(d)
-	if hosts == nil {
+	if hosts == nil || w.noHostAddress(d) {
 		return set(StatusInvalid, ReasonNoMX)
 	}
 	var host *Host
@@ -293,6 +295,53 @@ func (w *World) mailHosts(d *Domain) []*Host {
 		return nil
 	}
 	return hs
+}
+
+// noHostAddress reports whether d has MX hosts and none of them has an
+// address the world's DNS would give, authoritatively: each is a name of
+// a world zone (not failing) with no host and no A or AAAA record there,
+// so the DNS answers NXDOMAIN or NODATA. No mail can be delivered to such
+// a domain (RFC 5321 §5.1): invalid, no_mx_record. A host name outside
+// every zone, or in a failing one, is a lookup failure: unknown.
+func (w *World) noHostAddress(d *Domain) bool {
+	if len(d.MX) == 0 {
+		return false
+	}
+	for _, mx := range d.MX {
+		name := strings.ToLower(strings.TrimSuffix(w.cname(d, mx.Host), "."))
+		if _, err := netip.ParseAddr(name); err == nil {
+			continue // an IP literal is no host name: skipped
+		}
+		if w.HostByName(name) != nil {
+			return false
+		}
+		var z *Domain
+		for s := name; s != "" && z == nil; {
+			z = w.Domain(s)
+			_, s, _ = strings.Cut(s, ".")
+		}
+		if z == nil || z.DNSFault != "" {
+			return false
+		}
+		if z.NXDomain {
+			continue
+		}
+		if name == z.Name && (len(z.A) > 0 || len(z.AAAA) > 0) {
+			return false
+		}
+		for _, r := range z.Records {
+			owner := strings.ToLower(strings.TrimSuffix(r.Name, "."))
+			if owner == "" || owner == "@" {
+				owner = z.Name
+			} else if !strings.HasSuffix(r.Name, ".") {
+				owner += "." + z.Name
+			}
+			if owner == name && (strings.EqualFold(r.Type, "A") || strings.EqualFold(r.Type, "AAAA")) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // cname follows a CNAME record of d's zone at name, once.
