@@ -682,3 +682,27 @@ func TestBatchYieldsToRealtime(t *testing.T) {
 		t.Error("no batch domain was probed while the real-time validation ran: the test shows nothing")
 	}
 }
+
+// TestMXHostAnswered: checks.mx_host names the MX host whose answer made
+// the verdict: the second MX when the first refuses connections or has
+// no address, in a single validation and in batch mode. Before, it named
+// the first MX whatever answered.
+func TestMXHostAnswered(t *testing.T) {
+	refusing := &world.Host{Name: "mx1.second-answers.test", IP: "127.81.4.40", Mode: world.HostRefuse}
+	answering := &world.Host{Name: "mx2.second-answers.test", IP: "127.81.4.41"}
+	d := &world.Domain{Name: "second-answers.test", MX: mx(refusing.Name, answering.Name), Mailboxes: ok("ann")}
+	other := &world.Host{Name: "mx2.first-noaddr.test", IP: "127.81.4.42"}
+	d2 := &world.Domain{Name: "first-noaddr.test", MX: mx("mx1.first-noaddr.test", other.Name), Mailboxes: ok("ann")}
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{refusing, answering}, domain: d}, {hosts: []*world.Host{other}, domain: d2}})
+	e := startEnv(t, w, envOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for email, want := range map[string]string{"ann@second-answers.test": answering.Name, "ann@first-noaddr.test": other.Name} {
+		if r := e.engine.Verify(ctx, email); r.Status != StatusValid || r.Checks.MXHost != want {
+			t.Errorf("%s: %s, mx_host %q, want valid from %q", email, r.Status, r.Checks.MXHost, want)
+		}
+		if r := e.engine.VerifyDomain(ctx, []string{email}, netip.Addr{})[0]; r.Status != StatusValid || r.Checks.MXHost != want {
+			t.Errorf("%s, batch mode: %s, mx_host %q, want valid from %q", email, r.Status, r.Checks.MXHost, want)
+		}
+	}
+}

@@ -25,6 +25,8 @@ type target struct {
 	done bool
 	// grey: the address was greylisted and waits for a retry.
 	grey bool
+	// hostSet: Checks.MXHost names the host that answered it.
+	hostSet bool
 }
 
 // probeOne runs the SMTP stage for one address, waiting out greylisting
@@ -71,6 +73,13 @@ hosts:
 			}
 			tried++
 			next, out := e.sessions(ctx, host, ip, domain, ts, wait, prefer)
+			// mx_host names the host whose answer made a verdict, not
+			// the first MX when another one gave it.
+			for _, t := range ts {
+				if t.done && !t.hostSet {
+					t.r.Checks.MXHost, t.hostSet = host, true
+				}
+			}
 			if !next {
 				return
 			}
