@@ -705,7 +705,15 @@ func TestFleetDatabaseRestart(t *testing.T) {
 		t.Error("no request answered 500: the restarts came at no request")
 	}
 	t.Logf("the last retry answered 200 %v after the database's return (lease %v)", worst.Round(time.Millisecond), fleetLease)
-	waitFor(t, func() bool { c, err := db.Credits(t.Context(), acct.ID); return err == nil && c.Held == 0 })
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := db.Credits(t.Context(), acct.ID); err == nil && c.Held == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			hs, err := db.Holds(t.Context(), acct.ID)
+			t.Fatalf("credits still held a minute after the last round: %+v %v", hs, err)
+		}
+	}
 	charges := chargeEntries(t, db, acct.ID)
 	if charges != rounds*n {
 		t.Errorf("%d charge entries for %d keys", charges, rounds*n)

@@ -161,7 +161,12 @@ func (db *DB) Hold(ctx context.Context, account string, n int64, ref string) (st
 		// answers 500 and never ends the hold, so the heartbeat looks it
 		// up by its ref and releases it (TestFleetLostHoldReleased).
 		db.orphanMu.Lock()
-		db.orphans = append(db.orphans, orphan{storage.Hold{Account: account, Ref: ref}, "released: its request failed (the hold's answer was lost)"})
+		db.orphans = append(db.orphans, orphan{h: storage.Hold{Account: account, Ref: ref},
+			note: "released: its request failed (the hold's answer was lost)",
+			// Its COMMIT may become visible after the first look (the
+			// call gave up while the server was still at it): it is
+			// looked for until no transaction of the call can still end.
+			until: time.Now().Add(2*db.callTimeout + time.Second)})
 		db.orphanMu.Unlock()
 	}
 	return o.held, o.err
@@ -177,7 +182,7 @@ func (db *DB) Release(ctx context.Context, h storage.Hold, note string) (storage
 	if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {
 		db.log.Warn("cannot release a hold; will retry", "account", h.Account, "hold", h.Seq, "err", err)
 		db.orphanMu.Lock()
-		db.orphans = append(db.orphans, orphan{h, note})
+		db.orphans = append(db.orphans, orphan{h: h, note: note})
 		db.orphanMu.Unlock()
 	}
 	return e, err
@@ -189,19 +194,23 @@ func (db *DB) Release(ctx context.Context, h storage.Hold, note string) (storage
 type orphan struct {
 	h    storage.Hold
 	note string
+	// until, for one known by its ref, is how long it is looked for
+	// (monotonic): a COMMIT whose answer was lost may become visible
+	// after the first look.
+	until time.Time
 }
 
 // release releases the orphan's hold; one known by its ref is looked up
 // first (this boot's holds of that ref: none when its Hold never
 // committed).
-func (o orphan) release(db *DB) error {
+func (o orphan) release(db *DB) (done bool, err error) {
 	hs := []storage.Hold{o.h}
 	if o.h.Seq == 0 {
 		ctx, cancel := db.ctx(context.Background())
 		defer cancel()
 		rows, err := db.pool.Query(ctx, `SELECT seq, amount FROM holds WHERE account = $1 AND ref = $2 AND boot = $3`, o.h.Account, o.h.Ref, db.boot)
 		if err != nil {
-			return err
+			return false, err
 		}
 		hs = hs[:0]
 		var seq, amount int64
@@ -209,19 +218,24 @@ func (o orphan) release(db *DB) error {
 			hs = append(hs, storage.Hold{Account: o.h.Account, Seq: uint64(seq), N: amount, Ref: o.h.Ref})
 			return nil
 		}); err != nil {
-			return err
+			return false, err
+		}
+		if len(hs) == 0 {
+			// Not committed, or not visible yet: looked for again
+			// until its window ends.
+			return time.Now().After(o.until), nil
 		}
 	}
 	for _, h := range hs {
 		_, err := db.release(context.Background(), h, o.note)
 		if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {
-			return err
+			return false, err
 		}
 		if err == nil && o.h.Seq == 0 {
 			staleHoldsReleased.Inc()
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // releaseOrphans releases the orphans (holds whose Release, or whose
@@ -231,13 +245,23 @@ func (db *DB) releaseOrphans() {
 	todo := db.orphans
 	db.orphans = nil
 	db.orphanMu.Unlock()
-	for i, o := range todo {
-		if err := o.release(db); err != nil {
-			db.log.Warn("cannot release a hold yet; will retry", "account", o.h.Account, "hold", o.h.Seq, "ref", o.h.Ref, "err", err)
+	var again []orphan
+	defer func() {
+		if len(again) > 0 {
 			db.orphanMu.Lock()
-			db.orphans = append(db.orphans, todo[i:]...)
+			db.orphans = append(db.orphans, again...)
 			db.orphanMu.Unlock()
+		}
+	}()
+	for i, o := range todo {
+		done, err := o.release(db)
+		if err != nil {
+			db.log.Warn("cannot release a hold yet; will retry", "account", o.h.Account, "hold", o.h.Seq, "ref", o.h.Ref, "err", err)
+			again = append(again, todo[i:]...)
 			return
+		}
+		if !done {
+			again = append(again, o)
 		}
 	}
 }
