@@ -14,6 +14,7 @@ import (
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/pebble/pebbletest"
 	"github.com/verifyd/verifyd/storage/postgres"
+	"github.com/verifyd/verifyd/storage/storagetest"
 )
 
 // fleetDSN starts PostgreSQL with a migrated database for t and returns
@@ -99,7 +100,7 @@ func TestFleetJob(t *testing.T) {
 		t.Fatalf("%d results, want 6,000", n)
 	}
 	c, _ := dbB.Credits(t.Context(), acct)
-	es, _ := dbB.Ledger(t.Context(), acct, 0, 0)
+	es := storagetest.CheckLedger(t, dbB, acct)
 	var reserve, use int64
 	for _, e := range es {
 		switch e.Kind {
