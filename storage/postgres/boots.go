@@ -92,8 +92,8 @@ func (db *DB) heartbeat() {
 }
 
 // maintain does what follows a heartbeat that reached the database —
-// releasing the holds and ending the idempotency keys whose own end
-// failed — and, every lease, reaps stopped boots and purges expired
+// releasing the holds no request will end and ending the idempotency
+// keys whose own end failed — and, every lease, reaps stopped boots and purges expired
 // domain facts and idempotency records, until Close.
 func (db *DB) maintain() {
 	defer db.wg.Done()
@@ -104,7 +104,9 @@ func (db *DB) maintain() {
 		case <-db.stop:
 			return
 		case <-db.beaten:
-			db.releaseOrphans()
+			if err := db.sweepHolds(); err != nil {
+				db.log.Warn("cannot release the holds requests left yet; will retry", "err", err)
+			}
 			db.endStrays()
 		case <-reap.C:
 			if _, err := db.Reap(); err != nil {

@@ -73,7 +73,7 @@ type combiner struct {
 // caller whose ctx ends while queued returns ctx's error at once and is
 // left out of the transactions to come. One already taken by a
 // transaction may still commit after its caller has gone: a hold so lost
-// is released by its ref (Hold), a charge is recorded with its
+// is released by the heartbeat (sweepHolds), a charge is recorded with its
 // Idempotency-Key as any other.
 func (db *DB) submit(ctx context.Context, account string, p *pendingCharge) chargeOutcome {
 	c := &db.charges

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -140,7 +141,8 @@ func (db *DB) adjust(ctx context.Context, account string, change func(context.Co
 // Hold takes n credits of the account for a validation about to run, or
 // fails with an *InsufficientCreditsError when fewer are available
 // (balance − held). The hold is recorded with this process's boot: when
-// the boot stops, a running box releases it (Reap).
+// the boot stops, a running box releases it (Reap); while it lives, the
+// heartbeat releases those of its holds no caller has (sweepHolds).
 //
 // On PostgreSQL the hold's commit does not wait for its WAL to reach the
 // disk (synchronous_commit off for this transaction), as Pebble does not
@@ -154,116 +156,126 @@ func (db *DB) Hold(ctx context.Context, account string, n int64, ref string) (st
 		return storage.Hold{}, err
 	}
 	p := &pendingCharge{hold: true, ref: ref, n: n, now: db.now(), done: make(chan chargeOutcome, 1)}
+	db.live.begin(ref)
 	o := db.submit(ctx, account, p)
-	if o.err != nil && ref != "" && !errors.Is(o.err, storage.ErrInsufficientCredits) && !errors.Is(o.err, storage.ErrInvalid) &&
-		!errors.Is(o.err, storage.ErrNotFound) {
-		// Its COMMIT may have run with its answer lost: the caller
-		// answers 500 and never ends the hold, so the heartbeat looks it
-		// up by its ref and releases it (TestFleetLostHoldReleased).
-		db.orphanMu.Lock()
-		db.orphans = append(db.orphans, orphan{h: storage.Hold{Account: account, Ref: ref},
-			note: "released: its request failed (the hold's answer was lost)",
-			// Its COMMIT may become visible after the first look (the
-			// call gave up while the server was still at it): it is
-			// looked for until no transaction of the call can still end.
-			until: time.Now().Add(2*db.callTimeout + time.Second)})
-		db.orphanMu.Unlock()
-	}
+	db.live.end(ref, o.held, o.err == nil)
 	return o.held, o.err
 }
 
 // Release ends the hold without a charge; ErrHoldNotActive when it was
-// already charged or released. When the database cannot be reached the
-// hold is remembered and released again by the heartbeat loop until that
-// works: its request has ended, so its credits must not stay held while
-// this box lives.
+// already charged or released. When it fails otherwise (the database
+// cannot be reached, the request's deadline), the heartbeat releases the
+// hold once the database answers again: its request has ended, so its
+// credits must not stay held while this box lives.
 func (db *DB) Release(ctx context.Context, h storage.Hold, note string) (storage.Entry, error) {
 	e, err := db.release(ctx, h, note)
+	db.live.drop(h)
 	if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {
-		db.log.Warn("cannot release a hold; will retry", "account", h.Account, "hold", h.Seq, "err", err)
-		db.orphanMu.Lock()
-		db.orphans = append(db.orphans, orphan{h: h, note: note})
-		db.orphanMu.Unlock()
+		db.log.Warn("cannot release a hold; the heartbeat will", "account", h.Account, "hold", h.Seq, "err", err)
 	}
 	return e, err
 }
 
-// orphan is a hold whose Release failed, or (h.Seq 0: ledger sequences
-// start at 1) one whose Hold failed, perhaps after its commit, known by
-// its ref, a request id.
-type orphan struct {
-	h    storage.Hold
-	note string
-	// until, for one known by its ref, is how long it is looked for
-	// (monotonic): a COMMIT whose answer was lost may become visible
-	// after the first look.
-	until time.Time
+// liveHolds knows which of this boot's holds a caller may still end:
+// those handed to a caller that has not called Charge or Release with
+// them yet, and those a Hold call under way may still hand out (its
+// transaction may have committed, its answer not back yet). Any other
+// hold of the boot in the database is one no caller will ever end: a
+// Hold whose answer was lost (the call failed, or its caller's context
+// ended while its transaction still ran, perhaps to a COMMIT), or one
+// whose Release failed. sweepHolds releases those.
+//
+// This needs no timing: a lost hold becomes visible whenever its commit
+// does, and the next sweep after that finds it. Before, a failed Hold
+// was looked for by its ref for a while (2 × call_timeout), and a
+// commit later than that (a combined transaction retried one request at
+// a time, a database restarting) left the credit held for as long as
+// the box lived (TestFleetDatabaseRestart, 2 of 7 runs under load).
+type liveHolds struct {
+	mu    sync.Mutex
+	calls map[string]int       // refs of Hold calls under way
+	held  map[holdKey]struct{} // handed out, not ended yet
 }
 
-// release releases the orphan's hold; one known by its ref is looked up
-// first (this boot's holds of that ref: none when its Hold never
-// committed).
-func (o orphan) release(db *DB) (done bool, err error) {
-	hs := []storage.Hold{o.h}
-	if o.h.Seq == 0 {
-		ctx, cancel := db.ctx(context.Background())
-		defer cancel()
-		rows, err := db.pool.Query(ctx, `SELECT seq, amount FROM holds WHERE account = $1 AND ref = $2 AND boot = $3`, o.h.Account, o.h.Ref, db.boot)
-		if err != nil {
-			return false, err
-		}
-		hs = hs[:0]
-		var seq, amount int64
-		if _, err := pgx.ForEachRow(rows, []any{&seq, &amount}, func() error {
-			hs = append(hs, storage.Hold{Account: o.h.Account, Seq: uint64(seq), N: amount, Ref: o.h.Ref})
-			return nil
-		}); err != nil {
-			return false, err
-		}
-		if len(hs) == 0 {
-			// Not committed, or not visible yet: looked for again
-			// until its window ends.
-			return time.Now().After(o.until), nil
-		}
+type holdKey struct {
+	account string
+	seq     uint64
+}
+
+func (l *liveHolds) begin(ref string) {
+	l.mu.Lock()
+	if l.calls == nil {
+		l.calls, l.held = map[string]int{}, map[holdKey]struct{}{}
+	}
+	l.calls[ref]++
+	l.mu.Unlock()
+}
+
+// end ends a Hold call of ref, handing h out when ok, in one step: a
+// sweep never sees the hold as neither under way nor held.
+func (l *liveHolds) end(ref string, h storage.Hold, ok bool) {
+	l.mu.Lock()
+	if l.calls[ref]--; l.calls[ref] <= 0 {
+		delete(l.calls, ref)
+	}
+	if ok {
+		l.held[holdKey{h.Account, h.Seq}] = struct{}{}
+	}
+	l.mu.Unlock()
+}
+
+// drop takes h back: its caller charged or released it (or tried).
+func (l *liveHolds) drop(h storage.Hold) {
+	l.mu.Lock()
+	delete(l.held, holdKey{h.Account, h.Seq})
+	l.mu.Unlock()
+}
+
+// ended reports that no caller can end h any more.
+func (l *liveHolds) ended(h storage.Hold) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, held := l.held[holdKey{h.Account, h.Seq}]
+	return !held && l.calls[h.Ref] == 0
+}
+
+// sweepHolds releases this boot's holds that no caller has (liveHolds).
+// It runs after each heartbeat that reached the database. A hold is read
+// before it is checked against the live ones, so one handed out between
+// the two is seen as held, and one charged meanwhile is no longer active
+// (ErrHoldNotActive, skipped).
+func (db *DB) sweepHolds() error {
+	ctx, cancel := db.ctx(context.Background())
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT account, seq, amount, ref FROM holds WHERE boot = $1`, db.boot)
+	if err != nil {
+		return err
+	}
+	hs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (storage.Hold, error) {
+		var h storage.Hold
+		var seq int64
+		err := row.Scan(&h.Account, &seq, &h.N, &h.Ref)
+		h.Seq = uint64(seq)
+		return h, err
+	})
+	if err != nil {
+		return err
 	}
 	for _, h := range hs {
-		_, err := db.release(context.Background(), h, o.note)
-		if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {
-			return false, err
+		if !db.live.ended(h) {
+			continue
 		}
-		if err == nil && o.h.Seq == 0 {
+		_, err := db.release(context.Background(), h, "released: its request ended without it (its answer lost, or its release failed)")
+		switch {
+		case errors.Is(err, storage.ErrHoldNotActive):
+		case err != nil:
+			return err
+		default:
 			staleHoldsReleased.Inc()
+			db.log.Info("released a hold its request left", "account", h.Account, "hold", h.Seq, "ref", h.Ref)
 		}
 	}
-	return true, nil
-}
-
-// releaseOrphans releases the orphans (holds whose Release, or whose
-// Hold, failed), stopping at the first failure and keeping the rest.
-func (db *DB) releaseOrphans() {
-	db.orphanMu.Lock()
-	todo := db.orphans
-	db.orphans = nil
-	db.orphanMu.Unlock()
-	var again []orphan
-	defer func() {
-		if len(again) > 0 {
-			db.orphanMu.Lock()
-			db.orphans = append(db.orphans, again...)
-			db.orphanMu.Unlock()
-		}
-	}()
-	for i, o := range todo {
-		done, err := o.release(db)
-		if err != nil {
-			db.log.Warn("cannot release a hold yet; will retry", "account", o.h.Account, "hold", o.h.Seq, "ref", o.h.Ref, "err", err)
-			again = append(again, todo[i:]...)
-			return
-		}
-		if !done {
-			again = append(again, o)
-		}
-	}
+	return nil
 }
 
 func (db *DB) release(ctx context.Context, h storage.Hold, note string) (storage.Entry, error) {

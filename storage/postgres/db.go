@@ -89,12 +89,12 @@ type DB struct {
 	clock *dbClock
 	wall  wallClock
 
-	orphanMu sync.Mutex
-	orphans  []orphan // holds to release again (see Release and Hold)
-	stop     chan struct{}
-	beaten   chan struct{} // a heartbeat reached the database (maintain)
-	wg       sync.WaitGroup
-	closed   sync.Once
+	live liveHolds // this boot's holds a caller may still end (sweepHolds)
+
+	stop   chan struct{}
+	beaten chan struct{} // a heartbeat reached the database (maintain)
+	wg     sync.WaitGroup
+	closed sync.Once
 }
 
 var (

@@ -525,3 +525,75 @@ func TestPositionsSpill(t *testing.T) {
 		t.Fatalf("spilled positions %d, %d; want %d and the next", a, b, (ms+1)*posPerMs)
 	}
 }
+
+// TestSweepHolds: the heartbeat's sweep releases the holds of its boot
+// that no caller has — one whose Hold answer was lost, one whose Release
+// failed — and keeps one handed out, one a Hold call under way may still
+// hand out, and another boot's.
+func TestSweepHolds(t *testing.T) {
+	_, _, open := fleetOf(t, time.Minute)
+	a, b := open("a"), open("b")
+	ctx := t.Context()
+	acct, err := a.CreateAccount(ctx, "sweep", storage.PlanFree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddCredits(ctx, acct.ID, 10, ""); err != nil {
+		t.Fatal(err)
+	}
+	hold := func(db *DB, ref string) storage.Hold {
+		t.Helper()
+		h, err := db.Hold(ctx, acct.ID, 1, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	kept := hold(a, "kept")
+	lost := hold(a, "lost")
+	a.live.drop(lost) // as if its answer had not reached the caller
+	underway := hold(a, "underway")
+	a.live.drop(underway)
+	a.live.begin("underway") // committed, its call not back yet
+	failed := hold(a, "failed")
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := a.Release(gone, failed, "test"); err == nil {
+		t.Fatal("a release under an ended context worked")
+	}
+	other := hold(b, "other")
+	b.live.drop(other)
+
+	refs := func() []string {
+		t.Helper()
+		hs, err := a.Holds(ctx, acct.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rs []string
+		for _, h := range hs {
+			rs = append(rs, h.Ref)
+		}
+		return rs
+	}
+	if err := a.sweepHolds(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(refs()), "[kept underway other]"; got != want {
+		t.Fatalf("holds after a sweep %s, want %s", got, want)
+	}
+	a.live.end("underway", storage.Hold{}, false) // the call failed after all
+	if err := a.sweepHolds(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(refs()), "[kept other]"; got != want {
+		t.Fatalf("holds after the call failed %s, want %s", got, want)
+	}
+	if _, err := a.Release(ctx, kept, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.live.held) != 0 || len(a.live.calls) != 0 {
+		t.Errorf("live holds left: %v, calls %v", a.live.held, a.live.calls)
+	}
+	storagetest.CheckLedger(t, a, acct.ID)
+}

@@ -133,6 +133,7 @@ func scanResult(row scanner) (storage.Result, int64, error) {
 // or released (by this box, or by another that found its boot stopped).
 func (db *DB) Charge(ctx context.Context, h storage.Hold, req storage.ChargeRequest) (storage.Charged, error) {
 	c, err := db.charge(ctx, h.Account, &h, 0, req)
+	db.live.drop(h)
 	db.charged(req.Idem, err)
 	return c, err
 }
