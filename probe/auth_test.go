@@ -25,7 +25,8 @@ import (
 //     STARTTLS, has forward-confirmed reverse DNS, is on a block list and
 //     on the allow list, accepts postmaster@ and abuse@; the registry
 //     knows when it was registered;
-//   - bare.test publishes nothing; its MX has no PTR and no STARTTLS;
+//   - bare.test publishes nothing; its MX has no PTR and no STARTTLS,
+//     and refuses postmaster@ (against RFC 5321 §4.5.1);
 //   - mid.test publishes SPF, DKIM and MTA-STS, but its _dmarc subtree is
 //     a zone whose server fails (SERVFAIL), as is one of the block lists
 //     in the test that wants it.
@@ -57,9 +58,9 @@ func authWorld() *world.World {
 					{Name: "_25._tcp.mx", Type: "TLSA", Data: "3 1 1 " + strings.Repeat("ab", 32)},
 				},
 			},
-			{Name: "bare.test", MX: mx("mx.bare.test"), Mailboxes: map[string]world.MailboxState{"bob": ok}},
+			{Name: "bare.test", MX: mx("mx.bare.test"), Mailboxes: map[string]world.MailboxState{"bob": ok}, NoPostmaster: true},
 			{
-				Name: "mid.test", MX: mx("mx.mid.test"), Mailboxes: map[string]world.MailboxState{"cy": ok},
+				Name: "mid.test", MX: mx("mx.mid.test"), Mailboxes: map[string]world.MailboxState{"cy": ok}, NoPostmaster: true,
 				Records: []world.Record{
 					txt("@", "v=spf1 mx -all"),
 					txt("default._domainkey", dkim),

@@ -98,7 +98,9 @@ func behaviours() []behaviour {
 		simple("disabled.test", "127.81.0.13", nil, func(d *world.Domain) { d.Mailboxes["ann"] = world.MailboxDisabled }, "ann", StatusInvalid, ReasonSMTPRejected),
 		simple("badsyntax.test", "127.81.0.14", nil, func(d *world.Domain) { d.Mailboxes["ann"] = world.MailboxBadSyntax }, "ann", StatusInvalid, ReasonSyntax),
 		simple("relay-nullmx.test", "127.81.0.15", nil, func(d *world.Domain) { d.Mailboxes["ann"] = world.MailboxNullMX }, "ann", StatusInvalid, ReasonSMTPRejected),
-		simple("misuse571.test", "127.81.0.16", nil, func(d *world.Domain) { d.UnknownReply = "550 5.7.1 User unknown" }, "zed", StatusUnknown, ReasonSMTPRejected),
+		// A 5.7.x to an unknown recipient, read with the positive control
+		// (postmaster@ accepted, a random local part refused alike).
+		simple("misuse571.test", "127.81.0.16", nil, func(d *world.Domain) { d.UnknownReply = "550 5.7.1 User unknown" }, "zed", StatusInvalid, ReasonMailboxNotFound),
 		// --- slow servers
 		simple("slow-ehlo.test", "127.81.0.17", func(h *world.Host) {
 			h.CommandLatency = map[string]world.Duration{"EHLO": world.Duration(3 * time.Second)}
@@ -119,6 +121,7 @@ func behaviours() []behaviour {
 	}
 
 	bs = append(bs, providerBehaviours(host)...)
+	bs = append(bs, controlBehaviours(simple)...)
 
 	// --- DNS
 	// An MX set too large for a UDP answer: TC, then TCP (RFC 7766).
@@ -461,6 +464,8 @@ func providerBehaviours(host func(name, ip string, mod func(*world.Host)) *world
 	unknown := func(reply string) func(*world.Domain) { return func(d *world.Domain) { d.UnknownReply = reply } }
 	const (
 		yahoo552 = "552 1 Requested mail action aborted, mailbox not found"
+		yahooDD  = "554 delivery error: dd This user doesn't have a yahoo.com account (zed@x) [0] - mta1234.mail.bf1.yahoo.com"
+		yahooOff = "554 delivery error: dd Sorry your message to zed@x cannot be delivered. This mailbox is disabled (554.30)"
 		ms541    = "550 5.4.1 Recipient address rejected: Access denied. AS(201806281)"
 		ms5110   = "550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup"
 		olc550   = "550 5.5.0 Requested action not taken: mailbox unavailable (S2017062302)"
@@ -488,19 +493,38 @@ func providerBehaviours(host func(name, ip string, mod func(*world.Host)) *world
 		// Outlook.com: 550 5.5.0 for an unknown recipient.
 		one("hotmail.test", "hotmail-test.olc.protection.outlook.com", "outlook", nil, unknown(olc550), "zed", StatusInvalid, ReasonMailboxNotFound, "outlook"),
 		one("plain-550-550.test", "mx.plain-550-550.test", "", nil, unknown(olc550), "zed", StatusInvalid, ReasonSyntax, ProviderOther),
-		// Yahoo: takes every recipient at RCPT, so an acceptance proves
-		// nothing even where the random probe is refused; its bare 552
-		// means no such mailbox.
+		// Yahoo: believed to take every recipient at RCPT, so an
+		// acceptance proves nothing until this server refuses the random
+		// probe as no such mailbox (its bare 552, its "dd This user
+		// doesn't have a yahoo.com account", or a 5.1.1): evidence
+		// outranks the belief.
 		one("yahoo.test", "mta5.am0.yahoodns.net", "yahoo", nil, func(d *world.Domain) { d.Policy = world.PolicyCatchAll },
 			"zed", StatusRisky, ReasonCatchAll, "yahoo"),
-		one("yahoo-552.test", "mta6.am0.yahoodns.net", "yahoo", nil, unknown(yahoo552), "ann", StatusRisky, ReasonCatchAll, "yahoo"),
+		one("yahoo-all.test", "mta8.am0.yahoodns.net", "yahoo", nil, func(d *world.Domain) { d.Policy = world.PolicyCatchAll },
+			"ann", StatusRisky, ReasonCatchAll, "yahoo"),
+		one("yahoo-552.test", "mta6.am0.yahoodns.net", "yahoo", nil, unknown(yahoo552), "ann", StatusValid, ReasonOK, "yahoo"),
+		one("yahoo-dd.test", "mta9.am0.yahoodns.net", "yahoo", nil, unknown(yahooDD), "zed", StatusInvalid, ReasonMailboxNotFound, "yahoo"),
+		one("yahoo-dd-ann.test", "mta10.am0.yahoodns.net", "yahoo", nil, unknown(yahooDD), "ann", StatusValid, ReasonOK, "yahoo"),
+		one("yahoo-disabled.test", "mta11.am0.yahoodns.net", "yahoo", nil, unknown(yahooOff), "zed", StatusInvalid, ReasonSMTPRejected, "yahoo"),
+		// The same wording from a host of no provider: a bare 554, read
+		// with the positive control.
+		one("plain-dd.test", "mx.plain-dd.test", "", nil, unknown(yahooDD), "zed", StatusInvalid, ReasonMailboxNotFound, ProviderOther),
+		one("plain-dd-np.test", "mx.plain-dd-np.test", "", nil, func(d *world.Domain) { d.UnknownReply, d.NoPostmaster = yahooDD, true },
+			"zed", StatusUnknown, ReasonSMTPRejected, ProviderOther),
+		// A one-recipient Yahoo host cannot be asked the random probe
+		// after the real one: the belief stands.
+		one("yahoo-onercpt.test", "mta12.am0.yahoodns.net", "yahoo", func(h *world.Host) { h.MaxRcpts = 1 }, nil,
+			"ann", StatusRisky, ReasonCatchAll, "yahoo"),
 		one("yahoo-552-zed.test", "mta7.am0.yahoodns.net", "yahoo", nil, unknown(yahoo552), "zed", StatusInvalid, ReasonMailboxNotFound, "yahoo"),
 		one("plain-552.test", "mx.plain-552.test", "", nil, unknown(yahoo552), "zed", StatusRisky, ReasonSMTPRejected, ProviderOther),
 		one("plain-552-ann.test", "mx.plain-552-ann.test", "", nil, unknown(yahoo552), "ann", StatusValid, ReasonOK, ProviderOther),
 		// A customer's own MX name: the greeting's host gives Yahoo away.
 		one("yahoo-vanity.test", "mx.yahoo-vanity.test", "yahoo", func(h *world.Host) {
 			h.Greeting = "mta4294.mail.gq1.yahoo.com ESMTP ready"
-		}, nil, "ann", StatusRisky, ReasonCatchAll, "yahoo"),
+		}, nil, "ann", StatusValid, ReasonOK, "yahoo"),
+		one("yahoo-vanity-zed.test", "mx.yahoo-vanity-zed.test", "yahoo", func(h *world.Host) {
+			h.Greeting = "mta4295.mail.gq1.yahoo.com ESMTP ready"
+		}, nil, "zed", StatusInvalid, ReasonMailboxNotFound, "yahoo"),
 		// Gateways: an acceptance counts once the gateway refused the
 		// random probe as no such mailbox.
 		one("pp-checks.test", "mx0a-00123401.pphosted.com", "proofpoint", nil, nil, "ann", StatusValid, ReasonOK, "proofpoint"),
@@ -509,7 +533,10 @@ func providerBehaviours(host func(name, ip string, mod func(*world.Host)) *world
 		one("plain-onercpt.test", "mx.plain-onercpt.test", "", func(h *world.Host) { h.MaxRcpts = 1 }, nil, "ann", StatusValid, ReasonOK, ProviderOther),
 		one("mc-policy.test", "mx.mc-policy.test", "mimecast", func(h *world.Host) {
 			h.Greeting = "eu-smtp-inbound-1.mimecast.com ESMTP"
-		}, unknown("550 5.7.1 Invalid recipient"), "ann", StatusRisky, ReasonCatchAll, "mimecast"),
+		}, unknown("550 5.7.1 Invalid recipient"), "ann", StatusValid, ReasonOK, "mimecast"),
+		one("mc-policy-np.test", "mx.mc-policy-np.test", "mimecast", func(h *world.Host) {
+			h.Greeting = "eu-smtp-inbound-2.mimecast.com ESMTP"
+		}, func(d *world.Domain) { d.UnknownReply, d.NoPostmaster = "550 5.7.1 Invalid recipient", true }, "ann", StatusRisky, ReasonCatchAll, "mimecast"),
 		one("mc-all.test", "us-smtp-inbound-1.mimecast.com", "mimecast", nil, func(d *world.Domain) { d.Policy = world.PolicyCatchAll },
 			"zed", StatusRisky, ReasonCatchAll, "mimecast"),
 		one("cuda.test", "d123456a.ess.barracudanetworks.com", "barracuda", nil, unknown("550 cuda_nsu 5.1.1 <zed@cuda.test>... User unknown"),
@@ -518,9 +545,9 @@ func providerBehaviours(host func(name, ip string, mod func(*world.Host)) *world
 			"ann", StatusValid, ReasonOK, "barracuda"),
 		one("ironport.test", "mx1.hc1234-56.iphmx.com", "cisco", nil, nil, "ann", StatusValid, ReasonOK, "cisco"),
 		one("icloud.test", "mx01.mail.icloud.com", "icloud", nil, nil, "zed", StatusInvalid, ReasonMailboxNotFound, "icloud"),
-		// Yandex words "no such user" as 550 5.7.1: a policy code, so
-		// unknown, never invalid (the text is not read).
-		one("yandex.test", "mx.yandex.net", "yandex", nil, unknown("550 5.7.1 No such user!"), "zed", StatusUnknown, ReasonSMTPRejected, "yandex"),
+		// Yandex words "no such user" as 550 5.7.1: a policy code, read
+		// with the positive control (the text is not read).
+		one("yandex.test", "mx.yandex.net", "yandex", nil, unknown("550 5.7.1 No such user!"), "zed", StatusInvalid, ReasonMailboxNotFound, "yandex"),
 		one("gmx.test", "mx00.gmx.net", "gmx", func(h *world.Host) {
 			h.Greeting = "gmx.net (mxgmx117) Nemesis ESMTP Service ready"
 		}, unknown("550 Requested action not taken: mailbox unavailable"), "zed", StatusInvalid, ReasonMailboxNotFound, "gmx"),
@@ -528,13 +555,15 @@ func providerBehaviours(host func(name, ip string, mod func(*world.Host)) *world
 }
 
 // TestPolicyRefusalStands: a server that answers 550 5.7.1 to unknown
-// recipients (Yandex's "No such user!") makes each refused egress address
-// cool for it; validations that ask again from the others and run out of
+// recipients and to postmaster@ too (the positive control says the
+// refusal is about the prober) makes each refused egress address cool for
+// it; validations that ask again from the others and run out of
 // budget or addresses keep the refusal as their answer (unknown /
 // smtp_rejected), never a timeout they did not meet.
 func TestPolicyRefusalStands(t *testing.T) {
 	h := &world.Host{Name: "mx.policy-stands.test", IP: "127.81.5.1", Latency: world.Duration(300 * time.Millisecond)}
-	d := &world.Domain{Name: "policy-stands.test", MX: mx(h.Name), Mailboxes: ok("ann"), UnknownReply: "550 5.7.1 No such user!"}
+	d := &world.Domain{Name: "policy-stands.test", MX: mx(h.Name), Mailboxes: ok("ann"), UnknownReply: "550 5.7.1 No such user!",
+		NoPostmaster: true}
 	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{h}, domain: d}})
 	e := startEnv(t, w, envOptions{egress: egress.Options{Addresses: egressPool[:2], MaxCooldown: 2 * time.Second}})
 	var wg sync.WaitGroup
@@ -554,14 +583,16 @@ func TestPolicyRefusalStands(t *testing.T) {
 }
 
 // TestRecipientPolicyProvider: Yandex answers 550 5.7.1 to unknown
-// recipients. Those stay unknown / smtp_rejected (the code is policy), but
-// they do not cool the egress addresses for its MX, which serves many
+// recipients. Where the positive control tells nothing more (postmaster
+// refused alike), those stay unknown / smtp_rejected (the code is policy),
+// but they do not cool the egress addresses for its MX, which serves many
 // domains: known mailboxes asked afterwards, of any of them, are valid.
 func TestRecipientPolicyProvider(t *testing.T) {
 	h := &world.Host{Name: "mx.yandex.net", IP: "127.81.5.2", Provider: "yandex"}
 	var doms []*world.Domain
 	for _, n := range []string{"ya-one.test", "ya-two.test"} {
-		doms = append(doms, &world.Domain{Name: n, MX: mx(h.Name), Mailboxes: ok("ann"), UnknownReply: "550 5.7.1 No such user!"})
+		doms = append(doms, &world.Domain{Name: n, MX: mx(h.Name), Mailboxes: ok("ann"), UnknownReply: "550 5.7.1 No such user!",
+			NoPostmaster: true})
 	}
 	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{h}, domain: doms[0]}, {domain: doms[1]}})
 	e := startEnv(t, w, envOptions{egress: egress.Options{Addresses: egressPool[:2]}})
@@ -703,6 +734,96 @@ func TestMXHostAnswered(t *testing.T) {
 		}
 		if r := e.engine.VerifyDomain(ctx, []string{email}, netip.Addr{})[0]; r.Status != StatusValid || r.Checks.MXHost != want {
 			t.Errorf("%s, batch mode: %s, mx_host %q, want valid from %q", email, r.Status, r.Checks.MXHost, want)
+		}
+	}
+}
+
+// controlBehaviours are refusals that may be about the prober (5.7.x,
+// 5.2.4, a bare 550 or 554), read with the positive control: postmaster@
+// the domain, which must exist (RFC 5321 §4.5.1), and a random local part,
+// asked in the same session. They take 127.81.7.0/24.
+func controlBehaviours(simple func(name, ip string, mod func(*world.Host), dmod func(*world.Domain), email string, st Status, re Reason) behaviour) []behaviour {
+	ip := 0
+	next := func() string { ip++; return fmt.Sprintf("127.81.7.%d", ip) }
+	unknown := func(reply string, noPostmaster bool) func(*world.Domain) {
+		return func(d *world.Domain) { d.UnknownReply, d.NoPostmaster = reply, noPostmaster }
+	}
+	const (
+		exchange = "550 5.7.1 Recipient not authorized"
+		smtpd    = "524 5.2.4 Mailing list expansion problem"
+		bare554  = "554 Recipient address rejected"
+	)
+	return []behaviour{
+		// On-premises Exchange: 5.7.1 to unknown recipients, postmaster
+		// accepted: no such mailbox; its real users are valid.
+		simple("exch.test", next(), nil, unknown(exchange, false), "zed", StatusInvalid, ReasonMailboxNotFound),
+		simple("exch-ann.test", next(), nil, unknown(exchange, false), "ann", StatusValid, ReasonOK),
+		// OpenSMTPD's virtual-user table: 524 5.2.4.
+		simple("smtpd.test", next(), nil, unknown(smtpd, false), "zed", StatusInvalid, ReasonMailboxNotFound),
+		simple("bare554.test", next(), nil, unknown(bare554, false), "zed", StatusInvalid, ReasonMailboxNotFound),
+		// postmaster refused alike: the refusal is about the prober.
+		simple("exch-np.test", next(), nil, unknown(exchange, true), "zed", StatusUnknown, ReasonSMTPRejected),
+		simple("smtpd-np.test", next(), nil, unknown(smtpd, true), "zed", StatusUnknown, ReasonSMTPRejected),
+		simple("bare550-np.test", next(), nil, unknown("550 No such user here", true), "zed", StatusUnknown, ReasonSMTPRejected),
+		// A client blocked outright (postmaster refused too).
+		simple("blocked571.test", next(), nil, func(d *world.Domain) { d.Policy = world.PolicyReject }, "ann", StatusUnknown, ReasonSMTPRejected),
+		// One recipient per transaction: the control's random local part
+		// cannot be asked; the codes' reading stands.
+		simple("exch-onercpt.test", next(), func(h *world.Host) { h.MaxRcpts = 1 }, unknown(exchange, false), "zed", StatusUnknown, ReasonSMTPRejected),
+		simple("bare550-onercpt.test", next(), func(h *world.Host) { h.MaxRcpts = 1 }, unknown("550 No such user here", false), "zed", StatusInvalid, ReasonMailboxNotFound),
+		// Two per transaction: the control goes on in a new one.
+		simple("exch-tworcpt.test", next(), func(h *world.Host) { h.MaxRcpts = 2 }, unknown(exchange, false), "zed", StatusInvalid, ReasonMailboxNotFound),
+	}
+}
+
+// TestControlCost: the positive control costs two RCPTs, postmaster@ and
+// the random local part, in the session that met the refusal, after the
+// real one; a refusal the codes read plainly (5.1.1) costs none, and a
+// Yahoo-fingerprinted host gets the random probe after an acceptance. The
+// world's log is the server's side of each session.
+func TestControlCost(t *testing.T) {
+	ex := &world.Host{Name: "mx.cost-exch.test", IP: "127.81.8.1"}
+	plain := &world.Host{Name: "mx.cost-plain.test", IP: "127.81.8.2"}
+	ya := &world.Host{Name: "mta5.am0.yahoodns.net", IP: "127.81.8.3", Provider: "yahoo"}
+	w := behaviourWorld(t, []behaviour{
+		{hosts: []*world.Host{ex}, domain: &world.Domain{Name: "cost-exch.test", MX: mx(ex.Name), Mailboxes: ok("ann"),
+			UnknownReply: "550 5.7.1 Recipient not authorized"}},
+		{hosts: []*world.Host{plain}, domain: &world.Domain{Name: "cost-plain.test", MX: mx(plain.Name), Mailboxes: ok("ann")}},
+		{hosts: []*world.Host{ya}, domain: &world.Domain{Name: "cost-yahoo.test", MX: mx(ya.Name), Mailboxes: ok("ann")}},
+	})
+	e := startEnv(t, w, envOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		email  string
+		status Status
+		rcpts  string
+	}{
+		{"zed@cost-exch.test", StatusInvalid, "zed@cost-exch.test postmaster@cost-exch.test verifyd-"},
+		{"zed@cost-plain.test", StatusInvalid, "zed@cost-plain.test"},
+		{"ann@cost-yahoo.test", StatusValid, "ann@cost-yahoo.test verifyd-"},
+	} {
+		before := e.run.Log().Len()
+		if r := e.engine.Verify(ctx, c.email); r.Status != c.status {
+			t.Errorf("%s: %s/%s, want %s", c.email, r.Status, r.Reason, c.status)
+		}
+		e.engine.Wait()
+		e.run.Log().Wait(before+1, 5*time.Second)
+		ss := e.run.Log().Sessions()[before:]
+		if len(ss) != 1 {
+			t.Errorf("%s: %d sessions, want 1", c.email, len(ss))
+			continue
+		}
+		var got []string
+		for _, r := range ss[0].Rcpts {
+			a := r.Addr
+			if strings.HasPrefix(a, "verifyd-") {
+				a = "verifyd-"
+			}
+			got = append(got, a)
+		}
+		if strings.Join(got, " ") != c.rcpts {
+			t.Errorf("%s: RCPTs %q, want %q", c.email, got, c.rcpts)
 		}
 	}
 }

@@ -21,7 +21,16 @@ import (
 //	verifyd_probe_provider_results_total{provider,status}
 //	                                             verdicts by the MX's provider (probe/provider.go;
 //	                                             "other": no fingerprint matched; "none": no SMTP session)
+//	verifyd_probe_controls_total{reading}        refusals read with the positive control
+//	                                             (postmaster@ and a random local part): "mailbox"
+//	                                             (no such mailbox), "prober" (the server refuses
+//	                                             us), "none" (the control told nothing)
 var (
+	controls = struct{ mailbox, prober, none *metrics.Counter }{
+		metrics.NewCounter(`verifyd_probe_controls_total{reading="mailbox"}`),
+		metrics.NewCounter(`verifyd_probe_controls_total{reading="prober"}`),
+		metrics.NewCounter(`verifyd_probe_controls_total{reading="none"}`),
+	}
 	policyRetries   = metrics.NewCounter("verifyd_probe_policy_retries_total")
 	resultCounters  = map[[2]string]*metrics.Counter{}
 	replyCounters   [smtpclient.ServiceUnavailable + 1]*metrics.Counter

@@ -16,10 +16,12 @@ const (
 	// directory and refuses unknown ones at RCPT. An acceptance means a
 	// mailbox, unless the domain's random probe is accepted too.
 	PerMailbox Recipients = iota
-	// AcceptsAll: the MX accepts every recipient at RCPT and refuses
-	// unknown ones later, after DATA or by a bounce. An acceptance proves
-	// nothing: the verdict is risky/catch_all whatever the random probe
-	// says, and the probe is not sent.
+	// AcceptsAll: the MX is known to accept every recipient at RCPT and
+	// refuse unknown ones later, after DATA or by a bounce. That is a
+	// belief about the provider, not evidence from the server: the random
+	// probe is still sent. An acceptance proves a mailbox only once the
+	// server has refused the random probe as no such mailbox (it checks
+	// recipients after all); otherwise the verdict is risky/catch_all.
 	AcceptsAll
 	// Gateway: a filtering gateway in front of the customer's own servers,
 	// whose recipient check is the customer's choice (a directory sync, or
@@ -42,11 +44,47 @@ func (r Recipients) String() string {
 
 // ReplyRule reads one reply of a provider that says "no such mailbox" in a
 // way RFC 3463 does not: a reply to RCPT with exactly this code and
-// enhanced code (zero for none) means Class.
+// enhanced code (zero for none) means Class. A rule with Text matches the
+// code and those words of the reply's text instead of the enhanced code:
+// the provider's own wording for an account it does not have.
 type ReplyRule struct {
 	Code     int
 	Enhanced smtpclient.Enhanced
-	Class    smtpclient.Class
+	// Text, lower case, is looked for in the reply's lines.
+	Text  string
+	Class smtpclient.Class
+}
+
+// matches reports whether r is the reply the rule reads.
+func (rule *ReplyRule) matches(r smtpclient.Reply) bool {
+	if rule.Code != r.Code {
+		return false
+	}
+	if rule.Text == "" {
+		return rule.Enhanced == r.Enhanced
+	}
+	return containsFold(r.Text(), rule.Text)
+}
+
+// containsFold reports whether s contains the lower-case ASCII word w,
+// ignoring the case of s.
+func containsFold(s, w string) bool {
+	for i := 0; i+len(w) <= len(s); i++ {
+		j := 0
+		for ; j < len(w); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != w[j] {
+				break
+			}
+		}
+		if j == len(w) {
+			return true
+		}
+	}
+	return false
 }
 
 // Provider is a large mailbox provider or email security gateway, as the
@@ -79,17 +117,19 @@ type Provider struct {
 
 // classify applies p's reply rules to a RCPT reply the generic classifier
 // read as cls. A rule makes the class certain (not Weak): the provider is
-// known to mean it.
-func (p *Provider) classify(r smtpclient.Reply, cls smtpclient.Classification) smtpclient.Classification {
+// known to mean it; ruled says one applied. The rules are read whatever
+// p.Recipients says: a provider that accepts every recipient may still
+// refuse one, in its own words, and that refusal is evidence.
+func (p *Provider) classify(r smtpclient.Reply, cls smtpclient.Classification) (_ smtpclient.Classification, ruled bool) {
 	if p == nil {
-		return cls
+		return cls, false
 	}
-	for _, rule := range p.Replies {
-		if rule.Code == r.Code && rule.Enhanced == r.Enhanced {
-			return smtpclient.Classification{Class: rule.Class}
+	for i := range p.Replies {
+		if rule := &p.Replies[i]; rule.matches(r) {
+			return smtpclient.Classification{Class: rule.Class}, true
 		}
 	}
-	return cls
+	return cls, false
 }
 
 // name is p's metric and log label: "other" for an MX no fingerprint
@@ -172,10 +212,15 @@ var providers = []Provider{
 		// have a yahoo.com account"). When it does refuse at RCPT it
 		// says "552 1 Requested mail action aborted, mailbox not found":
 		// a bare 552 (exceeded storage, RFC 5321 §4.2.3) said of a
-		// mailbox that does not exist.
+		// mailbox that does not exist; and a server of its that checks
+		// recipients at RCPT uses the DATA wording there, a bare 554
+		// (transaction failed) whose text says which: no such account,
+		// or "This mailbox is disabled (554.30)".
 		Recipients: AcceptsAll,
 		Replies: []ReplyRule{
 			{Code: 552, Class: smtpclient.NoMailbox},
+			{Code: 554, Text: "this user doesn't have a", Class: smtpclient.NoMailbox},
+			{Code: 554, Text: "this mailbox is disabled", Class: smtpclient.Disabled},
 		},
 	},
 	{

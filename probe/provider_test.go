@@ -113,7 +113,7 @@ func TestProviderClassify(t *testing.T) {
 		{ms, "550 5.7.606 Access denied, banned sending IP", smtpclient.Policy, false},
 	} {
 		r := reply(c.line)
-		got := c.p.classify(r, smtpclient.ClassifyRcpt(r, 0))
+		got, _ := c.p.classify(r, smtpclient.ClassifyRcpt(r, 0))
 		if got.Class != c.want || got.Weak != c.weak {
 			t.Errorf("%s on %q: %v weak %v, want %v weak %v", c.p.name(), c.line, got.Class, got.Weak, c.want, c.weak)
 		}
@@ -135,15 +135,24 @@ func TestProvidersAgreeWithWorld(t *testing.T) {
 			t.Errorf("%s: world accepts-all %v gateway %v, engine %s", p.Name, f.AcceptsAll, f.Gateway, p.Recipients)
 		}
 		var rules []string
+		var words []world.Wording
 		for _, r := range p.Replies {
+			if r.Text != "" {
+				st, reason, _ := Decide(Evidence{SyntaxOK: true, SMTP: rcptOutcome(smtpclient.Classification{Class: r.Class})})
+				words = append(words, world.Wording{Code: r.Code, Text: r.Text, Status: string(st), Reason: string(reason)})
+				continue
+			}
 			if r.Class != smtpclient.NoMailbox {
-				t.Errorf("%s: a reply rule to %v: the world knows only no-mailbox rules", p.Name, r.Class)
+				t.Errorf("%s: a code rule to %v: the world knows only no-mailbox ones", p.Name, r.Class)
 			}
 			k := strings.TrimSpace(strings.Join([]string{itoa3(r.Code), r.Enhanced.String()}, " "))
 			rules = append(rules, k)
 		}
 		if !slices.Equal(rules, f.NoMailbox) {
 			t.Errorf("%s: engine's no-mailbox replies %q, world's %q", p.Name, rules, f.NoMailbox)
+		}
+		if !slices.Equal(words, f.Wordings) {
+			t.Errorf("%s: engine's wordings %+v, world's %+v", p.Name, words, f.Wordings)
 		}
 	}
 	for name := range world.Providers {

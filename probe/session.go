@@ -27,6 +27,9 @@ type target struct {
 	grey bool
 	// hostSet: Checks.MXHost names the host that answered it.
 	hostSet bool
+	// refusal is the reply of a refusal that may be about the prober
+	// (ambiguousRefusal), for the positive control to read.
+	refusal smtpclient.Reply
 }
 
 // probeOne runs the SMTP stage for one address, waiting out greylisting
@@ -341,9 +344,11 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 	}
 	accepted := false
 	perMailbox := false // the server answers per mailbox: role probes mean something
+	policy := false     // a 5.7.x to a RCPT: perhaps a block of the egress address
+	var ambiguous []*target
 	for i, res := range results {
 		t := pending[i]
-		cls := prov.classify(res.Reply, res.Class)
+		cls, ruled := prov.classify(res.Reply, res.Class)
 		countReply(cls.Class)
 		switch cls.Class {
 		case smtpclient.Greylisted, smtpclient.TempFail:
@@ -367,10 +372,10 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 			if !cls.Weak {
 				e.catchAll.put(domain, CatchAllNo, e.opts.Now())
 			}
-		case smtpclient.Policy:
-			if out.egress == egress.OutcomeOK && (prov == nil || !prov.RecipientPolicy) {
-				out.egress = egress.OutcomePolicy
-			}
+		}
+		if !ruled && ambiguousRefusal(res.Reply) {
+			t.refusal = res.Reply
+			ambiguous = append(ambiguous, t)
 		}
 		t.r.Evidence.SMTP = rcptOutcome(cls)
 		t.done = true
@@ -405,25 +410,33 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 	}
 	// After a greylisting the probe goes out too, though nothing was
 	// accepted: its (client, recipient) pair starts waiting alongside the
-	// real one, so the retry learns the catch-all finding as well.
-	acceptsAll := prov != nil && prov.Recipients == AcceptsAll
+	// real one, so the retry learns the catch-all finding as well. It goes
+	// out to a provider believed to accept every recipient too: what this
+	// server says outranks the belief.
 	t = time.Now()
 	defer phase.Since(phase.Extra, t)
-	if (accepted || out.greylisted) && out.sessionOK && !acceptsAll {
-		e.probeCatchAll(c, prov, domain)
+	if (accepted || out.greylisted) && out.sessionOK {
+		e.probeCatchAll(c, prov, mailFrom, domain)
 	}
-	if perMailbox && out.sessionOK && len(rest) == 0 && !acceptsAll {
+	if perMailbox && out.sessionOK && len(rest) == 0 && (prov == nil || prov.Recipients != AcceptsAll) {
 		e.probeRoleMailboxes(c, domain)
 	}
+	if len(ambiguous) > 0 && out.sessionOK {
+		e.readRefusals(c, mailFrom, domain, ambiguous)
+	}
+	for _, t := range pending {
+		if t.done && t.r.Evidence.SMTP == SMTPPolicy {
+			policy = true
+		}
+	}
+	if policy && out.egress == egress.OutcomeOK && (prov == nil || !prov.RecipientPolicy) {
+		out.egress = egress.OutcomePolicy
+	}
 	ca := e.catchAll.get(domain, e.opts.Now())
-	switch {
-	case acceptsAll:
-		// The host takes any recipient at RCPT: whatever the probe
-		// would say, an acceptance here proves no mailbox.
-		ca = CatchAllYes
-	case prov != nil && prov.Recipients == Gateway && ca == CatchAllUnknown:
-		// A gateway that has not shown it checks recipients (by
-		// refusing the random probe) may accept any of them.
+	if prov != nil && prov.Recipients != PerMailbox && ca == CatchAllUnknown {
+		// A host believed to accept any recipient (AcceptsAll), or a
+		// gateway, that has not shown it checks recipients by refusing
+		// the random probe: an acceptance proves no mailbox.
 		ca = CatchAllYes
 	}
 	for _, t := range pending {
@@ -433,8 +446,12 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 }
 
 // probeCatchAll sends one RCPT with a random local part unless the domain's
-// finding is cached, and caches what it learns.
-func (e *Engine) probeCatchAll(c *smtpclient.Client, prov *Provider, domain string) {
+// finding is cached, and caches what it learns. A random local part
+// refused in a way that may be about the prober (ambiguousRefusal) and
+// not read as no such mailbox by its codes (a 5.7.x, a 5.2.4, a bare 554)
+// is read so only when the session then accepts postmaster@domain, the
+// positive control of readRefusals.
+func (e *Engine) probeCatchAll(c *smtpclient.Client, prov *Provider, mailFrom, domain string) {
 	now := e.opts.Now()
 	if e.catchAll.get(domain, now) != CatchAllUnknown {
 		return
@@ -446,13 +463,106 @@ func (e *Engine) probeCatchAll(c *smtpclient.Client, prov *Provider, domain stri
 	}
 	// A refusal comes back as an *Error with its reply: that is the
 	// finding.
-	switch cls := prov.classify(reply, smtpclient.ClassifyRcpt(reply, 1)); {
+	cls, ruled := prov.classify(reply, smtpclient.ClassifyRcpt(reply, 1))
+	switch {
 	case cls.Class == smtpclient.Accepted:
 		e.catchAll.put(domain, CatchAllYes, now)
 	case cls.Class == smtpclient.NoMailbox:
 		// A bare 550 (Weak) to a random name still says no such mailbox.
 		e.catchAll.put(domain, CatchAllNo, now)
+	case !ruled && ambiguousRefusal(reply):
+		if pm, ok := e.askControl(c, mailFrom, []string{postmaster(domain)}); ok && pm[0].Class.Class == smtpclient.Accepted {
+			controls.mailbox.Inc()
+			e.catchAll.put(domain, CatchAllNo, now)
+		} else {
+			controls.none.Inc()
+		}
 	}
+}
+
+// ambiguousRefusal reports a permanent refusal of a RCPT that may be about
+// the prober rather than the mailbox: a 5.7.x (security or policy), a
+// 5.2.4 (OpenSMTPD's virtual-user table, among others), or a bare 550 or
+// 554 with no enhanced code. readRefusals reads it with a positive control.
+func ambiguousRefusal(r smtpclient.Reply) bool {
+	if r.Code/100 != 5 {
+		return false
+	}
+	e := r.Enhanced
+	switch {
+	case e.Class != 5 || e.Subject == 0 && e.Detail == 0:
+		return r.Code == 550 || r.Code == 554
+	case e.Subject == 7:
+		return true
+	}
+	return e.Subject == 2 && e.Detail == 4
+}
+
+func postmaster(domain string) string { return "postmaster@" + domain }
+
+// readRefusals reads the refusals of ts that may be about the prober
+// (ambiguousRefusal) with a positive control: the session asks for a
+// recipient that must exist, postmaster@domain (RFC 5321 §4.5.1: every
+// server that delivers mail must accept it), and for a random local part
+// that cannot. A refusal the random local part gets too, word for word in
+// its codes, while postmaster is accepted, is the server's way of saying
+// "no such mailbox": SMTPNoMailbox, and the domain refuses unknown
+// recipients (CatchAllNo). A refusal postmaster gets too is about the
+// prober: a 5.7.x stays SMTPPolicy (the egress address cools as before),
+// any other SMTPRejected. Anything else (the control greylisted, cut by a
+// recipient limit, refused another way) teaches nothing and the codes'
+// own reading stands. probe/README.md says where this reading can be
+// wrong.
+func (e *Engine) readRefusals(c *smtpclient.Client, mailFrom, domain string, ts []*target) {
+	rs, ok := e.askControl(c, mailFrom, []string{postmaster(domain), e.catchAll.probeLocal(domain) + "@" + domain})
+	if !ok {
+		controls.none.Inc()
+		return
+	}
+	pm, random := rs[0], rs[1]
+	same := func(a, b smtpclient.Reply) bool { return a.Code == b.Code && a.Enhanced == b.Enhanced }
+	for _, t := range ts {
+		switch {
+		case pm.Class.Class == smtpclient.Accepted && same(random.Reply, t.refusal):
+			t.r.Evidence.SMTP = SMTPNoMailbox
+			e.catchAll.put(domain, CatchAllNo, e.opts.Now())
+			controls.mailbox.Inc()
+		case same(pm.Reply, t.refusal):
+			if t.r.Evidence.SMTP != SMTPPolicy {
+				t.r.Evidence.SMTP = SMTPRejected
+			}
+			controls.prober.Inc()
+		default:
+			controls.none.Inc()
+		}
+	}
+}
+
+// askControl asks the session for addrs in the current transaction or,
+// when its recipient limit cuts them, in a new one (RSET, MAIL: one round
+// trip with PIPELINING). ok is false when not every address got an answer
+// that says something (a greylisting, a recipient limit, the session
+// ending).
+func (e *Engine) askControl(c *smtpclient.Client, mailFrom string, addrs []string) (_ []smtpclient.RcptResult, ok bool) {
+	rs, rest, err := c.RcptMany(addrs)
+	if err == nil && len(rest) > 0 {
+		if c.Reset() != nil || c.MailPipelined(mailFrom, false) != nil {
+			return nil, false
+		}
+		var more []smtpclient.RcptResult
+		more, rest, err = c.RcptMany(rest)
+		rs = append(rs, more...)
+	}
+	if err != nil || len(rest) > 0 || len(rs) != len(addrs) {
+		return nil, false
+	}
+	for _, r := range rs {
+		switch r.Class.Class {
+		case smtpclient.Greylisted, smtpclient.TempFail, smtpclient.TooManyRecipients, smtpclient.ServiceUnavailable:
+			return nil, false
+		}
+	}
+	return rs, true
 }
 
 // rcptOutcome maps the classifier's verdict on a RCPT reply.

@@ -64,18 +64,25 @@ const (
 //	mailbox bad syntax (553 5.1.3)            invalid   syntax_error
 //	mailbox behind a null MX (550 5.1.10)     invalid   smtp_rejected
 //	catch-all domain                          risky     catch_all
-//	known mailbox, host accepts all (Yahoo)   risky     catch_all
-//	known mailbox, gateway that has not shown
-//	  it checks recipients (see below)        risky     catch_all
+//	known mailbox, host believed to accept
+//	  all (Yahoo) or a gateway, that has not
+//	  shown it checks recipients (see below)  risky     catch_all
 //	known mailbox (greylisted or not)         valid     ok
-//	unknown mailbox: Domain.UnknownReply      the provider's wording, else
-//	                                          its code and enhanced code
+//	unknown mailbox, a refusal that may be
+//	  policy, read by the positive control    invalid   mailbox_not_found
+//	                                          (postmaster accepted), unknown
+//	                                          smtp_rejected (refused alike)
+//	unknown mailbox: Domain.UnknownReply      the provider's code or wording,
+//	                                          else its code and enhanced code
 //	unknown mailbox (550 5.1.1)               invalid   mailbox_not_found
 //
-// A gateway (Host.Provider, ProviderFacts.Gateway) has shown it checks
-// recipients when its reply to an unknown local part reads as no such
-// mailbox and it takes more than one recipient per transaction (so the
-// random probe can go after the real one).
+// A host believed to accept every recipient or a gateway (Host.Provider,
+// ProviderFacts) has shown it checks recipients when its reply to an
+// unknown local part reads as no such mailbox (by its codes, its
+// provider's wording or the positive control: see control) and it takes
+// more than one recipient per transaction (so the random probe can go
+// after the real one). Every host accepts postmaster@ its domains (RFC
+// 5321 §4.5.1) unless Domain.NoPostmaster.
 //
 // MX targets that are IP literals are skipped (RFC 5321 §5.1: not a host
 // name); a CNAME at an MX target is followed. Expect assumes the prober's
@@ -149,31 +156,119 @@ func (w *World) Expect(email string) Expectation {
 		return set(StatusRisky, ReasonCatchAll)
 	}
 	unknown := unknownReading(d, host)
+	ctl := control(d, host)
 	if _, ok := d.Mailboxes[local]; ok {
 		pf := Providers[host.Provider]
-		// A gateway shows it checks recipients by refusing the random
-		// probe as no such mailbox; one that cannot be asked (one
-		// recipient per transaction) or words its refusal otherwise
-		// has not shown it.
-		if pf.AcceptsAll || pf.Gateway && (host.MaxRcpts == 1 || unknown.Reason != ReasonMailboxNotFound) {
+		// A host believed to accept every recipient, or a gateway, shows
+		// it checks recipients by refusing the random probe as no such
+		// mailbox (by its codes, its provider's wording, or the positive
+		// control); one that cannot be asked (one recipient per
+		// transaction) or refuses otherwise has not shown it.
+		shown := host.MaxRcpts != 1 && (unknown.Status == StatusInvalid && unknown.Reason == ReasonMailboxNotFound || ctl == controlMailbox)
+		if (pf.AcceptsAll || pf.Gateway) && !shown {
 			e.CatchAll = true
 			return set(StatusRisky, ReasonCatchAll)
 		}
 		return set(StatusValid, ReasonOK)
 	}
+	switch ctl {
+	case controlMailbox:
+		return set(StatusInvalid, ReasonMailboxNotFound)
+	case controlProber:
+		return set(StatusUnknown, ReasonSMTPRejected)
+	}
 	return set(unknown.Status, unknown.Reason)
+}
+
+// The positive control's readings (control).
+const (
+	controlNone    = iota // not asked, or it told nothing: the codes decide
+	controlMailbox        // postmaster accepted, a random local part refused alike: no such mailbox
+	controlProber         // postmaster refused alike: the refusal is about the prober
+)
+
+// control is how the prober's positive control reads host's refusal of a
+// local part d does not know (probe/README.md, "Refusals that may be
+// policy"). A refusal that may be about the prober — a 5.7.x, a 5.2.4, a
+// bare 550 or 554, not a wording of the host's provider — is read by
+// asking the same session for postmaster@d, which RFC 5321 §4.5.1 says
+// must exist, and for a random local part, which gets the same refusal
+// here. It tells nothing when the host takes one recipient per
+// transaction or greylists every new (client, recipient) pair.
+func control(d *Domain, host *Host) int {
+	r := parseReplyLine(styled(host, unknownLine(d)))
+	if !ambiguousRefusal(r) || ruled(host.Provider, r) || host.MaxRcpts == 1 || d.Policy == PolicyGreylist {
+		return controlNone
+	}
+	if d.NoPostmaster {
+		return controlProber // postmaster gets the same refusal
+	}
+	return controlMailbox
+}
+
+// ambiguousRefusal is the engine's rule for a refusal that may be about the
+// prober.
+func ambiguousRefusal(r smtpReply) bool {
+	if r.code/100 != 5 {
+		return false
+	}
+	switch {
+	case r.enh == "" || strings.HasSuffix(r.enh, ".0.0"):
+		return r.code == 550 || r.code == 554
+	case strings.HasPrefix(r.enh, "5.7."):
+		return true
+	}
+	return r.enh == "5.2.4"
+}
+
+// ruled reports whether provider reads r by a rule of its own.
+func ruled(provider string, r smtpReply) bool {
+	pf := Providers[provider]
+	key := strconv.Itoa(r.code)
+	if r.enh != "" {
+		key += " " + r.enh
+	}
+	if slices.Contains(pf.NoMailbox, key) {
+		return true
+	}
+	_, ok := pf.wording(r)
+	return ok
+}
+
+// unknownLine is d's reply to RCPT for a local part it does not know.
+func unknownLine(d *Domain) string {
+	if d.UnknownReply == "" {
+		return replyNoSuchUser.line
+	}
+	return d.UnknownReply
+}
+
+// styled is line as host words it (Host.Replies: a bare host drops the
+// enhanced code).
+func styled(host *Host, line string) string {
+	if host.Replies != RepliesBare {
+		return line
+	}
+	code, rest, _ := strings.Cut(line, " ")
+	if f, text, ok := strings.Cut(rest, " "); ok && isEnhanced(f) {
+		rest = text
+	}
+	return code + " " + rest
 }
 
 // unknownReading is the verdict on a local part d does not know, from the
 // reply its host gives (Domain.UnknownReply, else 550 5.1.1): the host's
 // provider's own wording first, then the reply code and enhanced code as
-// RFC 5321 and RFC 3463 define them, never the text.
+// RFC 5321 and RFC 3463 define them, never other text.
 func unknownReading(d *Domain, host *Host) Expectation {
 	set := func(status, reason string) Expectation { return Expectation{Status: status, Reason: reason} }
-	if d.UnknownReply == "" {
+	if d.UnknownReply == "" && host.Replies != RepliesBare {
 		return set(StatusInvalid, ReasonMailboxNotFound)
 	}
-	r := parseReplyLine(d.UnknownReply)
+	r := parseReplyLine(styled(host, unknownLine(d)))
+	if w, ok := Providers[host.Provider].wording(r); ok {
+		return set(w.Status, w.Reason)
+	}
 	if r.enh != "" && strings.HasSuffix(r.enh, ".0.0") {
 		r.enh = "" // "other or undefined": no more than the bare code
 	}
@@ -242,6 +337,28 @@ type ProviderFacts struct {
 	// gives to a mailbox that does not exist where RFC 3463 says
 	// something else.
 	NoMailbox []string
+	// Wordings are the provider's own ways of refusing at RCPT whose
+	// codes say less (probe.ReplyRule's Text).
+	Wordings []Wording
+}
+
+// Wording is a reply of a provider's read by its text: a reply with Code
+// whose text contains Text (lower case) means Status and Reason.
+type Wording struct {
+	Code           int
+	Text           string
+	Status, Reason string
+}
+
+// wording returns the provider's wording r is, if any.
+func (pf ProviderFacts) wording(r smtpReply) (Wording, bool) {
+	text := strings.ToLower(r.line)
+	for _, w := range pf.Wordings {
+		if w.Code == r.code && strings.Contains(text, w.Text) {
+			return w, true
+		}
+	}
+	return Wording{}, false
 }
 
 // Providers are the providers a host can play, by Host.Provider.
@@ -249,19 +366,22 @@ var Providers = map[string]ProviderFacts{
 	"google":       {},
 	"outlook":      {NoMailbox: []string{"550 5.5.0"}},
 	"microsoft365": {NoMailbox: []string{"550 5.4.1", "550 5.1.10"}},
-	"yahoo":        {AcceptsAll: true, NoMailbox: []string{"552"}},
-	"icloud":       {},
-	"proofpoint":   {Gateway: true},
-	"mimecast":     {Gateway: true},
-	"barracuda":    {Gateway: true},
-	"cisco":        {Gateway: true},
-	"spamexperts":  {Gateway: true},
-	"zoho":         {},
-	"fastmail":     {},
-	"proton":       {},
-	"yandex":       {},
-	"mailru":       {},
-	"gmx":          {},
+	"yahoo": {AcceptsAll: true, NoMailbox: []string{"552"}, Wordings: []Wording{
+		{Code: 554, Text: "this user doesn't have a", Status: StatusInvalid, Reason: ReasonMailboxNotFound},
+		{Code: 554, Text: "this mailbox is disabled", Status: StatusInvalid, Reason: ReasonSMTPRejected},
+	}},
+	"icloud":      {},
+	"proofpoint":  {Gateway: true},
+	"mimecast":    {Gateway: true},
+	"barracuda":   {Gateway: true},
+	"cisco":       {Gateway: true},
+	"spamexperts": {Gateway: true},
+	"zoho":        {},
+	"fastmail":    {},
+	"proton":      {},
+	"yandex":      {},
+	"mailru":      {},
+	"gmx":         {},
 }
 
 // mailHosts returns the hosts a sender would try for d, in preference order:

@@ -450,7 +450,7 @@ func (s *SMTPServers) rcptReply(client string, d *Domain, local, domain string) 
 	}
 	state, known := d.Mailboxes[local]
 	if !known {
-		if d.Policy == PolicyCatchAll {
+		if d.Policy == PolicyCatchAll || local == "postmaster" && !d.NoPostmaster { // RFC 5321 §4.5.1
 			return replyRcptOK, false
 		}
 		if d.UnknownReply != "" {

@@ -293,6 +293,11 @@ type Domain struct {
 	// "550 5.7.1 User unknown" (a server that misuses 5.7.x), "550 No
 	// such user here" (no enhanced code).
 	UnknownReply string `json:"unknown_reply,omitempty"`
+	// NoPostmaster makes the domain's hosts refuse postmaster@ the domain
+	// as any local part they do not know, against RFC 5321 §4.5.1 (every
+	// other domain's hosts accept it, unless they refuse everyone, as
+	// PolicyReject).
+	NoPostmaster bool `json:"no_postmaster,omitempty"`
 	// GreylistDelay is how long a greylisted (client, recipient) pair waits
 	// before it is accepted; default 1m.
 	GreylistDelay Duration `json:"greylist_delay,omitempty"`
