@@ -91,6 +91,7 @@ func (e *Engine) probeRoleMailboxes(c *smtpclient.Client, domain string) {
 		return
 	}
 	results, _, _ := c.RcptMany(addrs)
+	rcptsSent.role.Add(len(results))
 	var m authsig.Mailboxes
 	for _, res := range results {
 		var v bool

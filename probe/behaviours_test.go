@@ -827,3 +827,31 @@ func TestControlCost(t *testing.T) {
 		}
 	}
 }
+
+// TestRestrictedMailbox: a mailbox that takes mail only from senders it
+// knows answers 550 5.7.1 while the server accepts postmaster@ and refuses
+// unknown local parts with 5.1.1: the positive control tells nothing of the
+// mailbox (unknown / smtp_rejected), but shows the server is not blocking
+// the prober, so the only egress address does not cool: the next address
+// of the domain, asked at once, is valid.
+func TestRestrictedMailbox(t *testing.T) {
+	h := &world.Host{Name: "mx.restricted.test", IP: "127.81.8.4"}
+	d := &world.Domain{Name: "restricted.test", MX: mx(h.Name), Mailboxes: ok("ann")}
+	d.Mailboxes["staff"] = world.MailboxRestricted
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{h}, domain: d}})
+	e := startEnv(t, w, envOptions{egress: egress.Options{Addresses: egressPool[:1]}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		email  string
+		status Status
+	}{{"staff@restricted.test", StatusUnknown}, {"ann@restricted.test", StatusValid}} {
+		r := e.engine.Verify(ctx, c.email)
+		if r.Status != c.status {
+			t.Errorf("%s: %s/%s (evidence %+v), want %s", c.email, r.Status, r.Reason, r.Evidence, c.status)
+		}
+		if x := w.Expect(c.email); x.Status != string(c.status) {
+			t.Errorf("%s: the world expects %s", c.email, x.Status)
+		}
+	}
+}

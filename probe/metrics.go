@@ -21,11 +21,20 @@ import (
 //	verifyd_probe_provider_results_total{provider,status}
 //	                                             verdicts by the MX's provider (probe/provider.go;
 //	                                             "other": no fingerprint matched; "none": no SMTP session)
+//	verifyd_probe_rcpts_total{kind}              RCPT commands answered: "address" (the addresses asked),
+//	                                             "catch_all" (the random probe), "role" (postmaster@ and
+//	                                             abuse@ for the auth signals), "control" (the positive control)
 //	verifyd_probe_controls_total{reading}        refusals read with the positive control
 //	                                             (postmaster@ and a random local part): "mailbox"
 //	                                             (no such mailbox), "prober" (the server refuses
 //	                                             us), "none" (the control told nothing)
 var (
+	rcptsSent = struct{ address, catchAll, role, control *metrics.Counter }{
+		metrics.NewCounter(`verifyd_probe_rcpts_total{kind="address"}`),
+		metrics.NewCounter(`verifyd_probe_rcpts_total{kind="catch_all"}`),
+		metrics.NewCounter(`verifyd_probe_rcpts_total{kind="role"}`),
+		metrics.NewCounter(`verifyd_probe_rcpts_total{kind="control"}`),
+	}
 	controls = struct{ mailbox, prober, none *metrics.Counter }{
 		metrics.NewCounter(`verifyd_probe_controls_total{reading="mailbox"}`),
 		metrics.NewCounter(`verifyd_probe_controls_total{reading="prober"}`),

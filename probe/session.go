@@ -331,6 +331,7 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 	}
 	t := time.Now()
 	results, rest, err := c.RcptMany(rcpts)
+	rcptsSent.address.Add(len(results))
 	phase.Since(phase.Rcpt, t)
 	var mailErr *smtpclient.Error
 	if errors.As(err, &mailErr) && mailErr.Command == smtpclient.CmdMail {
@@ -421,11 +422,12 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 	if perMailbox && out.sessionOK && len(rest) == 0 && (prov == nil || prov.Recipients != AcceptsAll) {
 		e.probeRoleMailboxes(c, domain)
 	}
+	welcome := false // the server accepted postmaster from us: no block of ours
 	if len(ambiguous) > 0 && out.sessionOK {
-		e.readRefusals(c, mailFrom, domain, ambiguous)
+		welcome = e.readRefusals(c, mailFrom, domain, ambiguous)
 	}
 	for _, t := range pending {
-		if t.done && t.r.Evidence.SMTP == SMTPPolicy {
+		if t.done && t.r.Evidence.SMTP == SMTPPolicy && !welcome {
 			policy = true
 		}
 	}
@@ -457,6 +459,7 @@ func (e *Engine) probeCatchAll(c *smtpclient.Client, prov *Provider, mailFrom, d
 		return
 	}
 	reply, err := c.Rcpt(e.catchAll.probeLocal(domain) + "@" + domain)
+	rcptsSent.catchAll.Inc()
 	var se *smtpclient.Error
 	if err != nil && !errors.As(err, &se) {
 		return // the session broke: no finding
@@ -512,12 +515,13 @@ func postmaster(domain string) string { return "postmaster@" + domain }
 // any other SMTPRejected. Anything else (the control greylisted, cut by a
 // recipient limit, refused another way) teaches nothing and the codes'
 // own reading stands. probe/README.md says where this reading can be
-// wrong.
-func (e *Engine) readRefusals(c *smtpclient.Client, mailFrom, domain string, ts []*target) {
+// wrong. welcome reports that postmaster was accepted: whatever the
+// refusals mean, they are no block of the egress address.
+func (e *Engine) readRefusals(c *smtpclient.Client, mailFrom, domain string, ts []*target) (welcome bool) {
 	rs, ok := e.askControl(c, mailFrom, []string{postmaster(domain), e.catchAll.probeLocal(domain) + "@" + domain})
 	if !ok {
-		controls.none.Inc()
-		return
+		controls.none.Add(len(ts))
+		return false
 	}
 	pm, random := rs[0], rs[1]
 	same := func(a, b smtpclient.Reply) bool { return a.Code == b.Code && a.Enhanced == b.Enhanced }
@@ -536,6 +540,7 @@ func (e *Engine) readRefusals(c *smtpclient.Client, mailFrom, domain string, ts 
 			controls.none.Inc()
 		}
 	}
+	return pm.Class.Class == smtpclient.Accepted
 }
 
 // askControl asks the session for addrs in the current transaction or,
@@ -545,12 +550,15 @@ func (e *Engine) readRefusals(c *smtpclient.Client, mailFrom, domain string, ts 
 // ending).
 func (e *Engine) askControl(c *smtpclient.Client, mailFrom string, addrs []string) (_ []smtpclient.RcptResult, ok bool) {
 	rs, rest, err := c.RcptMany(addrs)
+	rcptsSent.control.Add(len(addrs) - len(rest))
 	if err == nil && len(rest) > 0 {
 		if c.Reset() != nil || c.MailPipelined(mailFrom, false) != nil {
 			return nil, false
 		}
 		var more []smtpclient.RcptResult
+		n := len(rest)
 		more, rest, err = c.RcptMany(rest)
+		rcptsSent.control.Add(n - len(rest))
 		rs = append(rs, more...)
 	}
 	if err != nil || len(rest) > 0 || len(rs) != len(addrs) {

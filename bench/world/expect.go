@@ -59,6 +59,7 @@ const (
 //	UTF-8 local part, MX without SMTPUTF8     invalid   smtp_rejected
 //	policy reject (550 5.7.1)                 unknown   smtp_rejected
 //	MX accepts the first N unknown (N > 0)    risky     catch_all
+//	mailbox restricted (550 5.7.1)            unknown   smtp_rejected
 //	mailbox disabled (550 5.2.1)              invalid   smtp_rejected
 //	mailbox full (552 5.2.2)                  risky     smtp_rejected
 //	mailbox bad syntax (553 5.1.3)            invalid   syntax_error
@@ -144,6 +145,11 @@ func (w *World) Expect(email string) Expectation {
 		return set(StatusRisky, ReasonCatchAll)
 	}
 	switch d.Mailboxes[local] {
+	case MailboxRestricted:
+		// The positive control tells nothing: postmaster is accepted,
+		// a random local part refused otherwise (assumed: the domain's
+		// unknown reply is not 550 5.7.1 too).
+		return set(StatusUnknown, ReasonSMTPRejected)
 	case MailboxDisabled, MailboxNullMX:
 		return set(StatusInvalid, ReasonSMTPRejected)
 	case MailboxFull:

@@ -426,6 +426,7 @@ var (
 	replyUTF8         = smtpReply{553, "5.6.7", "553 5.6.7 UTF-8 addresses not supported"}
 	replyBadSyntax    = smtpReply{553, "5.1.3", "553 5.1.3 mailbox name not allowed"}
 	replyNullMX       = smtpReply{550, "5.1.10", "550 5.1.10 recipient domain publishes a null MX"}
+	replyRestricted   = smtpReply{550, "5.7.1", "550 5.7.1 Recipient not authorized, only internal senders accepted"}
 	replyBadRcpt      = smtpReply{501, "5.1.3", "501 5.1.3 bad recipient address syntax"}
 	replyRcptSyntax   = smtpReply{501, "5.5.4", "501 5.5.4 syntax: RCPT TO:<address>"}
 	replyBadParam     = smtpReply{555, "5.5.4", "555 5.5.4 unsupported parameter"}
@@ -465,6 +466,8 @@ func (s *SMTPServers) rcptReply(client string, d *Domain, local, domain string) 
 		return replyDisabled, false
 	case MailboxBadSyntax:
 		return replyBadSyntax, false
+	case MailboxRestricted:
+		return replyRestricted, false
 	case MailboxNullMX:
 		return replyNullMX, false
 	case MailboxGreylist:

@@ -237,6 +237,10 @@ const (
 	// MailboxNullMX: 550 5.1.10, the recipient's domain publishes a null
 	// MX (RFC 7505 §4.3), as a relay that checked it answers.
 	MailboxNullMX MailboxState = "null_mx"
+	// MailboxRestricted: 550 5.7.1, a mailbox that takes mail only from
+	// senders it knows (a restricted distribution group): a refusal about
+	// this recipient and this sender, not a block of the prober.
+	MailboxRestricted MailboxState = "restricted"
 )
 
 // MX is one MX record of a domain.
@@ -522,7 +526,7 @@ func (w *World) Validate() error {
 		}
 		for lp, st := range d.Mailboxes {
 			switch st {
-			case MailboxOK, MailboxFull, MailboxDisabled, MailboxGreylist, MailboxBadSyntax, MailboxNullMX:
+			case MailboxOK, MailboxFull, MailboxDisabled, MailboxGreylist, MailboxBadSyntax, MailboxNullMX, MailboxRestricted:
 			default:
 				add("domains[%d] %s: mailbox %q has unknown state %q", i, d.Name, lp, st)
 			}
