@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/verifyd/verifyd/bench/world"
@@ -33,6 +34,57 @@ type RealWorldResult struct {
 	SingleSeconds float64 `json:"single_seconds"`
 	BatchSeconds  float64 `json:"batch_seconds"`
 	RetryWindow   string  `json:"retry_window"`
+	// SingleCost and BatchCost are what the probes cost the servers, per
+	// address, from verifyd's own counters.
+	SingleCost *ProbeCost `json:"single_cost,omitempty"`
+	BatchCost  *ProbeCost `json:"batch_cost,omitempty"`
+}
+
+// ProbeCost is what probing cost the mail servers, per address:
+// verifyd_probe_sessions_total and verifyd_probe_rcpts_total{kind}
+// between two scrapes of its /metrics.
+type ProbeCost struct {
+	Sessions float64 `json:"sessions"`
+	// RCPTs is every RCPT answered; the others split it by why it was
+	// sent (probe/README.md, "Metrics").
+	RCPTs    float64 `json:"rcpts"`
+	Address  float64 `json:"address"`
+	CatchAll float64 `json:"catch_all"`
+	Role     float64 `json:"role"`
+	Control  float64 `json:"control"`
+	// Controls counts the positive controls' readings, per address.
+	ControlMailbox float64 `json:"control_mailbox"`
+	ControlProber  float64 `json:"control_prober"`
+	ControlNone    float64 `json:"control_none"`
+}
+
+// probeCost is the cost per address of n addresses between two scrapes;
+// nil without them, or from a verifyd that has no RCPT counters.
+func probeCost(before, after metricsSnapshot, n int) *ProbeCost {
+	if before == nil || after == nil || n == 0 {
+		return nil
+	}
+	if _, ok := after[`verifyd_probe_rcpts_total{kind="address"}`]; !ok {
+		return nil
+	}
+	per := func(series string) float64 { return round3((after[series] - before[series]) / float64(n)) }
+	c := &ProbeCost{
+		Address:        per(`verifyd_probe_rcpts_total{kind="address"}`),
+		CatchAll:       per(`verifyd_probe_rcpts_total{kind="catch_all"}`),
+		Role:           per(`verifyd_probe_rcpts_total{kind="role"}`),
+		Control:        per(`verifyd_probe_rcpts_total{kind="control"}`),
+		ControlMailbox: per(`verifyd_probe_controls_total{reading="mailbox"}`),
+		ControlProber:  per(`verifyd_probe_controls_total{reading="prober"}`),
+		ControlNone:    per(`verifyd_probe_controls_total{reading="none"}`),
+	}
+	c.RCPTs = round3(c.Address + c.CatchAll + c.Role + c.Control)
+	for name := range after {
+		if strings.HasPrefix(name, "verifyd_probe_sessions_total{") {
+			c.Sessions += (after[name] - before[name]) / float64(n)
+		}
+	}
+	c.Sessions = round3(c.Sessions)
+	return c
 }
 
 // realWorldEgress are the first egress addresses of A's and B's verifyd in
@@ -73,7 +125,11 @@ func (r *runner) scenarioRealWorld(ctx context.Context) error {
 		cfg.DNS, cfg.SMTPPort = w.DNS, w.SMTPPort
 		cfg.Egress = EgressRange(netip.MustParseAddr(realWorldEgress[i]), len(o.Config.Egress))
 		cfg.RetryWindow = o.RealWorldRetryWindow
-		cfg.Metrics = ""
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		cfg.Metrics, cfg.Pprof = fmt.Sprintf("127.0.0.1:%d", port), false
 		v, err := StartVerifyd(ctx, r.procs, run.Label+"-realworld", run.Binary, filepath.Join(r.work, "verifyd-"+run.Label+"-realworld"), cfg)
 		if err != nil {
 			return err
@@ -93,9 +149,20 @@ func (r *runner) scenarioRealWorld(ctx context.Context) error {
 
 // realWorldRun validates every address of w singly, then in one batch.
 func (r *runner) realWorldRun(ctx context.Context, v *Verifyd, w *World, emails []string, res *RealWorldResult) {
+	scrape := func() metricsSnapshot {
+		m, err := scrapeMetrics(v.Config.Metrics)
+		if err != nil {
+			r.logf("real-world mix %s: metrics: %v", v.Label, err)
+			return nil
+		}
+		return m
+	}
+	m0 := scrape()
 	start := time.Now()
 	_, outs := r.freshLoad(ctx, v, "realworld", r.o.MixedConcurrency, emails, 10*time.Minute, true)
 	res.SingleSeconds = round3(time.Since(start).Seconds())
+	m1 := scrape()
+	res.SingleCost = probeCost(m0, m1, len(outs))
 	res.Single = NewConfusion()
 	for _, o := range outs {
 		if e, ok := w.Expect[lower(o.Email)]; ok {
@@ -127,6 +194,7 @@ func (r *runner) realWorldRun(ctx context.Context, v *Verifyd, w *World, emails 
 		return
 	}
 	res.Batch = rb.res.confusion
+	res.BatchCost = probeCost(m1, scrape(), len(emails))
 	r.logf("real-world mix %s: batch of %d completed in %.1f s, verdict agrees for %.2f %%",
 		v.Label, len(emails), res.BatchSeconds, 100*res.Batch.Agreement())
 }
@@ -169,6 +237,20 @@ func realWorldSection(w io.Writer, res *Result) {
 			p("\n")
 			mismatchKinds(w, c)
 		}
+		if rw.SingleCost != nil || rw.BatchCost != nil {
+			p("What probing cost the servers, per address (verifyd_probe_sessions_total, verifyd_probe_rcpts_total{kind} and verifyd_probe_controls_total{reading}):\n\n")
+			p("| | sessions | RCPTs | address | catch_all | role | control | control: mailbox | control: prober | control: none |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+			for _, x := range []struct {
+				name string
+				c    *ProbeCost
+			}{{"singles", rw.SingleCost}, {"batch", rw.BatchCost}} {
+				if c := x.c; c != nil {
+					p("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.4f | %.4f | %.4f |\n", x.name, c.Sessions, c.RCPTs, c.Address, c.CatchAll,
+						c.Role, c.Control, c.ControlMailbox, c.ControlProber, c.ControlNone)
+				}
+			}
+			p("\n")
+		}
 		if c := rw.Single; c != nil {
 			c.WriteGroups(w, true)
 		}
@@ -186,9 +268,9 @@ var debatableRows = []string{
 	"**yahoo (yahoo.com, aol.com) · known**: risky / catch_all, not valid. Yahoo answers 250 to every RCPT and refuses unknown recipients after DATA; an SMTP acceptance proves nothing there. Verifiers that answer valid for Yahoo either guess or query Yahoo's web sign-up pages, which verifyd does not.",
 	"**microsoft365 (no edge blocking) · known** and **gateways (accepts any address) · known**: risky / catch_all. The tenant or gateway accepts every recipient; the mailbox may exist, nothing at RCPT can tell.",
 	"**gateways (checks recipients) · known**: valid, but only because the random probe (or an unknown address of the domain) was refused as no such mailbox in the same or an earlier session; a gateway that has not shown that is risky / catch_all.",
-	"**yandex · unknown**: unknown / smtp_rejected. Yandex words \"no such user\" as `550 5.7.1`, a policy code; verifyd judges by codes, never by text, and a 5.7.x refusal of the prober says nothing of the mailbox.",
+	"**yandex · unknown**: invalid / mailbox_not_found. Yandex words \"no such user\" as `550 5.7.1`, a policy code; verifyd never reads the text, but asks the same session for postmaster@ the domain and a random local part (the positive control): postmaster accepted and the random refused alike, the refusal is about the mailbox. Where postmaster is refused too, the answer is unknown / smtp_rejected.",
 	"**outlook · unknown** (`550 5.5.0`), **microsoft365 (edge blocking) · unknown** (`550 5.4.1`): invalid / mailbox_not_found, read by the provider's fingerprint; from a server of no known provider the same codes read as syntax_error and (weakly) mailbox_not_found.",
 	"**any · full**: risky / smtp_rejected. A full mailbox exists and may empty; mail sent now bounces.",
-	"**self-hosted bare 550 user unknown** and **self-hosted bare replies · unknown**: invalid / mailbox_not_found with a lower score (10): a bare 550 most often means no such user, but carries no enhanced code to say so.",
+	"**self-hosted bare 550 user unknown** and **self-hosted bare replies · unknown**: invalid / mailbox_not_found. A bare 550 carries no enhanced code to say what it refuses; the positive control (postmaster@ accepted, a random local part refused alike) says it is the mailbox (score 2; 10 where the control tells nothing).",
 	"**self-hosted 451 at MAIL**, **421 at EHLO**, **554 greeting**, **policy block 5.7.1**: unknown. The server refuses or defers the prober, not the mailbox; a batch retries within jobs.retry_window, then says unknown.",
 }
