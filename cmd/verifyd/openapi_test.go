@@ -246,6 +246,8 @@ give_up_after = "500ms"
 		call("GET", p, p, "")
 	}
 	call("GET", "/favicon.ico", "/favicon.ico", "")
+	call("GET", "/", "/", "")
+	call("GET", "/", "/", "", "Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
 	call("GET", "/assets/{name}", "/assets/nope.js", "")
 	if st, _ := call("GET", "/dashboard/api/account", "/dashboard/api/account", ""); st != 401 {
 		t.Fatalf("dashboard API signed out: %d", st)

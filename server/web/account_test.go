@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -448,5 +449,50 @@ func TestBigCookie(t *testing.T) {
 	}
 	if r := b.do("POST", "/dashboard/api/keys", `{"scopes":["validate:read"]}`, "Cookie", cookie); r.status != 201 {
 		t.Errorf("POST keys with a 5,000-byte cookie: %d %s", r.status, r.body)
+	}
+}
+
+// TestRoot: GET / sends a browser to the dashboard (and on to /login);
+// an API client gets the 404 envelope.
+func TestRoot(t *testing.T) {
+	e := startEnv(t, nil)
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct {
+		accept string
+		status int
+	}{
+		{"text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8", 303}, // Chromium
+		{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", 303},                       // Firefox
+		{"TEXT/HTML; q=0.5", 303},
+		{"", 404},
+		{"*/*", 404}, // curl
+		{"application/json", 404},
+		{"text/html;q=0, */*", 404},
+		{"text/html; q=0.000", 404},
+	} {
+		req, _ := http.NewRequest("GET", e.base+"/", nil)
+		if tc.accept != "" {
+			req.Header.Set("Accept", tc.accept)
+		}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || resp.Header.Get("Vary") != "Accept" {
+			t.Errorf("Accept %q: %d (Vary %q), want %d", tc.accept, resp.StatusCode, resp.Header.Get("Vary"), tc.status)
+			continue
+		}
+		switch tc.status {
+		case 303:
+			if loc := resp.Header.Get("Location"); loc != "/dashboard" {
+				t.Errorf("Accept %q: Location %q", tc.accept, loc)
+			}
+		case 404:
+			if !strings.Contains(string(body), `"code":"NOT_FOUND"`) {
+				t.Errorf("Accept %q: body %s, want the NOT_FOUND envelope", tc.accept, body)
+			}
+		}
 	}
 }

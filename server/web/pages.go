@@ -170,6 +170,45 @@ func (w *Web) registerPages(r *router.Router) {
 	}
 	r.GET("/assets/{name}", w.asset)
 	r.GET("/favicon.ico", func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(fasthttp.StatusNoContent) })
+	r.GET("/", root)
+}
+
+// root answers GET /: a browser (text/html named in its Accept) goes to
+// the dashboard, which sends it on to /login when it is not signed in; an
+// API client (curl's */*, application/json, no Accept) gets the 404
+// envelope, as for any path the API does not serve.
+func root(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.Set("Vary", "Accept")
+	if acceptsHTML(string(ctx.Request.Header.Peek(fasthttp.HeaderAccept))) {
+		seeOther(ctx, "/dashboard")
+		return
+	}
+	httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeNotFound, Message: "no such endpoint: /"})
+}
+
+// acceptsHTML reports whether an Accept header names text/html (or
+// application/xhtml+xml) with a quality above zero (RFC 9110 §12.5.1). A
+// wildcard does not count: every client accepts that.
+func acceptsHTML(accept string) bool {
+	for _, r := range strings.Split(accept, ",") {
+		typ, params, _ := strings.Cut(r, ";")
+		typ = strings.ToLower(strings.TrimSpace(typ))
+		if typ != "text/html" && typ != "application/xhtml+xml" {
+			continue
+		}
+		zero := false
+		for _, p := range strings.Split(params, ";") {
+			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+			if strings.EqualFold(k, "q") {
+				v = strings.TrimRight(strings.TrimSpace(v), "0")
+				zero = v == "0." || v == "0" || v == ""
+			}
+		}
+		if !zero {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *Web) asset(ctx *fasthttp.RequestCtx) {
