@@ -23,6 +23,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,6 +105,11 @@ type Options struct {
 	// Ready reports whether verifyd can serve; /healthz answers 503 while
 	// it is false. Nil means always ready.
 	Ready func() bool
+	// TLS, when set, makes Serve speak HTTPS with it (server/tlsserve);
+	// HSTS is then the Strict-Transport-Security value of every answer
+	// ("" for none).
+	TLS  *tls.Config
+	HSTS string
 }
 
 // Defaults of Options, the daemon's too (cmd/verifyd/config takes them):
@@ -231,10 +237,17 @@ func New(opts Options) *Server {
 	}
 	s.router = r
 	observed := httpapi.Observe(r.Handler)
+	hsts := ""
+	if opts.TLS != nil {
+		hsts = opts.HSTS
+	}
 	s.srv = &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
 			if ctx.IsPost() {
 				s.chunkedLimits.Delete(&ctx.Request.Header) // read within its limit
+			}
+			if hsts != "" {
+				ctx.Response.Header.Set("Strict-Transport-Security", hsts)
 			}
 			observed(ctx)
 		},
@@ -368,8 +381,14 @@ func (s *Server) bodyLimit(method, requestURI []byte) int {
 }
 
 // Serve serves the API on ln until Shutdown, with the connection caps and
-// the lingering close of package conns.
+// the lingering close of package conns, over TLS when Options.TLS is set
+// (the caps count TCP connections, before their handshakes; one over a
+// cap is closed without an answer, which would not be TLS).
 func (s *Server) Serve(ln net.Listener) error {
+	reject := writeRefusal
+	if s.opts.TLS != nil {
+		reject = nil
+	}
 	cl := conns.New(ln, conns.Options{
 		MaxConns:      s.opts.MaxConns,
 		MaxConnsPerIP: s.opts.MaxConnsPerIP,
@@ -377,12 +396,15 @@ func (s *Server) Serve(ln net.Listener) error {
 		Exempt:        s.opts.TrustedProxies,
 		LingerTimeout: s.opts.LingerTimeout,
 		LingerBytes:   s.opts.LingerBytes,
-		Reject:        writeRefusal,
+		Reject:        reject,
 		Name:          "api",
 	})
 	s.lnMu.Lock()
 	s.lns = append(s.lns, cl)
 	s.lnMu.Unlock()
+	if s.opts.TLS != nil {
+		return s.srv.Serve(tls.NewListener(cl, s.opts.TLS))
+	}
 	return s.srv.Serve(cl)
 }
 

@@ -15,6 +15,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,6 +38,7 @@ import (
 	"github.com/verifyd/verifyd/server/admin"
 	"github.com/verifyd/verifyd/server/batch"
 	"github.com/verifyd/verifyd/server/httpapi"
+	"github.com/verifyd/verifyd/server/tlsserve"
 	"github.com/verifyd/verifyd/server/web"
 	"github.com/verifyd/verifyd/server/webhook"
 	"github.com/verifyd/verifyd/storage"
@@ -55,6 +57,13 @@ func main() {
 		os.Exit(2)
 	}
 	if *checkConfig {
+		if cfg.HTTP.TLS() {
+			// The certificate and key are read as the start would.
+			if err := tlsserve.Check(cfg.HTTP.TLSCert, cfg.HTTP.TLSKey, nil); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: http.tls_cert: %v\n", source, err)
+				os.Exit(2)
+			}
+		}
 		fmt.Printf("%s: ok\n", source)
 		return
 	}
@@ -187,6 +196,15 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		return fmt.Errorf("cannot start batch jobs: %w", err)
 	}
 	defer jobs.Close(context.Background()) // after an early return; a no-op after the one below
+	// --- HTTPS (server/tlsserve), when configured
+	var certs *tlsserve.Files
+	var tlsConf *tls.Config
+	if cfg.HTTP.TLS() {
+		if certs, err = tlsserve.Load(cfg.HTTP.TLSCert, cfg.HTTP.TLSKey, nil); err != nil {
+			return fmt.Errorf("cannot serve HTTPS: %w", err)
+		}
+		tlsConf = tlsserve.Config(certs.GetCertificate)
+	}
 	// --- the /v1 API (server)
 	api := server.New(server.Options{
 		DB:                     a.db,
@@ -213,6 +231,8 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		TrustedProxies:         proxies,
 		IPv6PrefixLen:          cfg.HTTP.IPv6PrefixLen,
 		Logger:                 log,
+		TLS:                    tlsConf,
+		HSTS:                   tlsserve.HSTS(cfg.HTTP.HSTSMaxAge),
 	})
 	// --- the account surface (server/web): /auth/*
 	au := cfg.Auth
@@ -243,8 +263,27 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	if err != nil {
 		return fmt.Errorf("cannot listen on http.listen: %w", err)
 	}
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- api.Serve(ln) }()
+	scheme := "http"
+	var redirectSrv *fasthttp.Server
+	if certs != nil {
+		scheme = "https"
+		if cfg.HTTP.RedirectListen != "" {
+			rln, err := net.Listen("tcp", cfg.HTTP.RedirectListen)
+			if err != nil {
+				return fmt.Errorf("cannot listen on http.redirect_listen: %w", err)
+			}
+			_, port, _ := net.SplitHostPort(ln.Addr().String())
+			redirectSrv = &fasthttp.Server{Handler: tlsserve.Redirect(port, nil), Name: "verifyd",
+				ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, IdleTimeout: cfg.HTTP.IdleTimeout,
+				MaxRequestBodySize: 1 << 10, DisableKeepalive: true}
+			go func() { errc <- redirectSrv.Serve(rln) }()
+			log.Info("redirecting plain HTTP to HTTPS", "listen", rln.Addr().String())
+		}
+		log.Info("serving HTTPS", "cert", cfg.HTTP.TLSCert, "subject", certs.Leaf().Subject.String(),
+			"not_after", certs.Leaf().NotAfter.UTC().Format(time.RFC3339))
+	}
 
 	// The egress pool's events (cooldowns, policy blocks, reputation,
 	// addresses taken out of rotation) become reputation.warning webhooks
@@ -278,9 +317,9 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		}}
 		go func() { errc <- metricsSrv.Serve(mln) }()
 	}
-	log.Info("verifyd listening", "config", source, "api", "http://"+ln.Addr().String(),
+	log.Info("verifyd listening", "config", source, "api", scheme+"://"+ln.Addr().String(),
 		"metrics", metricsAddr, "data_dir", cfg.DataDir, "admin_socket", cfg.Admin.Socket)
-	fmt.Fprintf(os.Stderr, "verifyd: API on http://%s  (health: http://%s/healthz)\n", ln.Addr(), ln.Addr())
+	fmt.Fprintf(os.Stderr, "verifyd: API on %s://%s  (health: %s://%s/healthz)\n", scheme, ln.Addr(), scheme, ln.Addr())
 
 	selfCheck := egress.SelfCheckOptions{Resolver: a.res, Pool: a.egress,
 		DNSBLZones: cfg.Probe.DNSBLZones, Enforce: cfg.Egress.SelfCheckEnforce, Logger: log}
@@ -298,7 +337,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	if path == "" && fileExistsAt(config.DefaultPath) {
 		path = config.DefaultPath
 	}
-	rl := &reloader{path: path, cur: cfg, app: a, guard: guard, level: level, log: log}
+	rl := &reloader{path: path, cur: cfg, app: a, guard: guard, level: level, log: log, certs: certs}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -373,6 +412,9 @@ wait:
 	}
 	if metricsSrv != nil {
 		_ = metricsSrv.ShutdownWithContext(sctx)
+	}
+	if redirectSrv != nil {
+		_ = redirectSrv.ShutdownWithContext(sctx)
 	}
 	log.Info("stopped", "drain", time.Since(start).Round(time.Millisecond))
 	return nil

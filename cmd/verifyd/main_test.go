@@ -119,7 +119,7 @@ func startIn(t *testing.T, dir, config string) *instance {
 			}
 		}
 	}()
-	re := regexp.MustCompile(`API on (http://[0-9.:]+)`)
+	re := regexp.MustCompile(`API on (https?://[0-9.:]+)`)
 	found := make(chan string, 1)
 	in := &instance{cmd: cmd, dir: dir}
 	go func() {

@@ -11,6 +11,7 @@ import (
 	"github.com/verifyd/verifyd/cmd/verifyd/config"
 	"github.com/verifyd/verifyd/egress"
 	"github.com/verifyd/verifyd/server/httpapi"
+	"github.com/verifyd/verifyd/server/tlsserve"
 )
 
 // reloader applies a new configuration on SIGHUP. What can change live:
@@ -20,7 +21,10 @@ import (
 //     finish);
 //   - the lists (probe.lists_dir files are read again);
 //   - the per source IP rate limits ([rate_limits]);
-//   - the log level.
+//   - the log level;
+//   - the HTTPS certificate and key (http.tls_cert, http.tls_key), read
+//     again whether or not their paths changed: a renewed certificate is
+//     usually written over the old files.
 //
 // Everything else needs a restart and is reported as such. A file that does
 // not load or validate is refused and the running configuration kept.
@@ -31,6 +35,7 @@ type reloader struct {
 	guard *httpapi.Guard
 	level *slog.LevelVar
 	log   *slog.Logger
+	certs *tlsserve.Files // nil without TLS
 }
 
 // reload reads the configuration again and applies what it can. It returns
@@ -82,6 +87,15 @@ func (r *reloader) reload() ([]string, error) {
 		r.guard.SetIPLimits(httpapi.DefaultIPLimits(rl.Window, rl.Validate, rl.Batch, rl.Results, rl.Other), rl.Disabled)
 		changes = append(changes, fmt.Sprintf("rate limits: %+v", rl))
 	}
+	if r.certs != nil && next.HTTP.TLS() {
+		if err := r.certs.Reload(next.HTTP.TLSCert, next.HTTP.TLSKey); err != nil {
+			r.log.Error("certificate not reloaded, the running one is kept", "err", err)
+		} else {
+			leaf := r.certs.Leaf()
+			changes = append(changes, fmt.Sprintf("tls: certificate %s serial %s, valid until %s", leaf.Subject, leaf.SerialNumber,
+				leaf.NotAfter.UTC().Format(time.RFC3339)))
+		}
+	}
 	if next.LogLevel != r.cur.LogLevel {
 		var lv slog.Level
 		_ = lv.UnmarshalText([]byte(next.LogLevel))
@@ -96,6 +110,9 @@ func (r *reloader) reload() ([]string, error) {
 	applied := r.cur
 	applied.Egress, applied.Probe.ListsDir = next.Egress, next.Probe.ListsDir
 	applied.RateLimits, applied.LogLevel = next.RateLimits, next.LogLevel
+	if r.certs != nil && next.HTTP.TLS() {
+		applied.HTTP.TLSCert, applied.HTTP.TLSKey = next.HTTP.TLSCert, next.HTTP.TLSKey
+	}
 	r.cur = applied
 	return changes, nil
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/verifyd/verifyd/server/batch"
 	"github.com/verifyd/verifyd/server/conns"
 	"github.com/verifyd/verifyd/server/httpapi"
+	"github.com/verifyd/verifyd/server/tlsserve"
 	"github.com/verifyd/verifyd/server/web"
 	"github.com/verifyd/verifyd/server/webhook"
 	"github.com/verifyd/verifyd/storage/pebble"
@@ -202,7 +203,25 @@ type HTTP struct {
 	// answer instead of a TCP reset. Defaults 5s and 32 MiB.
 	LingerTimeout time.Duration `toml:"linger_timeout"`
 	LingerBytes   int64         `toml:"linger_bytes"`
+	// TLSCert and TLSKey are PEM files of a certificate (its chain after
+	// it) and its key: set, http.listen serves HTTPS (TLS 1.2 and 1.3)
+	// instead of plain HTTP. SIGHUP reads them again, from the paths the
+	// file then names, with no connection dropped; a pair that does not
+	// load (or has expired) is refused and the running one kept. Default
+	// none.
+	TLSCert string `toml:"tls_cert"`
+	TLSKey  string `toml:"tls_key"`
+	// RedirectListen, with TLS, is a plain-HTTP listener ("0.0.0.0:80")
+	// that answers every request with a 308 to the same host and path
+	// over HTTPS. Default none.
+	RedirectListen string `toml:"redirect_listen"`
+	// HSTSMaxAge, with TLS, is Strict-Transport-Security's max-age on
+	// every HTTPS answer (RFC 6797); 0 sends none. Default 8760h (a year).
+	HSTSMaxAge time.Duration `toml:"hsts_max_age"`
 }
+
+// TLS reports whether http.listen serves HTTPS.
+func (h HTTP) TLS() bool { return h.TLSCert != "" }
 
 // Admin is the operator API on a unix socket (verifyctl talks to it).
 type Admin struct {
@@ -460,6 +479,7 @@ func Defaults() Config {
 			MinFreeBytes: pebble.DefaultMinFreeBytes},
 		HTTP: HTTP{
 			Listen:          "127.0.0.1:8080",
+			HSTSMaxAge:      tlsserve.DefaultHSTSMaxAge,
 			ReadTimeout:     30 * time.Second,
 			WriteTimeout:    60 * time.Second,
 			IdleTimeout:     2 * time.Minute,
@@ -701,6 +721,21 @@ func (c *Config) Validate() error {
 	}
 
 	checkHostPort("http.listen", c.HTTP.Listen, false)
+	if (c.HTTP.TLSCert == "") != (c.HTTP.TLSKey == "") {
+		// The files themselves are read by verifyd (and -check-config)
+		// when it starts, not here: a config is checked where they may
+		// not be.
+		add("http.tls_cert", "and http.tls_key go together: set both or neither")
+	}
+	if c.HTTP.RedirectListen != "" {
+		checkHostPort("http.redirect_listen", c.HTTP.RedirectListen, false)
+		if !c.HTTP.TLS() {
+			add("http.redirect_listen", "needs TLS (http.tls_cert and http.tls_key): it sends every request to HTTPS")
+		}
+	}
+	if c.HTTP.HSTSMaxAge < 0 {
+		add("http.hsts_max_age", "must be 0 (none) or positive, not %v", c.HTTP.HSTSMaxAge)
+	}
 	for i, p := range c.HTTP.TrustedProxies {
 		if _, err := netip.ParsePrefix(p); err != nil {
 			if _, err := netip.ParseAddr(p); err != nil {
