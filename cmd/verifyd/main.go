@@ -25,6 +25,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -198,12 +199,21 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	defer jobs.Close(context.Background()) // after an early return; a no-op after the one below
 	// --- HTTPS (server/tlsserve), when configured
 	var certs *tlsserve.Files
+	var acmeCerts *tlsserve.ACME
 	var tlsConf *tls.Config
-	if cfg.HTTP.TLS() {
+	switch {
+	case cfg.HTTP.TLSCert != "":
 		if certs, err = tlsserve.Load(cfg.HTTP.TLSCert, cfg.HTTP.TLSKey, nil); err != nil {
 			return fmt.Errorf("cannot serve HTTPS: %w", err)
 		}
 		tlsConf = tlsserve.Config(certs.GetCertificate)
+	case len(cfg.HTTP.ACMEHosts) > 0:
+		acmeCerts, err = tlsserve.NewACME(tlsserve.ACMEOptions{Hosts: cfg.HTTP.ACMEHosts, Email: cfg.HTTP.ACMEEmail,
+			Directory: cfg.HTTP.ACMEDirectory, CAFile: cfg.HTTP.ACMECAFile, CacheDir: filepath.Join(cfg.DataDir, "acme")})
+		if err != nil {
+			return fmt.Errorf("cannot serve HTTPS: %w", err)
+		}
+		tlsConf = acmeCerts.Config()
 	}
 	// --- the /v1 API (server)
 	api := server.New(server.Options{
@@ -267,7 +277,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	go func() { errc <- api.Serve(ln) }()
 	scheme := "http"
 	var redirectSrv *fasthttp.Server
-	if certs != nil {
+	if tlsConf != nil {
 		scheme = "https"
 		if cfg.HTTP.RedirectListen != "" {
 			rln, err := net.Listen("tcp", cfg.HTTP.RedirectListen)
@@ -275,14 +285,34 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 				return fmt.Errorf("cannot listen on http.redirect_listen: %w", err)
 			}
 			_, port, _ := net.SplitHostPort(ln.Addr().String())
-			redirectSrv = &fasthttp.Server{Handler: tlsserve.Redirect(port, nil), Name: "verifyd",
+			var claim func(*fasthttp.RequestCtx) bool
+			if acmeCerts != nil {
+				claim = acmeCerts.Challenge()
+			}
+			redirectSrv = &fasthttp.Server{Handler: tlsserve.Redirect(port, claim), Name: "verifyd",
 				ReadTimeout: cfg.HTTP.ReadTimeout, WriteTimeout: cfg.HTTP.WriteTimeout, IdleTimeout: cfg.HTTP.IdleTimeout,
 				MaxRequestBodySize: 1 << 10, DisableKeepalive: true}
 			go func() { errc <- redirectSrv.Serve(rln) }()
 			log.Info("redirecting plain HTTP to HTTPS", "listen", rln.Addr().String())
 		}
-		log.Info("serving HTTPS", "cert", cfg.HTTP.TLSCert, "subject", certs.Leaf().Subject.String(),
-			"not_after", certs.Leaf().NotAfter.UTC().Format(time.RFC3339))
+		if certs != nil {
+			log.Info("serving HTTPS", "cert", cfg.HTTP.TLSCert, "subject", certs.Leaf().Subject.String(),
+				"not_after", certs.Leaf().NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	if acmeCerts != nil {
+		// The certificates are ordered now rather than at the first
+		// handshake, so the log says at once whether the CA could issue
+		// them; the listener serves meanwhile.
+		go func() {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			defer cancel()
+			if err := acmeCerts.Prefetch(pctx); err != nil {
+				log.Error("cannot get a certificate from the ACME CA; a handshake will try again", "directory", cfg.HTTP.ACMEDirectory, "err", err)
+				return
+			}
+			log.Info("serving HTTPS with certificates from the ACME CA", "hosts", cfg.HTTP.ACMEHosts, "directory", cfg.HTTP.ACMEDirectory)
+		}()
 	}
 
 	// The egress pool's events (cooldowns, policy blocks, reputation,

@@ -211,17 +211,32 @@ type HTTP struct {
 	// none.
 	TLSCert string `toml:"tls_cert"`
 	TLSKey  string `toml:"tls_key"`
+	// ACMEHosts, instead of TLSCert and TLSKey, are the host names
+	// http.listen serves HTTPS for with certificates obtained and renewed
+	// from an ACME CA (RFC 8555; Let's Encrypt by default), kept in
+	// <data_dir>/acme. The CA must reach this box at the names: on port
+	// 443 (tls-alpn-01, answered by http.listen) or port 80 (http-01,
+	// answered by http.redirect_listen). Default none.
+	ACMEHosts []string `toml:"acme_hosts"`
+	// ACMEEmail is the ACME account's contact for the CA's notices.
+	ACMEEmail string `toml:"acme_email"`
+	// ACMEDirectory is the CA's directory URL. Default Let's Encrypt's
+	// production directory.
+	ACMEDirectory string `toml:"acme_directory"`
+	// ACMECAFile is a PEM file of the CAs that sign the ACME server's own
+	// HTTPS certificate (a private ACME CA); default the system's roots.
+	ACMECAFile string `toml:"acme_ca_file"`
 	// RedirectListen, with TLS, is a plain-HTTP listener ("0.0.0.0:80")
 	// that answers every request with a 308 to the same host and path
-	// over HTTPS. Default none.
+	// over HTTPS, and the ACME http-01 challenges. Default none.
 	RedirectListen string `toml:"redirect_listen"`
 	// HSTSMaxAge, with TLS, is Strict-Transport-Security's max-age on
 	// every HTTPS answer (RFC 6797); 0 sends none. Default 8760h (a year).
 	HSTSMaxAge time.Duration `toml:"hsts_max_age"`
 }
 
-// TLS reports whether http.listen serves HTTPS.
-func (h HTTP) TLS() bool { return h.TLSCert != "" }
+// TLS reports whether http.listen serves HTTPS, from files or ACME.
+func (h HTTP) TLS() bool { return h.TLSCert != "" || len(h.ACMEHosts) > 0 }
 
 // Admin is the operator API on a unix socket (verifyctl talks to it).
 type Admin struct {
@@ -480,6 +495,7 @@ func Defaults() Config {
 		HTTP: HTTP{
 			Listen:          "127.0.0.1:8080",
 			HSTSMaxAge:      tlsserve.DefaultHSTSMaxAge,
+			ACMEDirectory:   tlsserve.DefaultACMEDirectory,
 			ReadTimeout:     30 * time.Second,
 			WriteTimeout:    60 * time.Second,
 			IdleTimeout:     2 * time.Minute,
@@ -727,10 +743,27 @@ func (c *Config) Validate() error {
 		// not be.
 		add("http.tls_cert", "and http.tls_key go together: set both or neither")
 	}
+	if len(c.HTTP.ACMEHosts) > 0 {
+		if c.HTTP.TLSCert != "" {
+			add("http.acme_hosts", "or http.tls_cert and http.tls_key: one source of certificates, not both")
+		}
+		for i, h := range c.HTTP.ACMEHosts {
+			if _, err := netip.ParseAddr(h); err == nil || !IsHostName(h) || !strings.Contains(h, ".") {
+				add(fmt.Sprintf("http.acme_hosts[%d]", i), "must be a host name with a dot (a certificate is ordered for it), not %q", h)
+			}
+		}
+		if c.HTTP.ACMEDirectory != "" {
+			if u, err := url.Parse(c.HTTP.ACMEDirectory); err != nil || u.Scheme != "https" || u.Host == "" {
+				add("http.acme_directory", "must be an https:// URL, not %q", c.HTTP.ACMEDirectory)
+			}
+		}
+	} else if c.HTTP.ACMEEmail != "" || c.HTTP.ACMECAFile != "" {
+		add("http.acme_hosts", "is needed by http.acme_email and acme_ca_file")
+	}
 	if c.HTTP.RedirectListen != "" {
 		checkHostPort("http.redirect_listen", c.HTTP.RedirectListen, false)
 		if !c.HTTP.TLS() {
-			add("http.redirect_listen", "needs TLS (http.tls_cert and http.tls_key): it sends every request to HTTPS")
+			add("http.redirect_listen", "needs TLS (http.tls_cert and http.tls_key, or http.acme_hosts): it sends every request to HTTPS")
 		}
 	}
 	if c.HTTP.HSTSMaxAge < 0 {

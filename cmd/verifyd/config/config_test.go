@@ -102,6 +102,18 @@ func TestValidateTable(t *testing.T) {
 		{"timeout", func(c *Config) { c.SMTP.ConnectTimeout = 0 }, "smtp.connect_timeout"},
 		{"window", func(c *Config) { c.RateLimits.Window = -time.Second }, "rate_limits.window"},
 		{"metrics", func(c *Config) { c.Metrics.Listen = "9464" }, "metrics.listen"},
+		{"tls half", func(c *Config) { c.HTTP.TLSCert = "/x/cert.pem" }, "http.tls_cert"},
+		{"tls twice", func(c *Config) {
+			c.HTTP.TLSCert, c.HTTP.TLSKey, c.HTTP.ACMEHosts = "/x/c.pem", "/x/k.pem", []string{"box.example.com"}
+		}, "http.acme_hosts"},
+		{"acme ip", func(c *Config) { c.HTTP.ACMEHosts = []string{"192.0.2.1"} }, "http.acme_hosts[0]"},
+		{"acme bare", func(c *Config) { c.HTTP.ACMEHosts = []string{"localhost"} }, "http.acme_hosts[0]"},
+		{"acme http", func(c *Config) {
+			c.HTTP.ACMEHosts, c.HTTP.ACMEDirectory = []string{"box.example.com"}, "http://ca.example/dir"
+		}, "http.acme_directory"},
+		{"acme email alone", func(c *Config) { c.HTTP.ACMEEmail = "ops@example.com" }, "http.acme_hosts"},
+		{"redirect without tls", func(c *Config) { c.HTTP.RedirectListen = "0.0.0.0:80" }, "http.redirect_listen"},
+		{"hsts", func(c *Config) { c.HTTP.HSTSMaxAge = -time.Second }, "http.hsts_max_age"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Defaults()
