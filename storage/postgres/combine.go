@@ -34,6 +34,10 @@ import (
 // maxCombined bounds the charges of one transaction.
 const maxCombined = 128
 
+// testHookCommitted, set by a test, runs between a charge transaction's
+// commit and its flush.
+var testHookCommitted func()
+
 // pendingCharge is one Charge, ChargeDirect or Hold (hold set) waiting
 // for its transaction.
 type pendingCharge struct {
@@ -169,9 +173,26 @@ func (db *DB) chargeBatch(ctx context.Context, account string, ps []*pendingChar
 	ctx, cancel := db.ctx(ctx)
 	defer cancel()
 	outs := make([]chargeOutcome, len(ps))
-	err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
-		return db.chargeTx(ctx, tx, account, ps, outs)
-	})
+	// One connection for the transaction and the flush after it (flush).
+	// It goes back to the pool on every way out, a panic of Seal's too
+	// (runBatch recovers it): the pool closes a connection left in the
+	// middle of a transaction, which ends the transaction and its lock.
+	conn, err := db.pool.Acquire(ctx)
+	release := func() {
+		if conn != nil {
+			conn.Release()
+			conn = nil
+		}
+	}
+	defer release()
+	if err == nil {
+		err = inRowTx(ctx, conn, func(tx pgx.Tx) error {
+			return db.chargeTx(ctx, tx, account, ps, outs)
+		})
+		if err != nil {
+			release() // not held while the requests run one by one
+		}
+	}
 	if err != nil && len(ps) > 1 && ctx.Err() == nil && !isConnErr(err) {
 		// One request may be what the database refused (a result id
 		// taken): each runs alone, with its own outcome.
@@ -192,9 +213,12 @@ func (db *DB) chargeBatch(ctx context.Context, account string, ps []*pendingChar
 		}
 		p.done <- o
 	}
+	if err == nil && testHookCommitted != nil {
+		testHookCommitted()
+	}
 	if err == nil && charges && db.asyncCommit {
 		// Durable before any of them is answered (see charge).
-		err = db.flush(ctx)
+		err = db.flush(ctx, conn)
 	}
 	for i, p := range ps {
 		if p.hold {

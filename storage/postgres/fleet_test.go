@@ -597,3 +597,66 @@ func TestSweepHolds(t *testing.T) {
 	}
 	storagetest.CheckLedger(t, a, acct.ID)
 }
+
+// TestFlushOnItsConnection: the database crashes between a charge's commit
+// (not flushed: synchronous_commit off, the WAL writer held back) and the
+// flush that makes it durable, and is back before the flush runs. The
+// flush, on the commit's own connection, fails: the charge answers an
+// error, never success for a charge the crash lost. Fails on 2025a08,
+// whose flush took any connection of the pool and retried: it reached
+// the restarted server, succeeded, and the charge answered success with
+// no ledger entry (TestFleetDatabaseRestart: 359 charge entries for 360
+// keys answered).
+func TestFlushOnItsConnection(t *testing.T) {
+	srv, pool, open := fleetOf(t, time.Minute)
+	ctx := t.Context()
+	if _, err := pool.Exec(ctx, `ALTER SYSTEM SET wal_writer_delay = '10s'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `SELECT pg_reload_conf()`); err != nil {
+		t.Fatal(err)
+	}
+	db := open("a")
+	acct, err := db.CreateAccount(ctx, "flush", storage.PlanFree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AddCredits(ctx, acct.ID, 10, ""); err != nil {
+		t.Fatal(err)
+	}
+	crashed := false
+	testHookCommitted = func() {
+		if crashed {
+			return
+		}
+		crashed = true
+		srv.Kill()
+		if err := srv.Restart(); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testHookCommitted = nil }()
+	_, chargeErr := db.ChargeDirect(ctx, acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"}})
+	if !crashed {
+		t.Fatal("the hook did not run")
+	}
+	var charges int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		es, err := db.Ledger(ctx, acct.ID, 0, 100)
+		if err == nil {
+			for _, e := range es {
+				if e.Kind == storage.EntryCharge {
+					charges++
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ledger after the restart: %v", err)
+		}
+	}
+	t.Logf("charge answered %v; %d charge entries after the crash", chargeErr, charges)
+	if chargeErr == nil && charges != 1 {
+		t.Fatalf("the charge answered success, but the ledger has %d charge entries", charges)
+	}
+}

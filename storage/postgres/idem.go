@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/verifyd/verifyd/storage"
 )
@@ -52,7 +53,13 @@ func (db *DB) BeginIdem(ctx context.Context, ref storage.IdemRef, requestHash []
 	// (see idemlocal.go).
 	defer db.idem.lock(ref)()
 	running := db.idem.running(ref)
-	out, rec, err := db.beginIdem(ctx, ref, requestHash, running)
+	// One connection for the read and the flush of a replay (flush).
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return 0, storage.IdemRecord{}, err // nothing written
+	}
+	defer conn.Release()
+	out, rec, err := db.beginIdem(ctx, conn, ref, requestHash, running)
 	switch {
 	case err != nil && !running:
 		// It may have committed: a pending record no request holds.
@@ -63,13 +70,13 @@ func (db *DB) BeginIdem(ctx context.Context, ref storage.IdemRef, requestHash []
 	return out, rec, err
 }
 
-func (db *DB) beginIdem(ctx context.Context, ref storage.IdemRef, requestHash []byte, running bool) (storage.IdemOutcome, storage.IdemRecord, error) {
+func (db *DB) beginIdem(ctx context.Context, conn *pgxpool.Conn, ref storage.IdemRef, requestHash []byte, running bool) (storage.IdemOutcome, storage.IdemRecord, error) {
 	now := db.now().Truncate(time.Millisecond)
 	for {
 		var out storage.IdemOutcome
 		var rec storage.IdemRecord
 		raced := false
-		err := inRowTx(ctx, db.pool, func(tx pgx.Tx) error {
+		err := inRowTx(ctx, conn, func(tx pgx.Tx) error {
 			raced = false
 			var mine, alive bool
 			old, err := scanIdem(ref, tx.QueryRow(ctx, `SELECT `+idemCols+`, boot = $4,
@@ -129,7 +136,7 @@ func (db *DB) beginIdem(ctx context.Context, ref storage.IdemRef, requestHash []
 			if out == storage.IdemReplay && db.asyncCommit {
 				// The answer replayed may be a charge's whose commit is
 				// not flushed yet (see charge): never replay it before.
-				if err := db.flush(ctx); err != nil {
+				if err := db.flush(ctx, conn); err != nil {
 					return 0, storage.IdemRecord{}, err
 				}
 			}

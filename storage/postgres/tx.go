@@ -45,11 +45,20 @@ func retryable(err error) bool {
 // left it. At SERIALIZABLE every such wait would end in a serialization
 // failure and a retry: fifty validations of one account at once would
 // retry fifty times over. CockroachDB runs READ COMMITTED too (23.2+).
-func inRowTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+func inRowTx(ctx context.Context, pool txStarter, fn func(pgx.Tx) error) error {
 	return runTx(ctx, pool, pgx.ReadCommitted, fn)
 }
 
-func runTx(ctx context.Context, pool *pgxpool.Pool, level pgx.TxIsoLevel, fn func(pgx.Tx) error) error {
+// txStarter is the pool, or one connection of it (a transaction whose
+// commit the same connection then flushes: see DB.flush).
+type txStarter interface {
+	BeginTx(ctx context.Context, txOptions pgx.TxOptions) (pgx.Tx, error)
+}
+
+var _ txStarter = (*pgxpool.Pool)(nil)
+var _ txStarter = (*pgxpool.Conn)(nil)
+
+func runTx(ctx context.Context, pool txStarter, level pgx.TxIsoLevel, fn func(pgx.Tx) error) error {
 	var err error
 	for attempt := range maxTxAttempts {
 		err = pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: level}, fn)
