@@ -155,6 +155,17 @@ uninstall:
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/verifyd
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 
+# deb builds the Debian packages of this tree into dist/, for amd64 and
+# arm64 (packaging/deb/build.sh; DEB_ARCHES picks others), and checks
+# them with lintian, which it installs with apt-get when missing (every
+# override is explained in packaging/deb/lintian-overrides).
+DEB_ARCHES ?= amd64 arm64
+DIST       ?= $(CURDIR)/dist
+.PHONY: deb lintian
+deb:
+	for a in $(DEB_ARCHES); do ./packaging/deb/build.sh $$a $(DIST) || exit 1; done
+	./packaging/deb/lintian.sh $(DIST)/verifyd_*.deb
+
 # systemd-verify installs into a scratch root and runs "systemd-analyze
 # verify" and the offline "systemd-analyze security" on the units (no
 # running systemd needed); it installs systemd-analyze with apt-get when
