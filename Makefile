@@ -65,7 +65,7 @@ lint: vet $(STATICCHECK)
 # it): ALLOC_PKGS are the packages that have one.
 ALLOC_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' --exclude-dir=.git \
 	'func Test[A-Za-z0-9_]*DoNotAllocate' .)))
-test: lint systemd-verify browser postgres
+test: lint systemd-verify browser postgres package-test
 	VERIFYD_BROWSER_TESTS=require VERIFYD_PG_TESTS=require $(GO) test -race -shuffle=on -count=1 ./...
 	$(GO) test -count=1 -run 'DoNotAllocate' $(ALLOC_PKGS)
 
@@ -165,6 +165,15 @@ DIST       ?= $(CURDIR)/dist
 deb:
 	for a in $(DEB_ARCHES); do ./packaging/deb/build.sh $$a $(DIST) || exit 1; done
 	./packaging/deb/lintian.sh $(DIST)/verifyd_*.deb
+
+# package-test installs the package of this tree and of the commit before
+# it into a throwaway Debian root (mmdebstrap, cached in ~/.cache/verifyd)
+# and checks install, -check-config, systemd-analyze verify, an upgrade
+# that keeps accounts, keys, history and signing keys, remove and purge
+# (packaging/deb/test.sh). Root only; make test runs it.
+.PHONY: package-test
+package-test:
+	./packaging/deb/test.sh
 
 # systemd-verify installs into a scratch root and runs "systemd-analyze
 # verify" and the offline "systemd-analyze security" on the units (no
