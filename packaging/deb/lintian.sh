@@ -16,4 +16,4 @@ if ! command -v lintian >/dev/null 2>&1; then
 fi
 # --fail-on error,warning: a warning fails the build too. Overrides come
 # from the package itself (usr/share/lintian/overrides/verifyd).
-lintian --fail-on error,warning --display-info --tag-display-limit 0 "$@"
+lintian --fail-on error,warning --tag-display-limit 0 "$@"

@@ -47,7 +47,8 @@ if [ ! -s "$tarball" ]; then
 	fi
 	mkdir -p "$cache"
 	log "making the Debian root (cached in $tarball)"
-	mmdebstrap --variant=minbase --include=systemd,adduser,procps,ca-certificates,curl --mode=root \
+	rm -rf "$tarball.tmp"
+	mmdebstrap --variant=minbase --include=systemd,adduser,procps,ca-certificates,curl --mode=root --format=tar \
 		bookworm "$tarball.tmp" http://deb.debian.org/debian >&2
 	mv "$tarball.tmp" "$tarball"
 fi
