@@ -113,7 +113,7 @@ type Options struct {
 }
 
 // Defaults of Options, the daemon's too (cmd/verifyd/config takes them):
-// spec §8's body limits (8 MB for a batch, 64 KiB otherwise) and 100,000
+// the API's body limits (8 MiB for a batch, 64 KiB otherwise) and 100,000
 // addresses a batch, a 15 s real-time budget, results reused for a day,
 // 32 results.csv downloads at once, 4 of one account.
 const (

@@ -1,5 +1,5 @@
 // Package openapi holds openapi.json, the OpenAPI 3.1 description of
-// verifyd's HTTP API: spec v1's /v1 routes, the account surface (/auth/*,
+// verifyd's HTTP API: the /v1 routes of docs/api.md, the account surface (/auth/*,
 // /dashboard/api/*) and the dashboard's pages. verifyd serves it at
 // GET /openapi.json. It is written by hand and kept true by
 // cmd/verifyd's TestOpenAPI: every route the router serves is in it,

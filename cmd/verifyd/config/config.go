@@ -409,7 +409,7 @@ type Probe struct {
 type Limits struct {
 	// BatchMaxEmails caps the addresses of one batch. Default 100000.
 	BatchMaxEmails int `toml:"batch_max_emails"`
-	// BatchMaxBodyBytes caps the body of POST /v1/batch. Default 8 MB.
+	// BatchMaxBodyBytes caps the body of POST /v1/batch. Default 8 MiB.
 	BatchMaxBodyBytes int `toml:"batch_max_body_bytes"`
 	// MaxBodyBytes caps the body of every other request. Default 64 KiB.
 	MaxBodyBytes int `toml:"max_body_bytes"`
