@@ -178,13 +178,19 @@ func (tb *tab) click(sel string) {
 
 // shot checks the page is usable by keyboard and saves a full-page
 // screenshot as name.png.
-func (tb *tab) shot(name string) {
+func (tb *tab) shot(name string) { tb.shotOf(name, chromedp.FullScreenshot(100)) }
+
+// shotTop is shot of the window only, for a page too long to show whole
+// (the API reference runs to some 30,000 pixels).
+func (tb *tab) shotTop(name string) { tb.shotOf(name, chromedp.CaptureScreenshot()) }
+
+func (tb *tab) shotOf(name string, capture chromedp.Action[[]byte]) {
 	tb.t.Helper()
 	tb.accessible(name)
 	time.Sleep(300 * time.Millisecond) // let the last paint land
 	ctx, cancel := context.WithTimeout(tb.ctx, 30*time.Second)
 	defer cancel()
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	buf, err := chromedp.Run(ctx, capture)
 	if err != nil {
 		tb.t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -515,6 +521,12 @@ give_up_after = "1s"
 	tb.shot("overview")
 	tb.open("/dashboard/settings")
 	tb.shot("settings")
+
+	// --- the API reference, drawn from /openapi.json under the same CSP
+	tb.open("/docs")
+	tb.waitJS("the API reference", `[...document.querySelectorAll("#api-docs h3")].some(h => h.textContent === "POST /v1/validate") &&
+		document.querySelectorAll("#api-docs article.op").length >= 10 && document.querySelector("#api-toc a") !== null`, 20*time.Second)
+	tb.shotTop("docs")
 
 	// --- sign out: the old session token is refused everywhere
 	old := tb.cookie()

@@ -241,6 +241,7 @@ give_up_after = "500ms"
 	call("POST", "/auth/register", "/auth/register", `{"email":"x@x.test"}`)
 	call("POST", "/auth/logout", "/auth/logout", "{}")
 	call("GET", "/login", "/login", "")
+	call("GET", "/docs", "/docs", "")
 	call("GET", "/register", "/register?invitation=x", "")
 	for _, p := range pages {
 		call("GET", p, p, "")

@@ -73,6 +73,7 @@ type pageDef struct {
 
 var pageDefs = []pageDef{
 	{path: "/login", file: "login.html", title: "Sign in", need: -1},
+	{path: "/docs", file: "docs.html", title: "API reference", need: -1},
 	{path: "/register", file: "register.html", title: "Create your user", need: -1},
 	{path: "/link", file: "link.html", title: "Join an account", signedIn: true, need: -1},
 	{path: "/dashboard", file: "overview.html", title: "Overview", nav: "overview", signedIn: true},

@@ -703,7 +703,90 @@ function pageOperator() {
 
 // ---- start
 
+// pageDocs renders /openapi.json: every operation by tag, with its
+// parameters, request body and answers. Every text comes from the
+// document and is set as text, never as markup.
+async function pageDocs() {
+  const r = await fetch("/openapi.json", { headers: { Accept: "application/json" } });
+  if (!r.ok) throw new Error("cannot load /openapi.json: HTTP " + r.status);
+  const spec = await r.json();
+  const schemas = (spec.components && spec.components.schemas) || {};
+  const resolve = (s) => {
+    for (let i = 0; s && s.$ref && i < 8; i++) s = schemas[s.$ref.split("/").pop()];
+    return s || {};
+  };
+  const typeOf = (s) => {
+    const ref = s && s.$ref ? s.$ref.split("/").pop() : "";
+    s = resolve(s);
+    if (ref) return ref;
+    if (s.type === "array") return "array of " + typeOf(s.items || {});
+    if (s.enum) return (s.type || "") + " (" + s.enum.join(", ") + ")";
+    return Array.isArray(s.type) ? s.type.join(" or ") : (s.type || "object");
+  };
+  const fields = (schema) => {
+    let s = resolve(schema);
+    if (s.type === "array") s = resolve(s.items);
+    const props = s.properties || {};
+    const req = new Set(s.required || []);
+    const rows = Object.entries(props).map(([name, p]) => [
+      el("code", { text: name }), typeOf(p), req.has(name) ? "yes" : "", resolve(p).description || p.description || ""]);
+    return rows.length ? table(["field", "type", "required", "meaning"], rows) : null;
+  };
+  const groups = new Map();
+  for (const [path, item] of Object.entries(spec.paths || {})) {
+    for (const method of ["get", "post", "put", "patch", "delete"]) {
+      const op = item[method];
+      if (!op) continue;
+      const tag = (op.tags && op.tags[0]) || "Other";
+      if (!groups.has(tag)) groups.set(tag, []);
+      groups.get(tag).push({ method: method.toUpperCase(), path, op });
+    }
+  }
+  const root = $("#api-docs");
+  const toc = $("#api-toc");
+  root.replaceChildren();
+  const tocList = el("ul", {});
+  toc.replaceChildren(tocList);
+  let n = 0;
+  for (const [tag, ops] of groups) {
+    const id = "tag-" + tag.toLowerCase().replace(/[^a-z0-9]+/g, "-");
+    tocList.append(el("li", {}, el("a", { href: "#" + id, text: tag + " (" + ops.length + ")" })));
+    const section = el("section", { id, class: "card" }, el("h2", { text: tag }));
+    for (const { method, path, op } of ops) {
+      const opID = "op-" + (n++);
+      const parts = [el("h3", { id: opID }, el("code", { class: "method", text: method }), " ", el("code", { text: path }))];
+      if (op.summary) parts.push(el("p", { text: op.summary }));
+      if (op.description) parts.push(el("p", { class: "muted", text: op.description }));
+      const params = (op.parameters || []).map((p) => [el("code", { text: p.name }), p.in, p.required ? "yes" : "",
+        typeOf(p.schema || {}), p.description || ""]);
+      if (params.length) parts.push(el("h4", { text: "Parameters" }), table(["name", "in", "required", "type", "meaning"], params));
+      const body = op.requestBody && op.requestBody.content;
+      if (body) {
+        for (const [ctype, c] of Object.entries(body)) {
+          parts.push(el("h4", { text: "Request body (" + ctype + ")" }));
+          const f = fields(c.schema || {});
+          if (f) parts.push(f);
+        }
+      }
+      const answers = Object.entries(op.responses || {}).map(([code, a]) => {
+        const c = a.content ? Object.keys(a.content).join(", ") : "";
+        const s = a.content && a.content["application/json"] ? typeOf(a.content["application/json"].schema || {}) : "";
+        return [el("code", { text: code }), a.description || "", c + (s ? " · " + s : "")];
+      });
+      parts.push(el("h4", { text: "Answers" }), table(["status", "meaning", "body"], answers));
+      const ok = Object.entries(op.responses || {}).find(([code, a]) => code.startsWith("2") && a.content && a.content["application/json"]);
+      if (ok) {
+        const f = fields(ok[1].content["application/json"].schema || {});
+        if (f) parts.push(el("details", {}, el("summary", { text: "Fields of the " + ok[0] + " answer" }), f));
+      }
+      section.append(el("article", { class: "op" }, ...parts));
+    }
+    root.append(section);
+  }
+}
+
 const pages = {
+  docs: pageDocs,
   login: pageLogin, register: pageRegister, link: pageLink, settings: pageSettings, overview: pageOverview,
   validate: pageValidate, batch: pageBatch, history: pageHistory, keys: pageKeys, webhooks: pageWebhooks,
   team: pageTeam, operator: pageOperator,
