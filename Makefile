@@ -65,7 +65,7 @@ lint: vet $(STATICCHECK)
 # it): ALLOC_PKGS are the packages that have one.
 ALLOC_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' --exclude-dir=.git \
 	'func Test[A-Za-z0-9_]*DoNotAllocate' .)))
-test: lint systemd-verify browser postgres package-test
+test: lint systemd-verify browser postgres package-test monitoring-check
 	VERIFYD_BROWSER_TESTS=require VERIFYD_PG_TESTS=require $(GO) test -race -shuffle=on -count=1 ./...
 	$(GO) test -count=1 -run 'DoNotAllocate' $(ALLOC_PKGS)
 
@@ -165,6 +165,13 @@ DIST       ?= $(CURDIR)/dist
 deb:
 	for a in $(DEB_ARCHES); do ./packaging/deb/build.sh $$a $(DIST) || exit 1; done
 	./packaging/deb/lintian.sh $(DIST)/verifyd_*.deb
+
+# monitoring-check checks monitoring/ with promtool (Debian's prometheus,
+# installed with apt-get when missing): the alert rules and their unit
+# tests, the Grafana dashboard's queries, the metric names.
+.PHONY: monitoring-check
+monitoring-check:
+	./monitoring/check.sh
 
 # package-test installs the package of this tree and of the commit before
 # it into a throwaway Debian root (mmdebstrap, cached in ~/.cache/verifyd)

@@ -43,6 +43,8 @@ install -m 0644 README.md "$doc/README.md"
 for f in docs/*.md; do
 	install -m 0644 "$f" "$doc/$(basename "$f")"
 done
+install -d "$doc/monitoring"
+install -m 0644 monitoring/README.md monitoring/verifyd.rules.yml monitoring/grafana-dashboard.json "$doc/monitoring/"
 if [ -d docs/dashboard ]; then
 	install -d "$doc/dashboard"
 	install -m 0644 docs/dashboard/*.png "$doc/dashboard/"
