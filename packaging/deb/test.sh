@@ -14,6 +14,9 @@
 #     signing key; the upgrade to this tree's package keeps all of them,
 #     and the new verifyd serves them: the key works, the balance, the
 #     history row and the signing key are the same;
+#   - the quickstart of docs/operations.md: a certificate, the shipped
+#     configuration's TLS lines uncommented, verifyd started, an address
+#     validated with curl over HTTPS (HSTS sent);
 #   - removal keeps /var/lib/verifyd and the configuration; purge removes
 #     both.
 #
@@ -33,7 +36,7 @@ cache=${VERIFYD_CACHE:-$HOME/.cache/verifyd}
 arch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
 tarball=$cache/test-root-bookworm-$arch.tar
 
-for tool in curl python3; do
+for tool in curl python3 openssl; do
 	if ! command -v $tool >/dev/null 2>&1; then
 		log "installing $tool with apt-get"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $tool >&2
@@ -170,6 +173,41 @@ stop
 [ "$jwks_new" = "$jwks_old" ] || fail "signing keys $jwks_old before the upgrade, $jwks_new after"
 log "new verifyd serves the same data: balance $balance_new, results $results_new, signing keys $jwks_new"
 
+# --- the quickstart of docs/operations.md, on the shipped configuration:
+# a certificate and its key, the TLS lines uncommented, start, validate
+# with curl over HTTPS. The test also moves the listener to a free
+# loopback port, turns the metrics listener off and gives the resolver a
+# loopback upstream where nothing answers: nothing leaves the machine.
+install -d -m 0750 -g "$(in_root id -g verifyd)" "$root/etc/verifyd/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+	-addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+	-keyout "$root/etc/verifyd/tls/privkey.pem" -out "$root/etc/verifyd/tls/fullchain.pem" 2>/dev/null
+chgrp "$(in_root id -g verifyd)" "$root/etc/verifyd/tls/privkey.pem" "$root/etc/verifyd/tls/fullchain.pem"
+chmod 0640 "$root/etc/verifyd/tls/privkey.pem" "$root/etc/verifyd/tls/fullchain.pem"
+cfg=$root/etc/verifyd/verifyd.toml
+sed -i -e 's|^#tls_cert = |tls_cert = |' -e 's|^#tls_key = |tls_key = |' \
+	-e "0,/^#listen = \"127.0.0.1:8080\"/s||listen = \"127.0.0.1:$port\"|" \
+	-e 's|^#listen = "127.0.0.1:9464"|listen = ""|' -e 's|^#upstreams = .*|upstreams = ["127.0.0.1:9"]|' "$cfg"
+grep -q '^tls_cert = ' "$cfg" && grep -q "^listen = \"127.0.0.1:$port\"" "$cfg" || fail "the shipped configuration has no TLS lines to uncomment"
+in_root /usr/sbin/verifyd -check-config >&2 || fail "-check-config with TLS"
+chroot --userspec=verifyd:verifyd "$root" /usr/sbin/verifyd >"$work/verifyd-https.log" 2>&1 &
+pid=$!
+i=0
+until curl -fsS --cacert "$root/etc/verifyd/tls/fullchain.pem" "https://127.0.0.1:$port/healthz" >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ $i -gt 300 ] || ! kill -0 "$pid" 2>/dev/null; then
+		cat "$work/verifyd-https.log" >&2
+		fail "verifyd did not serve HTTPS on the shipped configuration"
+	fi
+	sleep 0.1
+done
+answer=$(curl -sS -D "$work/headers" --cacert "$root/etc/verifyd/tls/fullchain.pem" -H "Authorization: Bearer $key" \
+	-H 'Content-Type: application/json' -d '{"email":"not..an@address"}' "https://127.0.0.1:$port/v1/validate")
+echo "$answer" | json 'd["status"]' >/dev/null || fail "validation over HTTPS: $answer"
+grep -qi '^strict-transport-security: max-age=31536000' "$work/headers" || fail "no HSTS over HTTPS"
+stop
+log "quickstart: HTTPS from the shipped configuration; validated over HTTPS: $(echo "$answer" | json 'd["status"] + "/" + d["checks"]["reason"]')"
+
 # --- remove keeps the data, purge removes it
 in_root dpkg -r verifyd >&2 || fail "remove"
 [ -d "$root/var/lib/verifyd/db" ] || fail "remove deleted /var/lib/verifyd"
@@ -178,4 +216,4 @@ in_root dpkg -r verifyd >&2 || fail "remove"
 in_root dpkg -P verifyd >&2 || fail "purge"
 [ ! -e "$root/var/lib/verifyd" ] || fail "purge kept /var/lib/verifyd"
 [ ! -e "$root/etc/verifyd" ] || fail "purge kept /etc/verifyd"
-log "ok: install, check-config, systemd-analyze verify, upgrade keeping the data, remove, purge"
+log "ok: lintian, install, check-config, systemd-analyze verify, upgrade keeping the data, HTTPS quickstart, remove, purge"
