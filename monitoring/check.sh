@@ -11,16 +11,7 @@
 set -eu
 dir=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$dir/.." && pwd)
-if ! command -v promtool >/dev/null 2>&1; then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-		echo "monitoring: installing promtool (Debian's prometheus) with apt-get" >&2
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >&2 ||
-			{ apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >&2; }
-	else
-		echo "monitoring: promtool is missing; install Debian's prometheus package" >&2
-		exit 1
-	fi
-fi
+"$root/packaging/apt-install.sh" promtool prometheus
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT INT TERM
 

@@ -20,8 +20,9 @@
 #   - removal keeps /var/lib/verifyd and the configuration; purge removes
 #     both.
 #
-# Root is needed (chroot, mounts); mmdebstrap is installed with apt-get
-# when missing. verifyd in the root listens on loopback only and is
+# Root is needed (chroot, mounts); mmdebstrap, curl, python3 and openssl
+# are installed with apt-get when missing (packaging/apt-install.sh).
+# verifyd in the root listens on loopback only and is
 # given a loopback DNS upstream where nothing answers: nothing leaves the
 # machine.
 set -eu
@@ -29,7 +30,7 @@ set -eu
 log() { echo "package-test: $*" >&2; }
 fail() { log "FAIL: $*"; exit 1; }
 
-[ "$(id -u)" = 0 ] || { log "needs root (chroot); skipped"; exit 1; }
+[ "$(id -u)" = 0 ] || fail "needs root (chroot, mount)"
 root_dir=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root_dir"
 cache=${VERIFYD_CACHE:-$HOME/.cache/verifyd}
@@ -37,17 +38,10 @@ arch=$(dpkg --print-architecture 2>/dev/null || echo amd64)
 tarball=$cache/test-root-bookworm-$arch.tar
 
 for tool in curl python3 openssl; do
-	if ! command -v $tool >/dev/null 2>&1; then
-		log "installing $tool with apt-get"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $tool >&2
-	fi
+	./packaging/apt-install.sh $tool
 done
 if [ ! -s "$tarball" ]; then
-	if ! command -v mmdebstrap >/dev/null 2>&1; then
-		log "installing mmdebstrap with apt-get"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap >&2 ||
-			{ apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap >&2; }
-	fi
+	./packaging/apt-install.sh mmdebstrap
 	mkdir -p "$cache"
 	log "making the Debian root (cached in $tarball)"
 	rm -rf "$tarball.tmp"
@@ -126,19 +120,31 @@ timeout = "200ms"
 self_check_interval = "0s"
 EOF
 install -d -o "$(in_root id -u verifyd)" -g "$(in_root id -g verifyd)" -m 0750 "$root/run/verifyd"
-start() {
-	chroot --userspec=verifyd:verifyd "$root" /usr/sbin/verifyd -config /etc/verifyd/test.toml >"$work/verifyd-$1.log" 2>&1 &
+# serve LABEL URL [CURL-OPTION...] -- VERIFYD-ARG...: runs verifyd in the
+# root as its user and waits until URL/healthz answers.
+serve() {
+	label=$1 url=$2
+	shift 2
+	opts=
+	while [ "$1" != -- ]; do
+		opts="$opts $1"
+		shift
+	done
+	shift
+	chroot --userspec=verifyd:verifyd "$root" /usr/sbin/verifyd "$@" >"$work/verifyd-$label.log" 2>&1 &
 	pid=$!
 	i=0
-	until curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; do
+	# shellcheck disable=SC2086 # opts are words
+	until curl -fsS $opts "$url/healthz" >/dev/null 2>&1; do
 		i=$((i + 1))
 		if [ $i -gt 300 ] || ! kill -0 "$pid" 2>/dev/null; then
-			cat "$work/verifyd-$1.log" >&2
-			fail "verifyd ($1) did not serve"
+			cat "$work/verifyd-$label.log" >&2
+			fail "verifyd ($label) did not serve"
 		fi
 		sleep 0.1
 	done
 }
+start() { serve "$1" "http://127.0.0.1:$port" -- -config /etc/verifyd/test.toml; }
 stop() {
 	kill -TERM "$pid"
 	wait "$pid" || true
@@ -190,17 +196,7 @@ sed -i -e 's|^#tls_cert = |tls_cert = |' -e 's|^#tls_key = |tls_key = |' \
 	-e 's|^#listen = "127.0.0.1:9464"|listen = ""|' -e 's|^#upstreams = .*|upstreams = ["127.0.0.1:9"]|' "$cfg"
 grep -q '^tls_cert = ' "$cfg" && grep -q "^listen = \"127.0.0.1:$port\"" "$cfg" || fail "the shipped configuration has no TLS lines to uncomment"
 in_root /usr/sbin/verifyd -check-config >&2 || fail "-check-config with TLS"
-chroot --userspec=verifyd:verifyd "$root" /usr/sbin/verifyd >"$work/verifyd-https.log" 2>&1 &
-pid=$!
-i=0
-until curl -fsS --cacert "$root/etc/verifyd/tls/fullchain.pem" "https://127.0.0.1:$port/healthz" >/dev/null 2>&1; do
-	i=$((i + 1))
-	if [ $i -gt 300 ] || ! kill -0 "$pid" 2>/dev/null; then
-		cat "$work/verifyd-https.log" >&2
-		fail "verifyd did not serve HTTPS on the shipped configuration"
-	fi
-	sleep 0.1
-done
+serve https "https://127.0.0.1:$port" --cacert "$root/etc/verifyd/tls/fullchain.pem" --
 answer=$(curl -sS -D "$work/headers" --cacert "$root/etc/verifyd/tls/fullchain.pem" -H "Authorization: Bearer $key" \
 	-H 'Content-Type: application/json' -d '{"email":"not..an@address"}' "https://127.0.0.1:$port/v1/validate")
 echo "$answer" | json 'd["status"]' >/dev/null || fail "validation over HTTPS: $answer"
