@@ -251,6 +251,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		Registration: au.Registration, OpenPlan: storage.Plan(au.OpenPlan), OpenCredits: au.OpenCredits,
 		SessionLifetime: au.SessionLifetime, SessionIdle: au.SessionIdle,
 		SecureCookie:  au.SecureCookie,
+		HSTS:          tlsserve.HSTS(cfg.HTTP.HSTSMaxAge),
 		LinkLimit:     httpapi.Limit{N: au.LinkLimit, Window: au.LinkWindow},
 		RegisterLimit: httpapi.Limit{N: au.RegisterLimit, Window: au.RegisterWindow},
 		LoginLimit:    httpapi.Limit{N: au.LoginLimit, Window: au.LoginWindow},

@@ -188,4 +188,20 @@ func TestHTTPS(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "http.tls_cert") {
 		t.Errorf("-check-config with a key of another certificate: %v %s", err, out)
 	}
+
+	// hsts_max_age = "0s" (while trying TLS out): no HSTS on any answer,
+	// the dashboard's pages included.
+	ca.issue(t, 1004, certFile, keyFile)
+	off := startIn(t, t.TempDir(), strings.Replace(cfg, "[http]\n", "[http]\nhsts_max_age = \"0s\"\n", 1))
+	for _, path := range []string{"/healthz", "/login"} {
+		c := client()
+		resp, err := c.Get(off.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Strict-Transport-Security") != "" {
+			t.Errorf("hsts_max_age 0s, %s: %d, Strict-Transport-Security %q; want none", path, resp.StatusCode, resp.Header.Get("Strict-Transport-Security"))
+		}
+	}
 }

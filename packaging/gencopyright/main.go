@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,13 +109,7 @@ func run(w io.Writer, listsDir string, binaries []string) error {
 		used[d.license] = true
 		p("Files: go/pkg/mod/%s@%s/*\nCopyright: %s\nLicense: %s\n\n", d.path, d.version, d.copyright, d.license)
 	}
-	for _, lic := range slices.Sorted(func(yield func(string) bool) {
-		for k := range used {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, lic := range slices.Sorted(maps.Keys(used)) {
 		p("License: %s\n%s\n", lic, indent(licenseText[lic]))
 	}
 	return bw.Flush()

@@ -49,10 +49,11 @@ func securityHeaders(ctx *fasthttp.RequestCtx) {
 	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
 }
 
-// hsts is set on pages served over TLS (RFC 6797): a year, this host only.
+// hsts is set on pages served over TLS (RFC 6797): Options.HSTS
+// (http.hsts_max_age, a year by default), this host only.
 func (w *Web) hsts(ctx *fasthttp.RequestCtx) {
-	if w.overTLS(ctx) {
-		ctx.Response.Header.Set("Strict-Transport-Security", "max-age=31536000")
+	if w.opts.HSTS != "" && w.overTLS(ctx) {
+		ctx.Response.Header.Set("Strict-Transport-Security", w.opts.HSTS)
 	}
 }
 

@@ -45,6 +45,10 @@ type Options struct {
 	// through a trusted proxy saying X-Forwarded-Proto: https), always or
 	// never.
 	SecureCookie string
+	// HSTS is the Strict-Transport-Security value of the pages served
+	// over TLS, verifyd's own or a proxy's (http.hsts_max_age,
+	// tlsserve.HSTS); "" sends none.
+	HSTS string
 	// LinkLimit, RegisterLimit and LoginLimit are spec §8's per source IP
 	// limits; zero values take the spec's (5/10 min, 20/h, 30/10 min).
 	LinkLimit, RegisterLimit, LoginLimit httpapi.Limit
