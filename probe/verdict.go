@@ -13,6 +13,9 @@ const (
 	StatusSpamtrap   Status = "spamtrap"
 )
 
+// Statuses lists every verdict, in the order reports list them.
+var Statuses = []Status{StatusValid, StatusInvalid, StatusRisky, StatusUnknown, StatusDisposable, StatusSpamtrap}
+
 // Reason is checks.reason of spec §2.3.
 type Reason string
 

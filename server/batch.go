@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/server/webhook"
@@ -125,7 +128,8 @@ func (s *Server) postBatch(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 	ctx.SetBody(resp)
 }
 
-// jobJSON is spec §2.8's batch job; every field is always present.
+// jobJSON is spec §2.8's batch job, with two additive fields (list_name,
+// breakdown); every field is always present.
 type jobJSON struct {
 	JobID           string   `json:"job_id"`
 	Status          string   `json:"status"`
@@ -135,12 +139,41 @@ type jobJSON struct {
 	StartedAt       *string  `json:"started_at"`
 	CompletedAt     *string  `json:"completed_at"`
 	ResultsURL      *string  `json:"results_url"`
+	ListName        *string  `json:"list_name"`
+	// Breakdown has every verdict (probe.Statuses), with none too.
+	Breakdown map[string]verdictCount `json:"breakdown"`
+}
+
+// verdictCount is one verdict of a job's breakdown: its results, and
+// those by reason (checks.reason).
+type verdictCount struct {
+	Count   int            `json:"count"`
+	Reasons map[string]int `json:"reasons"`
+}
+
+// breakdown is a job's results by verdict and reason.
+func breakdown(j storage.Job) map[string]verdictCount {
+	out := make(map[string]verdictCount, len(probe.Statuses))
+	for _, st := range probe.Statuses {
+		out[string(st)] = verdictCount{Count: j.Counts[string(st)], Reasons: map[string]int{}}
+	}
+	for k, n := range j.Reasons {
+		st, reason := storage.SplitReasonKey(k)
+		if v, ok := out[st]; ok {
+			v.Reasons[reason] = n
+		}
+	}
+	return out
 }
 
 func jobView(j storage.Job) jobJSON {
 	v := jobJSON{
 		JobID: j.ID, Status: string(j.Status), Progress: progress{Processed: j.Processed, Total: j.Total},
 		CreditsReserved: j.Reserved, CreatedAt: receipt.FormatTime(j.CreatedAt),
+		Breakdown: breakdown(j),
+	}
+	if j.ListName != "" {
+		v.ListName = &j.ListName
 	}
 	if !j.StartedAt.IsZero() {
 		t := receipt.FormatTime(j.StartedAt)
@@ -197,6 +230,11 @@ func (s *Server) getJob(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 // looks whole.
 func (s *Server) getResults(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 	account := c.Account
+	filter, issues := statusFilter(ctx.QueryArgs())
+	if issues != nil {
+		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Message: "invalid query", Details: map[string]any{"issues": issues}})
+		return
+	}
 	j, ok := s.ownJob(ctx, account)
 	if !ok {
 		return
@@ -227,7 +265,7 @@ func (s *Server) getResults(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 		// reading, which closes the pipe).
 		defer release()
 		// Not the request's context: the download outlives the handler.
-		rows, err := writeCSV(context.Background(), pw, db, id)
+		rows, err := writeCSV(context.Background(), pw, db, id, filter)
 		csvRows.Add(rows)
 		if err != nil && !errors.Is(err, io.ErrClosedPipe) {
 			log.Error("results.csv broken off", "job", id, "rows", rows, "err", err)
@@ -235,8 +273,31 @@ func (s *Server) getResults(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 		pw.CloseWithError(err)
 	}()
 	ctx.Response.Header.SetContentType("text/csv; charset=utf-8")
-	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="job-`+id+`.csv"`)
+	name := "job-" + id
+	for _, st := range probe.Statuses {
+		if filter[string(st)] {
+			name += "-" + string(st)
+		}
+	}
+	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
 	ctx.SetBodyStream(pr, -1)
+}
+
+// statusFilter reads results.csv's query: status, a comma-separated list
+// of verdicts (status=valid,risky), the rows to keep; nil keeps every row.
+func statusFilter(args *fasthttp.Args) (map[string]bool, []httpapi.Issue) {
+	issues := httpapi.QueryIssues(args, "status")
+	if !args.Has("status") || issues != nil {
+		return nil, issues
+	}
+	keep := map[string]bool{}
+	for v := range strings.SplitSeq(string(args.Peek("status")), ",") {
+		if !slices.Contains(probe.Statuses, probe.Status(v)) {
+			return nil, []httpapi.Issue{{Path: "status", Message: "must be a comma-separated list of verdicts: valid, invalid, risky, unknown, disposable, spamtrap"}}
+		}
+		keep[v] = true
+	}
+	return keep, nil
 }
 
 // downloadGate caps the results.csv downloads streaming at once, in total

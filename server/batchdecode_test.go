@@ -168,7 +168,7 @@ func TestCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	n, err := writeCSV(t.Context(), &buf, db, j.ID)
+	n, err := writeCSV(t.Context(), &buf, db, j.ID, nil)
 	if err != nil || n != len(addrs) {
 		t.Fatalf("writeCSV: %d rows, %v", n, err)
 	}

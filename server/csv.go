@@ -30,8 +30,9 @@ type csvFlags struct {
 // writeCSV streams the job's results as spec §4.4's CSV (RFC 4180: CRLF
 // line ends, fields with commas, quotes or line breaks quoted, quotes
 // doubled), one row per address in upload order, straight from storage:
-// one row in memory at a time.
-func writeCSV(ctx context.Context, w io.Writer, db Store, jobID string) (rows int, err error) {
+// one row in memory at a time. A filter keeps the rows of the verdicts it
+// holds; nil keeps all.
+func writeCSV(ctx context.Context, w io.Writer, db Store, jobID string, filter map[string]bool) (rows int, err error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	cw := csv.NewWriter(bw)
 	cw.UseCRLF = true
@@ -41,6 +42,9 @@ func writeCSV(ctx context.Context, w io.Writer, db Store, jobID string) (rows in
 	row := make([]string, len(csvHeader))
 	var f csvFlags
 	err = db.JobResults(ctx, jobID, func(r storage.Result) error {
+		if filter != nil && !filter[r.Status] {
+			return nil
+		}
 		f = csvFlags{}
 		if len(r.Receipt) > 0 {
 			_ = json.Unmarshal(r.Receipt, &f) // a missing flag reads false

@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
+	"strings"
 	"time"
 )
 
@@ -30,6 +32,10 @@ type Job struct {
 	Total     int            `json:"total"`
 	Processed int            `json:"processed"`
 	Counts    map[string]int `json:"counts,omitempty"`
+	// Reasons counts the results by verdict and reason (checks.reason),
+	// keyed ReasonKey(status, reason): the breakdown of GET /v1/jobs/{id}.
+	// A result with no reason is counted in Counts only.
+	Reasons map[string]int `json:"reasons,omitempty"`
 	// Reserved is the credits reserved at creation (= Total). When the job
 	// ends, Used (= Processed) of them are spent and Refunded return.
 	Reserved    int64     `json:"reserved"`
@@ -51,7 +57,49 @@ func (j Job) Count(status string) int { return j.Counts[status] }
 // Clone returns a copy that shares no map with j.
 func (j Job) Clone() Job {
 	j.Counts = maps.Clone(j.Counts)
+	j.Reasons = maps.Clone(j.Reasons)
 	return j
+}
+
+// CountResult counts a new result of the job: Processed, Counts and
+// Reasons. Both backends count with it.
+func (j *Job) CountResult(r *Result) {
+	if j.Counts == nil {
+		j.Counts = make(map[string]int)
+	}
+	j.Processed++
+	j.Counts[r.Status]++
+	if r.Reason != "" {
+		if j.Reasons == nil {
+			j.Reasons = make(map[string]int)
+		}
+		j.Reasons[ReasonKey(r.Status, r.Reason)]++
+	}
+}
+
+// ReasonKey is the key of Job.Reasons for a verdict and its reason.
+func ReasonKey(status, reason string) string { return status + "/" + reason }
+
+// SplitReasonKey returns the verdict and reason of a Job.Reasons key.
+func SplitReasonKey(k string) (status, reason string) {
+	status, reason, _ = strings.Cut(k, "/")
+	return status, reason
+}
+
+// ReceiptReason returns the checks.reason of a stored receipt (spec §2.4),
+// empty when it has none or does not decode: how results stored before
+// Result.Reason existed are counted (the data directory's upgrade to
+// schema 2, PostgreSQL's migration 6).
+func ReceiptReason(receipt []byte) string {
+	var v struct {
+		Checks struct {
+			Reason string `json:"reason"`
+		} `json:"checks"`
+	}
+	if len(receipt) == 0 || json.Unmarshal(receipt, &v) != nil {
+		return ""
+	}
+	return v.Checks.Reason
 }
 
 // JobSpec is what CreateJob needs.

@@ -22,6 +22,9 @@ type Result struct {
 	// Status is the verdict; Score 0 to 100.
 	Status string
 	Score  int
+	// Reason is the verdict's reason (checks.reason). It is counted in its
+	// job's Job.Reasons and not stored: the receipt holds it.
+	Reason string
 	// Kind is KindSingle or KindBatch; JobID and JobIndex name the job
 	// and address of a batch result.
 	Kind     string

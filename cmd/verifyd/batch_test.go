@@ -260,6 +260,66 @@ func TestBatchEndToEnd(t *testing.T) {
 		t.Errorf("a comma and quotes in an address are not quoted per RFC 4180:\n%s", csvr.body)
 	}
 
+	// The breakdown: every verdict, its count and its reasons, as the
+	// rows and the world say.
+	wantBreak := map[string]map[string]float64{}
+	for _, st := range []string{"valid", "invalid", "risky", "unknown", "disposable", "spamtrap"} {
+		wantBreak[st] = map[string]float64{}
+	}
+	for _, row := range rows[1:] {
+		want := run.World.Expect(row[0])
+		reason := want.Reason
+		switch {
+		case row[1] == world.StatusDisposable:
+			reason = "disposable_domain"
+		case row[4] == "true" && row[1] == "valid": // a valid role address says so (probe/verdict.go)
+			reason = "role_based"
+		}
+		wantBreak[row[1]][reason]++
+	}
+	gotBreak, _ := job["breakdown"].(map[string]any)
+	if len(gotBreak) != len(wantBreak) {
+		t.Fatalf("breakdown %v: want the %d verdicts", job["breakdown"], len(wantBreak))
+	}
+	for st, reasons := range wantBreak {
+		v, _ := gotBreak[st].(map[string]any)
+		var n float64
+		for _, k := range reasons {
+			n += k
+		}
+		if v["count"] != n || fmt.Sprint(v["reasons"]) != fmt.Sprint(reasons) {
+			t.Errorf("breakdown of %s: %v; want count %v, reasons %v", st, v, n, reasons)
+		}
+	}
+	if job["list_name"] != "March signups" {
+		t.Errorf("list_name %v", job["list_name"])
+	}
+
+	// Filtered downloads: the rows of the verdicts asked, in upload order.
+	fr := c.do("GET", "/v1/jobs/"+id+"/results.csv?status=valid,risky", c.key, "")
+	if fr.status != 200 || !strings.Contains(fr.header.Get("Content-Disposition"), `filename="job-`+id+`-valid-risky.csv"`) {
+		t.Fatalf("results.csv?status=valid,risky: %d %v %s", fr.status, fr.header, fr.body)
+	}
+	frows, err := csv.NewReader(strings.NewReader(string(fr.body))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantRows [][]string
+	for _, row := range rows[1:] {
+		if row[1] == "valid" || row[1] == "risky" {
+			wantRows = append(wantRows, row)
+		}
+	}
+	if len(wantRows) == 0 || len(wantRows) == len(rows)-1 || !slices.EqualFunc(frows[1:], wantRows, slices.Equal) || !slices.Equal(frows[0], rows[0]) {
+		t.Errorf("status=valid,risky gave\n%q\nwant the header and\n%q", frows, wantRows)
+	}
+	for _, q := range []string{"status=", "status=valid,", "status=VALID", "status=valid&status=risky", "format=xlsx"} {
+		d := c.do("GET", "/v1/jobs/"+id+"/results.csv?"+q, c.key, "").wantError(t, 400, "BAD_REQUEST")
+		if is, _ := d["issues"].([]any); len(is) != 1 {
+			t.Errorf("results.csv?%s: details %v; want one issue", q, d)
+		}
+	}
+
 	// History rows of kind batch, with the job id.
 	h := c.do("GET", "/v1/results?kind=batch&limit=200", c.key, "").json(t)
 	hrows := h["results"].([]any)

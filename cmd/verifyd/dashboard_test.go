@@ -367,42 +367,71 @@ give_up_after = "1s"
 	tb.shot("batch-upload")
 	tb.click("#submit-batch")
 	tb.waitJS("the progress bar at 100 %", `document.querySelector("#progress-text").textContent.includes("1,000 / 1,000 (100 %)") && document.querySelector("#progress").value === 1000`, 120*time.Second)
-	tb.waitJS("the summary and the download link", `!document.querySelector("#download-row").hidden && document.querySelectorAll("#summary tr").length > 1`, 30*time.Second)
+	tb.waitJS("the summary and the download links", `!document.querySelector("#download-row").hidden && document.querySelectorAll("#summary tbody tr").length > 1 && document.querySelectorAll("#downloads a").length === 5`, 30*time.Second)
 	tb.shot("batch-done")
 	tb.inert("batch")
+	jobID := tb.text("#job-id")
 
-	// --- download the CSV with the browser
+	// --- download the CSV with the browser: the whole job, then its
+	// valid addresses only
 	downloads := t.TempDir()
 	if _, err := chromedp.CallBrowser(tb.ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
 		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
 		t.Fatal(err)
 	}
-	tb.click("#download")
-	var rows [][]string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		files, _ := filepath.Glob(filepath.Join(downloads, "*.csv"))
-		if len(files) == 1 {
-			if f, err := os.Open(files[0]); err == nil {
-				rows, err = csv.NewReader(f).ReadAll()
-				f.Close()
-				if err == nil && len(rows) == 1001 {
-					break
+	download := func(link, pattern string, want func(rows [][]string) bool) [][]string {
+		t.Helper()
+		tb.click(link)
+		var rows [][]string
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			files, _ := filepath.Glob(filepath.Join(downloads, pattern))
+			if len(files) == 1 {
+				if f, err := os.Open(files[0]); err == nil {
+					rows, err = csv.NewReader(f).ReadAll()
+					f.Close()
+					if err == nil && want(rows) {
+						return rows
+					}
 				}
 			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no complete CSV downloaded: %v, %d rows", files, len(rows))
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no complete CSV downloaded: %v, %d rows", link, files, len(rows))
+			}
 		}
 	}
+	rows := download("#downloads a.button", "job-"+jobID+".csv", func(rows [][]string) bool { return len(rows) == 1001 })
 	if rows[0][0] != "email" || rows[0][1] != "status" {
 		t.Fatalf("CSV header %q", rows[0])
 	}
 	found := false
+	byStatus := map[string]int{}
 	for _, r := range rows[1:] {
 		found = found || r[0] == strings.ToLower(xssAddress)
+		byStatus[r[1]]++
 	}
 	if !found {
 		t.Fatalf("the CSV lacks the XSS address")
+	}
+	if byStatus["valid"] == 0 || byStatus["valid"] == 1000 {
+		t.Fatalf("the job's verdicts %v: the test needs valid and other addresses", byStatus)
+	}
+	// The summary agrees with the CSV: a row per verdict present, its
+	// count, and reasons that add up to it.
+	summary := eval[[][]string](tb, `[...document.querySelectorAll("#summary tbody tr")].map(tr => [tr.cells[0].textContent, tr.cells[1].textContent,
+		String([...tr.querySelectorAll("ul.reasons li")].reduce((s, li) => s + Number(li.textContent.split(" ").pop().replaceAll(",", "")), 0))])`)
+	if len(summary) != len(byStatus) {
+		t.Fatalf("summary rows %q; the CSV has %v", summary, byStatus)
+	}
+	for _, r := range summary {
+		if n := fmt.Sprint(byStatus[r[0]]); strings.ReplaceAll(r[1], ",", "") != n || r[2] != n {
+			t.Errorf("summary row %q: the CSV has %s %s addresses (their reasons must add up to it)", r, n, r[0])
+		}
+	}
+	valid := download("#downloads li:nth-child(2) a", "job-"+jobID+"-valid.csv", func(rows [][]string) bool { return len(rows) == byStatus["valid"]+1 })
+	for _, r := range valid[1:] {
+		if r[1] != "valid" {
+			t.Fatalf("the valid-only download holds %q", r)
+		}
 	}
 
 	// --- history: the address as text, cursor paging, the kind filter
@@ -518,7 +547,18 @@ give_up_after = "1s"
 	tb.open("/dashboard")
 	tb.waitJS("the chart", `document.querySelectorAll("#chart svg rect.v-invalid").length >= 1 && document.querySelector("#total30").textContent === "1,003"`, 10*time.Second)
 	tb.waitJS("the job listed", `document.querySelector("#jobs").textContent.includes("1,000 / 1,000")`, 10*time.Second)
+	// The job's row: its short id (the whole one in the title) and its
+	// list, one line each; the id opens the job.
+	jobRow := eval[[]string](tb, `(() => { const a = document.querySelector("#jobs tbody a.mono"); const tr = a.closest("tr");
+		const line = (e) => Math.round(e.getBoundingClientRect().height / parseFloat(getComputedStyle(e).lineHeight));
+		return [a.textContent, a.title, tr.cells[1].textContent, String(line(a)), String(line(tr.cells[1].firstChild))]; })()`)
+	if jobRow[0] != jobID[:8] || jobRow[1] != jobID || jobRow[2] != "November signups" || jobRow[3] != "1" || jobRow[4] != "1" {
+		t.Fatalf("the job's row in the jobs table: %q; want %s, %s, its list, on one line", jobRow, jobID[:8], jobID)
+	}
 	tb.shot("overview")
+	tb.click("#jobs tbody a.mono")
+	tb.waitJS("the job's page", `location.search === "?job=`+jobID+`" && document.querySelector("#job-id").textContent === "`+jobID+`" &&
+		document.querySelector("#job-list").textContent === "List: November signups" && document.querySelectorAll("#downloads a").length === 5`, 10*time.Second)
 	tb.open("/dashboard/settings")
 	tb.shot("settings")
 

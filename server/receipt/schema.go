@@ -123,6 +123,7 @@ func Stored(email string, r *probe.Result) storage.Result {
 		Email:     email,
 		Status:    status,
 		Score:     score,
+		Reason:    string(r.Reason),
 		LatencyMs: r.Latency.Milliseconds(),
 		ProbedAt:  r.ProbedAt,
 		// An unknown verdict is not worth serving from the cache.

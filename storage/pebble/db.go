@@ -146,18 +146,8 @@ func Open(dir string, opts Options) (*DB, error) {
 
 // load runs the steps of Open after Pebble is open.
 func (db *DB) load() error {
-	v, err := db.get(keyMetaVersion)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		b := db.pdb.NewBatch()
-		b.Set(keyMetaVersion, []byte(schemaVersion), nil)
-		if err := db.commit(b, pebble.Sync); err != nil {
-			return err
-		}
-	case err != nil:
+	if err := db.checkVersion(); err != nil {
 		return err
-	case string(v) != schemaVersion:
-		return fmt.Errorf("storage: schema version %q, this build reads %q", v, schemaVersion)
 	}
 	if err := db.loadAccounts(); err != nil {
 		return err

@@ -299,9 +299,6 @@ func (db *DB) PutJobResults(ctx context.Context, id string, results []storage.Jo
 	pa := posAlloc{db: db, st: st, account: j.Account}
 	var cacheKeys [][]byte // cache entries the batch replaces (cacheMemo)
 	done := make(map[int]bool, len(results))
-	if j.Counts == nil {
-		j.Counts = make(map[string]int)
-	}
 	// One iterator over the job's results answers "has this index a
 	// result?" for the whole call: a seek is several times cheaper than a
 	// Get, which opens every level's table anew.
@@ -337,8 +334,7 @@ func (db *DB) PutJobResults(ctx context.Context, id string, results []storage.Jo
 		if r.CachedFrom == "" && !r.SkipCache {
 			cacheKeys = append(cacheKeys, cacheKey(r.Account, r.Email))
 		}
-		j.Processed++
-		j.Counts[r.Status]++
+		j.CountResult(&r)
 	}
 	if err := stageJob(b, j); err != nil {
 		return fail(err)

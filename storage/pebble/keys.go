@@ -62,9 +62,6 @@ var (
 	keyMetaSecrets = []byte(prefixMeta + "secret/")  // meta/secret/<name>: 32 random bytes (Secret)
 )
 
-// schemaVersion is written at creation and checked at Open.
-const schemaVersion = "1"
-
 // Kind bytes of history keys.
 const (
 	histKindSingle = 's'

@@ -85,7 +85,7 @@ var copyCols = map[string][]string{
 	"results":      {"id", "account", "pos", "history_id", "kind", "email", "status", "score", "job_id", "job_index", "latency_ms", "probed_at", "cached_from", "receipt"},
 	"cache":        {"account", "email", "result_id", "probed_at"},
 	"idem":         {"account", "endpoint", "key", "request_hash", "done", "boot", "status", "header_names", "header_vals", "body", "created_at", "expires_at"},
-	"jobs":         {"id", "account", "status", "list_name", "webhook_url", "total", "processed", "counts", "reserved", "used", "refunded", "created_at", "started_at", "completed_at", "error"},
+	"jobs":         {"id", "account", "status", "list_name", "webhook_url", "total", "processed", "counts", "reasons", "reserved", "used", "refunded", "created_at", "started_at", "completed_at", "error"},
 	"job_addrs":    {"job_id", "idx", "slice", "addr"},
 	"outbox":       {"id", "account", "next_attempt", "event"},
 	"dead_letters": {"id", "account", "event"},
@@ -183,15 +183,8 @@ func (im *importer) add(rec storage.Record) error {
 		if len(rec.Addrs) != j.Total {
 			return fmt.Errorf("job %s has %d addresses, not %d", j.ID, len(rec.Addrs), j.Total)
 		}
-		counts := "{}"
-		if len(j.Counts) > 0 {
-			b, err := json.Marshal(j.Counts)
-			if err != nil {
-				return err
-			}
-			counts = string(b)
-		}
-		if err := im.put("jobs", j.ID, j.Account, string(j.Status), j.ListName, j.WebhookURL, j.Total, j.Processed, counts,
+		if err := im.put("jobs", j.ID, j.Account, string(j.Status), j.ListName, j.WebhookURL, j.Total, j.Processed,
+			countsJSON(j.Counts), countsJSON(j.Reasons),
 			j.Reserved, j.Used, j.Refunded, j.CreatedAt, optTime(j.StartedAt), optTime(j.CompletedAt), j.Error); err != nil {
 			return err
 		}

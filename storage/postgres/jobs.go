@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,14 +25,14 @@ import (
 // storage.JobLeases interface): see the job_slices table in
 // migrations/0003_jobs.sql.
 
-const jobCols = `id, account, status, list_name, webhook_url, total, processed, counts, reserved, used, refunded,
+const jobCols = `id, account, status, list_name, webhook_url, total, processed, counts, reasons, reserved, used, refunded,
 	created_at, started_at, completed_at, error`
 
 func scanJob(row scanner) (storage.Job, error) {
 	var j storage.Job
-	var status, counts string
+	var status, counts, reasons string
 	var started, completed *time.Time
-	err := row.Scan(&j.ID, &j.Account, &status, &j.ListName, &j.WebhookURL, &j.Total, &j.Processed, &counts,
+	err := row.Scan(&j.ID, &j.Account, &status, &j.ListName, &j.WebhookURL, &j.Total, &j.Processed, &counts, &reasons,
 		&j.Reserved, &j.Used, &j.Refunded, &j.CreatedAt, &started, &completed, &j.Error)
 	if err != nil {
 		return storage.Job{}, err
@@ -45,7 +44,22 @@ func scanJob(row scanner) (storage.Job, error) {
 			return storage.Job{}, fmt.Errorf("postgres: job %s counts: %w", j.ID, err)
 		}
 	}
+	if reasons != "{}" {
+		if err := json.Unmarshal([]byte(reasons), &j.Reasons); err != nil {
+			return storage.Job{}, fmt.Errorf("postgres: job %s reasons: %w", j.ID, err)
+		}
+	}
 	return j, nil
+}
+
+// countsJSON writes a job's counts as the JSON object its column holds
+// ('{}' for none).
+func countsJSON(m map[string]int) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(m) // a map[string]int always encodes
+	return string(b)
 }
 
 func jobNotFound(id string) error { return notFound("job", id) }
@@ -250,19 +264,15 @@ func (db *DB) PutJobResults(ctx context.Context, id string, results []storage.Jo
 		if err := insertResults(ctx, tx, j.Account, rs); err != nil {
 			return err
 		}
-		if j.Counts == nil {
-			j.Counts = map[string]int{}
-		}
 		perSlice := map[int32]int32{}
 		sliceOf, err := slicesOf(ctx, tx, id, rs)
 		if err != nil {
 			return err
 		}
-		for _, r := range rs {
-			j.Counts[r.Status]++
-			perSlice[sliceOf[r.JobIndex]]++
+		for i := range rs {
+			j.CountResult(&rs[i])
+			perSlice[sliceOf[rs[i].JobIndex]]++
 		}
-		j.Processed += len(rs)
 		for s, k := range perSlice {
 			if _, err := tx.Exec(ctx, `UPDATE job_slices SET processed = processed + $3 WHERE job_id = $1 AND slice = $2`, id, s, k); err != nil {
 				return err
@@ -273,15 +283,11 @@ func (db *DB) PutJobResults(ctx context.Context, id string, results []storage.Jo
 				return err
 			}
 		}
-		counts, err := json.Marshal(j.Counts)
-		if err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET processed = $2, counts = $3, reasons = $4 WHERE id = $1`,
+			id, j.Processed, countsJSON(j.Counts), countsJSON(j.Reasons)); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE jobs SET processed = $2, counts = $3 WHERE id = $1`, id, j.Processed, string(counts)); err != nil {
-			return err
-		}
-		out = *j
-		out.Counts = maps.Clone(j.Counts)
+		out = j.Clone()
 		return nil
 	})
 	return out, err

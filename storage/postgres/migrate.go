@@ -139,6 +139,11 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	return migrate(ctx, pool, ms, len(ms))
+}
+
+// migrate is Migrate up to version upTo (a test's older schema).
+func migrate(ctx context.Context, pool *pgxpool.Pool, ms []Migration, upTo int) ([]int, error) {
 	// Two CREATE TABLE IF NOT EXISTS at once may both find the table
 	// absent, and the second fail on PostgreSQL's catalog (23505, 42710
 	// for the row type, 42P07): the table is then there, and a second try
@@ -159,7 +164,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 		return nil, fmt.Errorf("postgres: the lock row of schema_migrations: %w", err)
 	}
 	var done []int
-	for _, m := range ms {
+	for _, m := range ms[:upTo] {
 		ran := false
 		// READ COMMITTED (inRowTx): after waiting for the lock row, the
 		// statements that follow see what the transaction before

@@ -3,6 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -98,5 +102,66 @@ func TestMigrate(t *testing.T) {
 	}
 	if err := Check(ctx, pool); !errors.Is(err, ErrSchema) {
 		t.Fatalf("Check with a gap or an unknown version: %v", err)
+	}
+}
+
+// TestMigrateJobReasons: a database at version 5 (before jobs counted
+// their reasons) holds a job whose results carry receipts; migrations 6
+// and 7 count them, and the job reads back with its breakdown. A result
+// without a receipt, or whose receipt has no reason, counts in Counts
+// only.
+func TestMigrateJobReasons(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pool := newPool(t, srv, "reasons")
+	ms, err := Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate(ctx, pool, ms, 5); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec(`INSERT INTO accounts (id, name, plan, webhook_secret, created_at) VALUES ('acct_r', 'r', 'free', 's', now())`)
+	const job = "0193a6f2-5c1e-7b3a-9f4e-2d8c1a7e4b10"
+	exec(`INSERT INTO jobs (id, account, status, total, processed, counts, reserved, used, created_at, started_at, completed_at)
+		VALUES ($1, 'acct_r', 'completed', 5, 5, '{"valid":2,"invalid":2,"unknown":1}', 5, 5, now(), now(), now())`, job)
+	for i, r := range []struct{ status, receipt string }{
+		{"valid", `{"status":"valid","checks":{"reason":"ok","mx":true}}`},
+		{"valid", `{"status":"valid","checks":{"reason":"ok"}}`},
+		{"invalid", `{"status":"invalid","checks":{"reason":"mailbox_not_found"}}`},
+		{"invalid", `{"status":"invalid","checks":{}}`},
+		{"unknown", ""},
+	} {
+		var receipt []byte
+		if r.receipt != "" {
+			receipt = []byte(r.receipt)
+		}
+		exec(`INSERT INTO results (id, account, pos, history_id, kind, email, status, score, job_id, job_index, latency_ms, probed_at, receipt)
+			VALUES ($1, 'acct_r', $2, $2, 'batch', $3, $4, 50, $5, $7, 10, now(), $6)`,
+			fmt.Sprintf("r%d", i), int64(i), fmt.Sprintf("a%d@x.test", i), r.status, job, receipt, int32(i))
+	}
+	done, err := Migrate(ctx, pool)
+	if err != nil || !slices.Equal(done, []int{6, 7}) {
+		t.Fatalf("Migrate from version 5 applied %v, %v; want [6 7]", done, err)
+	}
+	db, err := Open(ctx, srv.DSN("reasons"), Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	j, err := db.Job(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"valid/ok": 2, "invalid/mailbox_not_found": 1}
+	if !maps.Equal(j.Reasons, want) || j.Counts["valid"] != 2 || j.Counts["unknown"] != 1 {
+		t.Fatalf("after migration: reasons %v, counts %v; want reasons %v", j.Reasons, j.Counts, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -84,11 +85,12 @@ func testJobLifecycle(t *testing.T, b backend) {
 	}
 
 	j, err = s.PutJobResults(t.Context(), j.ID, []storage.JobResult{
-		{Index: 3, Result: result("user3@example.com", "unknown")},
-		{Index: 0, Result: result("user0@example.com", "valid")},
-		{Index: 0, Result: result("user0@example.com", "invalid")}, // the same index again
+		{Index: 3, Result: because(result("user3@example.com", "unknown"), "timeout")},
+		{Index: 0, Result: because(result("user0@example.com", "valid"), "ok")},
+		{Index: 0, Result: because(result("user0@example.com", "invalid"), "mailbox_not_found")}, // the same index again
 	})
-	if err != nil || j.Processed != 2 || j.Count("valid") != 1 || j.Count("unknown") != 1 {
+	if err != nil || j.Processed != 2 || j.Count("valid") != 1 || j.Count("unknown") != 1 ||
+		!maps.Equal(j.Reasons, map[string]int{"valid/ok": 1, "unknown/timeout": 1}) {
 		t.Fatalf("PutJobResults: %+v, %v", j, err)
 	}
 	// A redone address keeps its first result and is not counted twice.
@@ -124,12 +126,18 @@ func testJobLifecycle(t *testing.T, b backend) {
 		t.Errorf("queued: %+v, %v", q, err)
 	}
 	j, err = s.PutJobResults(t.Context(), j.ID, []storage.JobResult{
-		{Index: 1, Result: result("user1@example.com", "valid")},
-		{Index: 2, Result: result("user2@example.com", "risky")},
-		{Index: 4, Result: result("user4@example.com", "valid")},
+		{Index: 1, Result: because(result("user1@example.com", "valid"), "ok")},
+		{Index: 2, Result: because(result("user2@example.com", "risky"), "catch_all")},
+		{Index: 4, Result: result("user4@example.com", "valid")}, // no reason: in Counts only
 	})
-	if err != nil || j.Processed != 5 {
+	wantReasons := map[string]int{"valid/ok": 2, "unknown/timeout": 1, "risky/catch_all": 1}
+	if err != nil || j.Processed != 5 || !maps.Equal(j.Reasons, wantReasons) {
 		t.Fatalf("after reopen: %+v, %v", j, err)
+	}
+	// The breakdown is stored with the job.
+	s = b.Reopen(t, s)
+	if got, err := s.Job(t.Context(), j.ID); err != nil || !maps.Equal(got.Reasons, wantReasons) || got.Count("valid") != 3 {
+		t.Fatalf("reasons after a second reopen: %+v, %v; want %v", got, err, wantReasons)
 	}
 	var seen []int
 	err = s.JobResults(t.Context(), j.ID, func(r storage.Result) error {

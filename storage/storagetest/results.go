@@ -81,6 +81,12 @@ func result(email, status string) storage.Result {
 	return storage.Result{Email: email, Status: status, Score: 90, LatencyMs: 42}
 }
 
+// because is r with its reason.
+func because(r storage.Result, reason string) storage.Result {
+	r.Reason = reason
+	return r
+}
+
 // validate runs the hot path of one validation: hold, then charge.
 func validate(t testing.TB, s storage.Store, account string, r storage.Result) storage.Charged {
 	t.Helper()

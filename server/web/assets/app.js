@@ -206,17 +206,28 @@ async function pageOverview() {
   }
 }
 
+// jobLink names a job by the first 8 hex digits of its id (the whole id in
+// its title, for copying) and opens its page.
+function jobLink(id) {
+  return el("a", { class: "mono", href: "/dashboard/batch?job=" + encodeURIComponent(id), title: id }, id.slice(0, 8));
+}
+
 function renderJobs(box, jobs) {
   box.replaceChildren(table(
-    [{ label: "Job" }, { label: "Status" }, { label: "Progress" }, { label: "Created" }, { label: "Completed" }, { label: "Results" }],
+    [{ label: "Job" }, { label: "List" }, { label: "Status" }, { label: "Progress" }, { label: "Created" }, { label: "Completed" }, { label: "Results" }],
     jobs.map((j) => [
-      el("span", { class: "mono", text: j.job_id }), j.status,
-      el("span", {}, el("progress", { max: Math.max(1, j.progress.total), value: j.progress.processed, "aria-label": "progress of job " + j.job_id }),
+      jobLink(j.job_id), j.list_name ? el("span", { class: "list-name", text: j.list_name }) : "—", j.status,
+      el("span", { class: "nowrap" }, el("progress", { max: Math.max(1, j.progress.total), value: j.progress.processed, "aria-label": "progress of job " + j.job_id }),
         " " + fmtNum(j.progress.processed) + " / " + fmtNum(j.progress.total)),
-      fmtTime(j.created_at), fmtTime(j.completed_at),
-      j.results_url ? el("a", { href: j.results_url, download: "" }, "CSV") : "—",
+      el("span", { class: "nowrap", text: fmtTime(j.created_at) }), el("span", { class: "nowrap", text: fmtTime(j.completed_at) }),
+      j.results_url ? el("span", { class: "downloads" },
+        el("a", { href: j.results_url, download: "" }, "All"), " · ",
+        el("a", { href: filtered(j.results_url, ["valid"]), download: "" }, "Valid")) : "—",
     ])));
 }
+
+// filtered is the results.csv URL of only those verdicts.
+function filtered(url, verdicts) { return url + "?status=" + verdicts.join(","); }
 
 const SVG = "http://www.w3.org/2000/svg";
 function svg(tag, attrs, ...children) {
@@ -375,6 +386,8 @@ function parseCSV(text) {
 }
 
 function pageBatch() {
+  const shown = new URLSearchParams(location.search).get("job");
+  if (shown) watchJob(shown);
   const state = { rows: [], header: false, emails: [] };
   const drop = $("#drop"), file = $("#file"), col = $("#column"), form = $("#batch-form");
   const load = async (f) => {
@@ -447,7 +460,9 @@ function pageBatch() {
 async function watchJob(id) {
   $("#job").hidden = false;
   $("#job-id").textContent = id;
+  $("#job-list").textContent = "";
   $("#summary").replaceChildren();
+  $("#downloads").replaceChildren();
   $("#download-row").hidden = true;
   const prog = $("#progress"), txt = $("#progress-text");
   for (;;) {
@@ -466,7 +481,9 @@ async function watchJob(id) {
     const pct = j.progress.total ? Math.floor((100 * j.progress.processed) / j.progress.total) : 0;
     txt.textContent = fmtNum(j.progress.processed) + " / " + fmtNum(j.progress.total) + " (" + pct + " %)";
     $("#job-status").textContent = "Status: " + j.status;
-    if (j.status === "completed") { await summarize(j); return; }
+    $("#job-list").textContent = j.list_name ? "List: " + j.list_name : "";
+    summarize(j);
+    if (j.status === "completed") { downloads(j); return; }
     if (j.status === "failed") { $("#job-status").textContent = "The job failed; its unused credits were refunded."; return; }
     await sleep(700);
   }
@@ -474,19 +491,37 @@ async function watchJob(id) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function summarize(j) {
-  const r = await fetch(j.results_url, { credentials: "same-origin", cache: "no-store" });
-  if (!r.ok) { $("#summary").replaceChildren(el("p", { class: "error", text: "Cannot read the results: " + r.status })); return; }
-  const rows = parseCSV(await r.text());
-  const head = rows.shift() || [];
-  const si = head.indexOf("status");
-  const counts = {};
-  for (const row of rows) counts[row[si]] = (counts[row[si]] || 0) + 1;
-  $("#summary").replaceChildren(el("h3", { text: "Summary by verdict" }), table([{ label: "Verdict" }, { label: "Addresses", num: true }, { label: "Share", num: true }],
-    VERDICTS.filter((v) => counts[v]).map((v) => [badge(v), fmtNum(counts[v]), (100 * counts[v] / rows.length).toFixed(1) + " %"])));
-  const a = $("#download");
-  a.setAttribute("href", j.results_url);
-  a.setAttribute("download", "verifyd-" + j.job_id + ".csv");
+// summarize shows the job's breakdown: each verdict with its share and
+// its reasons, as the job has them so far.
+function summarize(j) {
+  const done = j.progress.processed;
+  const rows = VERDICTS.filter((v) => j.breakdown[v] && j.breakdown[v].count).map((v) => {
+    const b = j.breakdown[v];
+    const reasons = Object.entries(b.reasons).sort((x, y) => y[1] - x[1]);
+    return [badge(v), fmtNum(b.count), (100 * b.count / Math.max(1, done)).toFixed(1) + " %",
+      el("ul", { class: "reasons" }, reasons.map(([r, n]) => el("li", {}, el("code", { text: r }), " " + fmtNum(n))))];
+  });
+  $("#summary").replaceChildren(el("h3", { text: j.status === "completed" ? "Results by verdict" : "Results so far, by verdict" }),
+    table([{ label: "Verdict" }, { label: "Addresses", num: true }, { label: "Share", num: true }, { label: "Reasons" }], rows));
+}
+
+// downloads offers the CSV of the whole job and of each verdict set a
+// list cleaner asks for, one click each.
+function downloads(j) {
+  const n = (vs) => vs.reduce((s, v) => s + ((j.breakdown[v] && j.breakdown[v].count) || 0), 0);
+  const link = (label, vs, cls) => {
+    // The file is named by the server: job-<id>.csv, job-<id>-valid.csv…
+    const href = vs ? filtered(j.results_url, vs) : j.results_url;
+    const count = vs ? n(vs) : j.progress.total;
+    return el("li", {}, el("a", { class: cls, href, download: "" }, label), " ", el("span", { class: "muted", text: fmtNum(count) + (count === 1 ? " address" : " addresses") }));
+  };
+  $("#downloads").replaceChildren(
+    link("All results", null, "button"),
+    link("Valid only: safe to send", ["valid"]),
+    link("Valid and risky: catch-all and role addresses too", ["valid", "risky"]),
+    link("Invalid only: to remove", ["invalid"]),
+    link("Unknown only: to try again later", ["unknown"]),
+  );
   $("#download-row").hidden = false;
 }
 

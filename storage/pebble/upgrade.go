@@ -1,0 +1,101 @@
+package pebble
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+// Versions. A data directory carries its schema version (meta/version,
+// decimal text), written when it is created. Every binary value carries a
+// version byte too (valueVersion, codec.go), and the JSON records (accounts,
+// keys, jobs, events, users) take new fields only as additions that an
+// older record reads as their zero value. A change that needs the records
+// already on disk rewritten is a new schema version with an upgrade step:
+// Open runs the steps from the directory's version to this build's, each
+// one synced batch that ends by writing its version, so a crash in the
+// middle leaves the directory at the version before and the next Open
+// runs the step again. A directory of a newer version is refused: a newer
+// verifyd wrote it (downgrade from its backup, verifyctl backup).
+//
+// The versions:
+//
+//	1  the first (up to b4dd917)
+//	2  jobs count their results by verdict and reason (storage.Job.Reasons);
+//	   the step counts the jobs already stored from their receipts
+const schemaVersion = 2
+
+// upgrades[v] upgrades a directory at version v to v+1.
+var upgrades = map[int]func(db *DB, b *pebble.Batch) error{
+	1: upgradeJobReasons,
+}
+
+// checkVersion creates the version of a new directory, or upgrades an
+// older one to schemaVersion.
+func (db *DB) checkVersion() error {
+	v, err := db.get(keyMetaVersion)
+	if errors.Is(err, storage.ErrNotFound) {
+		b := db.pdb.NewBatch()
+		b.Set(keyMetaVersion, []byte(strconv.Itoa(schemaVersion)), nil)
+		return db.commit(b, pebble.Sync)
+	}
+	if err != nil {
+		return err
+	}
+	have, err := strconv.Atoi(string(v))
+	switch {
+	case err != nil || have < 1:
+		return fmt.Errorf("storage: schema version %q is not a version", v)
+	case have > schemaVersion:
+		return fmt.Errorf("storage: the data directory is at schema version %d, newer than this build's %d: a newer verifyd wrote it; run that verifyd or a newer one", have, schemaVersion)
+	}
+	for ; have < schemaVersion; have++ {
+		start := time.Now()
+		b := db.pdb.NewBatch()
+		if err := upgrades[have](db, b); err != nil {
+			b.Close()
+			return fmt.Errorf("storage: upgrading the data directory from schema version %d to %d: %w", have, have+1, err)
+		}
+		b.Set(keyMetaVersion, []byte(strconv.Itoa(have+1)), nil)
+		if err := db.commit(b, pebble.Sync); err != nil {
+			return err
+		}
+		db.log.Info("data directory upgraded", "from", have, "to", have+1, "took", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// upgradeJobReasons (1 → 2) counts each stored job's results by verdict
+// and reason, reading the reason from each result's receipt.
+func upgradeJobReasons(db *DB, b *pebble.Batch) error {
+	return db.scanPrefix([]byte(prefixJob), func(k, v []byte) (bool, error) {
+		var j storage.Job
+		if err := json.Unmarshal(v, &j); err != nil {
+			return false, fmt.Errorf("job %s: %w", k, err)
+		}
+		j.Reasons = nil
+		err := db.scanPrefix(jobResultPrefix(j.ID), func(_, rv []byte) (bool, error) {
+			r, _, _, err := decodeResult(rv)
+			if err != nil {
+				return false, fmt.Errorf("job %s: %w", j.ID, err)
+			}
+			if reason := storage.ReceiptReason(r.Receipt); reason != "" {
+				if j.Reasons == nil {
+					j.Reasons = map[string]int{}
+				}
+				j.Reasons[storage.ReasonKey(r.Status, reason)]++
+			}
+			return true, nil
+		})
+		if err != nil {
+			return false, err
+		}
+		return true, stageJob(b, &j)
+	})
+}
