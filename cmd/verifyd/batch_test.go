@@ -267,15 +267,7 @@ func TestBatchEndToEnd(t *testing.T) {
 		wantBreak[st] = map[string]float64{}
 	}
 	for _, row := range rows[1:] {
-		want := run.World.Expect(row[0])
-		reason := want.Reason
-		switch {
-		case row[1] == world.StatusDisposable:
-			reason = "disposable_domain"
-		case row[4] == "true" && row[1] == "valid": // a valid role address says so (probe/verdict.go)
-			reason = "role_based"
-		}
-		wantBreak[row[1]][reason]++
+		wantBreak[row[1]][rowReason(run, row)]++
 	}
 	gotBreak, _ := job["breakdown"].(map[string]any)
 	if len(gotBreak) != len(wantBreak) {
