@@ -6,10 +6,12 @@ import (
 	"time"
 )
 
-// API key scopes (spec §5).
+// API key scopes (spec §5), and outcomes:write: a key that may report
+// delivery outcomes (POST /v1/outcomes) and nothing else.
 const (
 	ScopeValidateRead  = "validate:read"
 	ScopeValidateWrite = "validate:write"
+	ScopeOutcomesWrite = "outcomes:write"
 )
 
 // The API key format, spec §5: svc_live_<prefix>_<secret>.

@@ -155,6 +155,34 @@ type Secrets interface {
 	Secret(ctx context.Context, name string) ([]byte, error)
 }
 
+// Outcomes is delivery outcomes and what matching them needs.
+type Outcomes interface {
+	// LatestVerdicts answers each query with the account's latest result
+	// for the address probed at or before its time (ok false: none).
+	LatestVerdicts(ctx context.Context, account string, qs []VerdictQuery) ([]Verdict, []bool, error)
+	// PutOutcomes stores outcomes of one account, synced, and reports
+	// which were new: an event id the account already has is not stored
+	// again. Each outcome is checked (CheckOutcome); ReceivedAt is set to
+	// now.
+	PutOutcomes(ctx context.Context, account string, outs []Outcome) (fresh []bool, err error)
+	// ScanOutcomes calls fn with the outcomes whose At is at or after
+	// since, of the account or of every account (account ""), oldest
+	// first within an account.
+	ScanOutcomes(ctx context.Context, account string, since time.Time, fn func(Outcome) error) error
+	// AddressEvidence returns the account's latest hard bounce or
+	// delivery of the address (ok false: none).
+	AddressEvidence(ctx context.Context, account, email string) (Outcome, bool, error)
+	// DeleteOutcomes deletes every outcome of the account.
+	DeleteOutcomes(ctx context.Context, account string) (int, error)
+	// PurgeOutcomes deletes the outcomes (of every account) that happened
+	// before the time.
+	PurgeOutcomes(ctx context.Context, before time.Time) (int, error)
+	// OutcomeSettings returns the account's settings (zero when none).
+	OutcomeSettings(ctx context.Context, account string) (OutcomeSettings, error)
+	// SetOutcomeSettings replaces them.
+	SetOutcomeSettings(ctx context.Context, account string, s OutcomeSettings) error
+}
+
 // Store is the whole contract.
 type Store interface {
 	Accounts
@@ -166,4 +194,5 @@ type Store interface {
 	Outbox
 	Users
 	Secrets
+	Outcomes
 }

@@ -51,7 +51,7 @@ func NewKey(account string, scopes []string, label string, now time.Time) (strin
 		return "", APIKey{}, invalidf("a key needs at least one scope")
 	}
 	for _, s := range scopes {
-		if s != ScopeValidateRead && s != ScopeValidateWrite {
+		if s != ScopeValidateRead && s != ScopeValidateWrite && s != ScopeOutcomesWrite {
 			return "", APIKey{}, invalidf("unknown scope %q", s)
 		}
 	}

@@ -55,6 +55,9 @@ type DB struct {
 	// that orders its credit, history and job writes, and its counters.
 	states sync.Map
 
+	// outMu orders the writes of delivery outcomes (outcomes.go).
+	outMu sync.Mutex
+
 	// jobsMu guards jobs, the in-memory copies of queued and running jobs.
 	jobsMu sync.Mutex
 	jobs   map[string]*storage.Job

@@ -52,6 +52,11 @@ const (
 	prefixUserEmail  = "useremail/" // useremail/<lower-cased email>               → user id: the unique index
 	prefixSession    = "sess/"      // sess/<session>                              → Session (JSON)
 	prefixInvite     = "invite/"    // invite/<invite>                             → Invite (JSON)
+	prefixVerdict    = "vidx/"      // vidx/<account>/<lower email>\x00<probed ms u64><result> → empty: an address's verdicts by time
+	prefixOutcome    = "outc/"      // outc/<account>/<at ms u64><sha256(event id)[:16]>       → Outcome (binary)
+	prefixOutcomeID  = "outid/"     // outid/<account>/<sha256(event id)[:16]>                → at ms u64: seen event ids
+	prefixOutcomeAdr = "outaddr/"   // outaddr/<account>/<lower email>                        → Outcome (binary): the address's latest evidence
+	prefixOutcomeSet = "outset/"    // outset/<account>                                       → OutcomeSettings (JSON)
 )
 
 // Keys under meta/.

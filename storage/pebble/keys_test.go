@@ -13,7 +13,8 @@ import (
 func TestPrefixesDisjoint(t *testing.T) {
 	ps := []string{prefixAccount, prefixAccountJob, prefixAPIKey, prefixLedger, prefixHold, prefixResult,
 		prefixHistory, prefixIdem, prefixIdemExpiry, prefixCache, prefixJob, prefixJobActive, prefixJobAddr,
-		prefixJobResult, prefixOutbox, prefixDeadLetter, prefixHookLast, prefixMeta}
+		prefixJobResult, prefixOutbox, prefixDeadLetter, prefixHookLast, prefixMeta, prefixUser, prefixUserEmail,
+		prefixSession, prefixInvite, prefixVerdict, prefixOutcome, prefixOutcomeID, prefixOutcomeAdr, prefixOutcomeSet}
 	for i, a := range ps {
 		if !strings.HasSuffix(a, "/") {
 			t.Errorf("prefix %q does not end in /", a)

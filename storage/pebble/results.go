@@ -145,6 +145,7 @@ func (db *DB) stageResultAt(b *pebble.Batch, r *storage.Result, pos int64) {
 		b.Set(resultKey(r.ID), encodeResult(r, pos), nil)
 	}
 	b.Set(histKey(r.Account, kind, pos), encodeRow(r), nil)
+	stageVerdict(b, r)
 	if r.CachedFrom == "" && !r.SkipCache {
 		b.Set(cacheKey(r.Account, r.Email), encodeCacheEntry(r.ID, r.ProbedAt.UnixMilli()), nil)
 	}

@@ -18,10 +18,11 @@ import (
 // keys, jobs, events, users) take new fields only as additions that an
 // older record reads as their zero value. A change that needs the records
 // already on disk rewritten is a new schema version with an upgrade step:
-// Open runs the steps from the directory's version to this build's, each
-// one synced batch that ends by writing its version, so a crash in the
-// middle leaves the directory at the version before and the next Open
-// runs the step again. A directory of a newer version is refused: a newer
+// Open runs the steps from the directory's version to this build's; a
+// step stages its writes in a batch (applied in parts when it grows
+// large, each part idempotent) whose last, synced part writes the
+// version, so a crash in the middle leaves the directory at the version
+// before and the next Open runs the step again. A directory of a newer version is refused: a newer
 // verifyd wrote it (downgrade from its backup, verifyctl backup).
 //
 // The versions:
@@ -29,11 +30,32 @@ import (
 //	1  the first (up to b4dd917)
 //	2  jobs count their results by verdict and reason (storage.Job.Reasons);
 //	   the step counts the jobs already stored from their receipts
-const schemaVersion = 2
+//	3  the verdict index (vidx/, outcomes.go) that matches delivery
+//	   outcomes to verdicts; the step indexes the results already stored
+const schemaVersion = 3
 
-// upgrades[v] upgrades a directory at version v to v+1.
+// upgrades[v] upgrades a directory at version v to v+1, staging its
+// writes in b (applyPart applies what is staged when it grows large).
 var upgrades = map[int]func(db *DB, b *pebble.Batch) error{
 	1: upgradeJobReasons,
+	2: upgradeVerdictIndex,
+}
+
+// upgradePart is the size at which a step applies what it staged.
+const upgradePart = 32 << 20
+
+// applyPart applies b, unsynced, and empties it, once it holds
+// upgradePart bytes: a step's writes must be idempotent, since a crash
+// before the version is written runs the step again.
+func (db *DB) applyPart(b *pebble.Batch) error {
+	if b.Len() < upgradePart {
+		return nil
+	}
+	if err := db.pdb.Apply(b, pebble.NoSync); err != nil {
+		return err
+	}
+	b.Reset()
+	return nil
 }
 
 // checkVersion creates the version of a new directory, or upgrades an

@@ -86,7 +86,7 @@ func TestUpgradeJobReasons(t *testing.T) {
 	}
 	db.reopen(t)
 	check("upgraded from version 1")
-	if v, err := db.get(keyMetaVersion); err != nil || string(v) != "2" {
+	if v, err := db.get(keyMetaVersion); err != nil || string(v) != fmt.Sprint(schemaVersion) {
 		t.Fatalf("version after the upgrade: %q, %v", v, err)
 	}
 	// The running job goes on counting.
@@ -104,4 +104,50 @@ func TestUpgradeJobReasons(t *testing.T) {
 	if _, err := Open(db.dir, testOptions(db.clock)); err == nil || !strings.Contains(err.Error(), "not a version") {
 		t.Fatalf("version %q: %v", "two", err)
 	}
+}
+
+// TestUpgradeVerdictIndex: a directory at schema version 2 has no verdict
+// index; the upgrade to 3 indexes its single and batch results, so
+// outcomes match them.
+func TestUpgradeVerdictIndex(t *testing.T) {
+	db := openTest(t)
+	acct := db.account(t, 10)
+	h, err := db.Hold(t.Context(), acct, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, err := db.Charge(t.Context(), h, storage.ChargeRequest{Result: storage.Result{Email: "ann@example.com", Status: "valid", Score: 90}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := db.CreateJob(t.Context(), storage.JobSpec{Account: acct, Addresses: addresses(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.StartJob(t.Context(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.PutJobResults(t.Context(), j.ID, []storage.JobResult{{Index: 0, Result: storage.Result{Email: "user0@example.com", Status: "invalid", Score: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	qs := []storage.VerdictQuery{{Email: "ann@example.com", Before: db.clock.Now()}, {Email: "user0@example.com", Before: db.clock.Now()}}
+	check := func(when string, want bool) {
+		t.Helper()
+		vs, ok, err := db.LatestVerdicts(t.Context(), acct, qs)
+		if err != nil || ok[0] != want || ok[1] != want || (want && (vs[0].ResultID != single.Result.ID || vs[1].Status != "invalid")) {
+			t.Fatalf("%s: verdicts %+v %v %v", when, vs, ok, err)
+		}
+	}
+	check("as written", true)
+	// Back to version 2: no index.
+	b := db.pdb.NewBatch()
+	if err := db.scanPrefix([]byte(prefixVerdict), func(k, _ []byte) (bool, error) { return true, b.Delete(k, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	b.Set(keyMetaVersion, []byte("2"), nil)
+	if err := db.commit(b, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	db.reopen(t)
+	check("upgraded from version 2", true)
 }

@@ -147,9 +147,12 @@ func TestMigrateJobReasons(t *testing.T) {
 			VALUES ($1, 'acct_r', $2, $2, 'batch', $3, $4, 50, $5, $7, 10, now(), $6)`,
 			fmt.Sprintf("r%d", i), int64(i), fmt.Sprintf("a%d@x.test", i), r.status, job, receipt, int32(i))
 	}
-	done, err := Migrate(ctx, pool)
+	done, err := migrate(ctx, pool, ms, 7)
 	if err != nil || !slices.Equal(done, []int{6, 7}) {
 		t.Fatalf("Migrate from version 5 applied %v, %v; want [6 7]", done, err)
+	}
+	if _, err := Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
 	}
 	db, err := Open(ctx, srv.DSN("reasons"), Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -106,13 +106,16 @@ func queueResult(b *pgx.Batch, r *storage.Result, pos int64) {
 		r.Account, storage.CacheEmail(r.Email), r.ID, r.ProbedAt)
 }
 
-func scanResult(row scanner) (storage.Result, int64, error) {
+func scanResult(row scanner) (storage.Result, int64, error) { return scanResultWith(row) }
+
+// scanResultWith is scanResult of a row whose first columns go to lead.
+func scanResultWith(row scanner, lead ...any) (storage.Result, int64, error) {
 	var r storage.Result
 	var pos, hid int64
 	var job *string
 	var index *int
-	err := row.Scan(&r.ID, &r.Account, &pos, &hid, &r.Kind, &r.Email, &r.Status, &r.Score, &job, &index,
-		&r.LatencyMs, &r.ProbedAt, &r.CachedFrom, &r.Receipt)
+	err := row.Scan(append(lead, &r.ID, &r.Account, &pos, &hid, &r.Kind, &r.Email, &r.Status, &r.Score, &job, &index,
+		&r.LatencyMs, &r.ProbedAt, &r.CachedFrom, &r.Receipt)...)
 	if err != nil {
 		return storage.Result{}, 0, err
 	}

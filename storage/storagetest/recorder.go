@@ -371,6 +371,46 @@ func (rec *recorder) Secret(ctx context.Context, name string) ([]byte, error) {
 	return rec.s.Secret(ctx, name)
 }
 
+func (rec *recorder) LatestVerdicts(ctx context.Context, account string, qs []storage.VerdictQuery) ([]storage.Verdict, []bool, error) {
+	rec.called("LatestVerdicts")
+	return rec.s.LatestVerdicts(ctx, account, qs)
+}
+
+func (rec *recorder) PutOutcomes(ctx context.Context, account string, outs []storage.Outcome) ([]bool, error) {
+	rec.called("PutOutcomes")
+	return rec.s.PutOutcomes(ctx, account, outs)
+}
+
+func (rec *recorder) ScanOutcomes(ctx context.Context, account string, since time.Time, fn func(storage.Outcome) error) error {
+	rec.called("ScanOutcomes")
+	return rec.s.ScanOutcomes(ctx, account, since, fn)
+}
+
+func (rec *recorder) AddressEvidence(ctx context.Context, account string, email string) (storage.Outcome, bool, error) {
+	rec.called("AddressEvidence")
+	return rec.s.AddressEvidence(ctx, account, email)
+}
+
+func (rec *recorder) DeleteOutcomes(ctx context.Context, account string) (int, error) {
+	rec.called("DeleteOutcomes")
+	return rec.s.DeleteOutcomes(ctx, account)
+}
+
+func (rec *recorder) PurgeOutcomes(ctx context.Context, before time.Time) (int, error) {
+	rec.called("PurgeOutcomes")
+	return rec.s.PurgeOutcomes(ctx, before)
+}
+
+func (rec *recorder) OutcomeSettings(ctx context.Context, account string) (storage.OutcomeSettings, error) {
+	rec.called("OutcomeSettings")
+	return rec.s.OutcomeSettings(ctx, account)
+}
+
+func (rec *recorder) SetOutcomeSettings(ctx context.Context, account string, s storage.OutcomeSettings) error {
+	rec.called("SetOutcomeSettings")
+	return rec.s.SetOutcomeSettings(ctx, account, s)
+}
+
 // The methods of storage.JobLeases.
 
 func (rec *leaseRecorder) LeaseSlices(ctx context.Context, n int) ([]storage.JobSlice, error) {

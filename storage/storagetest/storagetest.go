@@ -123,6 +123,8 @@ var subtests = []struct {
 	{"SessionAccount", testSessionAccount},
 	{"OpenRegistration", testOpenRegistration},
 	{"Secret", testSecret},
+	{"OutcomeMatching", testOutcomeMatching},
+	{"Outcomes", testOutcomes},
 	{"InvalidArguments", testInvalidArguments},
 	{"Scenarios", testScenarios},
 }
