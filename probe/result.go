@@ -39,6 +39,9 @@ type Result struct {
 	// when Options.Auth is nil or no SMTP probe was made (the verdict was
 	// decided before SMTP). AuthFlat gives the flat copies of spec §2.5.
 	Auth *authsig.Signals
+	// Learned, when set, says delivery outcomes changed the verdict
+	// (Learn).
+	Learned *Learned
 }
 
 // AuthFlat returns the auth keys that spec §2.5 repeats flat in the checks
@@ -76,4 +79,48 @@ type SessionFacts struct {
 	// recognised as (probe/provider.go), ProviderOther when none matched;
 	// empty when no SMTP session was attempted.
 	Provider string
+}
+
+// Learned is what delivery outcomes taught about an address or its domain
+// that changed the verdict the probe reached (server/outcomes): an
+// address whose mail bounced as "no such mailbox" after the probe saw it
+// accepted, or a domain whose server accepts at RCPT and bounces later.
+type Learned struct {
+	// Kind is LearnedAddress or LearnedDomain.
+	Kind string
+	// At and Enhanced name the address's bounce (LearnedAddress).
+	At       time.Time
+	Enhanced string
+	// Bounced and Delivered count the domain's outcomes (LearnedDomain).
+	Bounced, Delivered int
+	// Was is the verdict the probe reached.
+	Was Status
+}
+
+// Kinds of Learned.
+const (
+	LearnedAddress = "address_bounced"
+	LearnedDomain  = "domain_bounces"
+)
+
+// Learn changes r's verdict by l: an address that bounced is invalid
+// (mailbox_not_found, score at most 5); a domain that bounces what it
+// accepted makes a valid address risky (catch_all: the server accepts
+// what it cannot deliver, score at most 55). r.Learned records it.
+func (r *Result) Learn(l *Learned) {
+	l.Was = r.Status
+	var catchAll bool
+	r.Status, r.Reason, r.Score, catchAll = l.Verdict(r.Score)
+	r.Checks.IsCatchAll = r.Checks.IsCatchAll || catchAll
+	r.Checks.Reason = r.Reason
+	r.Learned = l
+}
+
+// Verdict is the verdict l gives an address the probe scored score, and
+// whether it says the domain accepts every recipient.
+func (l *Learned) Verdict(score int) (Status, Reason, int, bool) {
+	if l.Kind == LearnedAddress {
+		return StatusInvalid, ReasonMailboxNotFound, min(score, 5), false
+	}
+	return StatusRisky, ReasonCatchAll, min(score, 55), true
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/verifyd/verifyd/server/conns"
 	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/openapi"
+	"github.com/verifyd/verifyd/server/outcomes"
 	"github.com/verifyd/verifyd/server/receipt"
 )
 
@@ -63,6 +64,13 @@ type Options struct {
 	// Webhooks judges a batch's webhookUrl when it is posted (the SSRF
 	// guard of server/webhook); nil accepts any absolute http(s) URL.
 	Webhooks URLChecker
+	// Outcomes records delivery outcomes (POST /v1/outcomes) and changes
+	// verdicts by what they taught (server/outcomes); nil serves no
+	// outcome routes and changes nothing.
+	Outcomes *outcomes.Service
+	// MaxOutcomesBody is the largest body of POST /v1/outcomes. Default
+	// outcomes.MaxBody (32 MiB).
+	MaxOutcomesBody int
 	// MaxEmails caps the addresses of one batch (spec §8). Default 100,000.
 	MaxEmails int
 	// MaxDownloads caps the results.csv downloads streaming at once;
@@ -174,6 +182,9 @@ func New(opts Options) *Server {
 	if opts.CacheMaxAge == 0 {
 		opts.CacheMaxAge = DefaultCacheMaxAge
 	}
+	if opts.MaxOutcomesBody == 0 {
+		opts.MaxOutcomesBody = outcomes.MaxBody
+	}
 	if opts.MaxEmails == 0 {
 		opts.MaxEmails = DefaultMaxEmails
 	}
@@ -220,6 +231,9 @@ func New(opts Options) *Server {
 			r.POST("/v1/batch", g.Wrap(httpapi.ClassBatch, httpapi.ScopeWrite, s.postBatch))
 			r.GET("/v1/jobs/{id}", g.Wrap(httpapi.ClassOther, httpapi.ScopeRead, s.getJob))
 			r.GET("/v1/jobs/{id}/results.csv", g.Wrap(httpapi.ClassOther, httpapi.ScopeRead, s.getResults))
+		}
+		if opts.Outcomes != nil {
+			r.POST("/v1/outcomes", g.Wrap(httpapi.ClassBatch, httpapi.ScopeOutcomes, s.postOutcomes))
 		}
 	}
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
@@ -358,7 +372,8 @@ func (s *Server) internal(ctx *fasthttp.RequestCtx, what string, err error) {
 }
 
 // bodyLimit is the largest body the request may carry: MaxBodyBytes for
-// POST /v1/batch, MaxSmallBody for every other request.
+// POST /v1/batch, MaxOutcomesBody for POST /v1/outcomes, MaxSmallBody for
+// every other request.
 func (s *Server) bodyLimit(method, requestURI []byte) int {
 	if string(method) != fasthttp.MethodPost {
 		return s.opts.MaxSmallBody
@@ -367,14 +382,20 @@ func (s *Server) bodyLimit(method, requestURI []byte) int {
 	if i := bytes.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
 	}
-	if string(path) == "/v1/batch" {
-		return s.opts.MaxBodyBytes
-	}
 	if bytes.IndexByte(path, '%') >= 0 || !bytes.HasPrefix(path, []byte("/")) {
 		// A percent-encoded or absolute form: judge the path the router sees.
 		var u fasthttp.URI
-		if u.Parse(nil, requestURI) == nil && string(u.Path()) == "/v1/batch" {
-			return s.opts.MaxBodyBytes
+		if u.Parse(nil, requestURI) != nil {
+			return s.opts.MaxSmallBody
+		}
+		path = u.Path()
+	}
+	switch string(path) {
+	case "/v1/batch":
+		return s.opts.MaxBodyBytes
+	case "/v1/outcomes":
+		if s.opts.Outcomes != nil {
+			return s.opts.MaxOutcomesBody
 		}
 	}
 	return s.opts.MaxSmallBody

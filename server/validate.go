@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/verifyd/verifyd/internal/phase"
+	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/receipt"
@@ -102,6 +104,13 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem
 	// is whole milliseconds), so that a client can tell it from the API's
 	// (W3C Server-Timing; verifybench reports the difference).
 	ctx.Response.Header.Set(headerServerTiming, "engine;dur="+strconv.FormatFloat(float64(res.Latency.Microseconds())/1000, 'f', 3, 64))
+	if o := s.opts.Outcomes; o != nil {
+		// What the account's own sending taught weighs over what the
+		// server said at RCPT (docs/outcomes.md).
+		if err := o.Apply(httpapi.Context(ctx), c.Account, res); err != nil {
+			s.reqLog(ctx).Warn("outcome evidence", "err", err)
+		}
+	}
 	rec := receipt.Of(res)
 	stored := receipt.Stored(res.Email, res)
 	t = time.Now()
@@ -134,6 +143,18 @@ func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *httpapi.Caller, ide
 		// ProbedAt left zero: the charge's time, taken under the
 		// account's lock, so history rows come in order.
 	}
+	if o := s.opts.Outcomes; o != nil {
+		l, err := o.Learned(httpapi.Context(ctx), c.Account, prev.Email, "", probe.Status(prev.Status))
+		if err != nil {
+			s.reqLog(ctx).Warn("outcome evidence", "err", err)
+		}
+		if l != nil {
+			// The cached verdict is no longer what the account's own
+			// sending says: the receipt is decoded, changed and signed
+			// anew (the common path signs it undecoded).
+			return s.validateLearned(ctx, c, idem, prev, stored, l)
+		}
+	}
 	// The result is known: no hold, one synced write that checks the
 	// credits and charges them. The stored receipt is signed again as it
 	// is, with cached and credits_remaining set (and the active kid): it
@@ -142,6 +163,25 @@ func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *httpapi.Caller, ide
 		return s.opts.Keys.SignWith(prev.Receipt,
 			receipt.Field{Name: "cached", Value: jsonTrue},
 			receipt.Field{Name: "credits_remaining", Value: strconv.AppendInt(nil, balance, 10)})
+	})
+	return true
+}
+
+// validateLearned answers cache: true from the account's recent result
+// changed by what delivery outcomes taught since (probe.Learned); false
+// when its receipt does not decode, to probe instead.
+func (s *Server) validateLearned(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem httpapi.Idem, prev storage.Result, stored storage.Result, l *probe.Learned) bool {
+	var rec receipt.Receipt
+	if err := json.Unmarshal(prev.Receipt, &rec); err != nil {
+		s.reqLog(ctx).Warn("cached receipt does not decode", "result", prev.ID, "err", err)
+		return false
+	}
+	receipt.Learn(&rec, l)
+	rec.Cached, rec.Kid = true, ""
+	stored.Status, stored.Score = rec.Status, rec.Score
+	s.charge(ctx, c, idem, nil, stored, func(balance int64) ([]byte, error) {
+		rec.CreditsRemaining = balance
+		return s.opts.Keys.SignStruct(&rec)
 	})
 	return true
 }

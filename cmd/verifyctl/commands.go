@@ -272,7 +272,7 @@ func creditsShow(c *cli, args []string) error {
 func keysMint(c *cli, args []string) error {
 	cmd := this("keys", "mint")
 	fs := c.flagSet("keys mint")
-	scopes := fs.String("scopes", "validate:read,validate:write", "comma-separated `scopes`: validate:read, validate:write")
+	scopes := fs.String("scopes", "validate:read,validate:write", "comma-separated `scopes`: validate:read, validate:write, outcomes:write")
 	label := fs.String("label", "", "a `label` to recognise the key by in keys list")
 	pos, err := c.parse(fs, cmd, args, 1, 1)
 	if err != nil {

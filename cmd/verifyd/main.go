@@ -39,6 +39,7 @@ import (
 	"github.com/verifyd/verifyd/server/admin"
 	"github.com/verifyd/verifyd/server/batch"
 	"github.com/verifyd/verifyd/server/httpapi"
+	"github.com/verifyd/verifyd/server/outcomes"
 	"github.com/verifyd/verifyd/server/tlsserve"
 	"github.com/verifyd/verifyd/server/web"
 	"github.com/verifyd/verifyd/server/webhook"
@@ -215,8 +216,20 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		}
 		tlsConf = acmeCerts.Config()
 	}
+	// --- delivery outcomes (server/outcomes): matched to verdicts,
+	// learned from, kept per account; the domain knowledge in this box's
+	// Pebble, or shared by the fleet's PostgreSQL.
+	var facts outcomes.FactStore = a.local
+	if a.pg != nil {
+		facts = a.pg
+	}
+	oc := cfg.Outcomes
+	learned := outcomes.New(outcomes.Options{DB: a.db, Facts: facts, Window: oc.Window, Retention: oc.Retention,
+		DomainTTL: oc.DomainTTL, MinBounces: oc.MinBounces, BounceShare: oc.BounceShare, Logger: log})
+	defer learned.Close()
 	// --- the /v1 API (server)
 	api := server.New(server.Options{
+		Outcomes:               learned,
 		DB:                     a.db,
 		Keys:                   a.keys,
 		Verifier:               a.pools,

@@ -138,6 +138,7 @@ func needsRestart(cur, next config.Config) []string {
 	cmp("storage", cur.Storage, next.Storage)
 	cmp("jobs", cur.Jobs, next.Jobs)
 	cmp("auth", cur.Auth, next.Auth)
+	cmp("outcomes", cur.Outcomes, next.Outcomes)
 	c, n := cur.Probe, next.Probe
 	c.ListsDir, n.ListsDir = "", ""
 	cmp("probe", c, n)

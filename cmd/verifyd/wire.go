@@ -239,7 +239,7 @@ func bootstrap(ctx context.Context, db storage.Store, w io.Writer) error {
 	if _, err := db.AddCredits(ctx, acct.ID, 1000, "demo account"); err != nil {
 		return err
 	}
-	key, _, err := db.MintKey(ctx, acct.ID, []string{"validate:read", "validate:write"}, "demo")
+	key, _, err := db.MintKey(ctx, acct.ID, []string{"validate:read", "validate:write", "outcomes:write"}, "demo")
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -14,8 +15,9 @@ import (
 	"github.com/verifyd/verifyd/storage"
 )
 
-// scopes are the API key scopes of spec §5.
-var scopes = []string{storage.ScopeValidateRead, storage.ScopeValidateWrite}
+// scopes are the API key scopes of spec §5, and outcomes:write (a key a
+// sending platform reports delivery outcomes with, and nothing else).
+var scopes = []string{storage.ScopeValidateRead, storage.ScopeValidateWrite, storage.ScopeOutcomesWrite}
 
 func keyView(k storage.APIKey) adminapi.Key {
 	return adminapi.Key{
@@ -41,11 +43,11 @@ func (s *Server) mintKey(ctx *fasthttp.RequestCtx) (any, error) {
 	}
 	var is issues
 	if len(req.Scopes) == 0 {
-		is.add("scopes", "must list at least one of %s, %s", scopes[0], scopes[1])
+		is.add("scopes", "must list at least one of %s", strings.Join(scopes, ", "))
 	}
 	for i, sc := range req.Scopes {
 		if !slices.Contains(scopes, sc) {
-			is.add(fmt.Sprintf("scopes[%d]", i), "must be %s or %s, not %q", scopes[0], scopes[1], sc)
+			is.add(fmt.Sprintf("scopes[%d]", i), "must be one of %s, not %q", strings.Join(scopes, ", "), sc)
 		}
 	}
 	checkNote(&is, "label", req.Label)

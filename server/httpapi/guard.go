@@ -16,10 +16,11 @@ import (
 	"github.com/verifyd/verifyd/storage"
 )
 
-// Scopes of spec §5.
+// Scopes of spec §5, and outcomes:write (POST /v1/outcomes only).
 const (
-	ScopeRead  = "validate:read"
-	ScopeWrite = "validate:write"
+	ScopeRead     = "validate:read"
+	ScopeWrite    = "validate:write"
+	ScopeOutcomes = "outcomes:write"
 )
 
 // Caller is who a request comes from, once authenticated: an API key, or

@@ -22,6 +22,45 @@ type Receipt struct {
 	Kid              string `json:"kid,omitempty"`
 	CreditsRemaining int64  `json:"credits_remaining"`
 	Cached           bool   `json:"cached"`
+	// Learned is present only when delivery outcomes changed the verdict
+	// the probe reached (docs/outcomes.md); an additive field.
+	Learned *Learned `json:"learned,omitempty"`
+}
+
+// Learned is the receipt's account of what delivery outcomes taught
+// (probe.Learned).
+type Learned struct {
+	Kind string `json:"kind"`
+	// Was is the verdict the probe reached.
+	Was string `json:"was"`
+	// At and EnhancedCode name the address's bounce (address_bounced).
+	At           string `json:"at,omitempty"`
+	EnhancedCode string `json:"enhanced_code,omitempty"`
+	// Bounced and Delivered are the domain's counts (domain_bounces).
+	Bounced   int `json:"bounced,omitempty"`
+	Delivered int `json:"delivered,omitempty"`
+}
+
+// Learn changes a receipt's verdict by l, as probe.Result.Learn changes
+// a result's.
+func Learn(rec *Receipt, l *probe.Learned) {
+	l.Was = probe.Status(rec.Status)
+	status, reason, score, catchAll := l.Verdict(rec.Score)
+	rec.Status, rec.Checks.Reason, rec.Score = string(status), string(reason), score
+	rec.Checks.IsCatchAll = rec.Checks.IsCatchAll || catchAll
+	rec.Learned = LearnedOf(l)
+}
+
+// LearnedOf is the receipt's form of l; nil for nil.
+func LearnedOf(l *probe.Learned) *Learned {
+	if l == nil {
+		return nil
+	}
+	out := &Learned{Kind: l.Kind, Was: string(l.Was), EnhancedCode: l.Enhanced, Bounced: l.Bounced, Delivered: l.Delivered}
+	if !l.At.IsZero() {
+		out.At = FormatTime(l.At)
+	}
+	return out
 }
 
 // Checks is spec §2.5's checks object.
@@ -76,6 +115,7 @@ func Of(r *probe.Result) *Receipt {
 		},
 	}
 	addAuth(rec, r)
+	rec.Learned = LearnedOf(r.Learned)
 	return rec
 }
 

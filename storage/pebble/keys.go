@@ -57,6 +57,7 @@ const (
 	prefixOutcomeID  = "outid/"     // outid/<account>/<sha256(event id)[:16]>                → at ms u64: seen event ids
 	prefixOutcomeAdr = "outaddr/"   // outaddr/<account>/<lower email>                        → Outcome (binary): the address's latest evidence
 	prefixOutcomeSet = "outset/"    // outset/<account>                                       → OutcomeSettings (JSON)
+	prefixFact       = "fact/"      // fact/<kind>/<key>                                      → value and expiry (binary): domain knowledge
 )
 
 // Keys under meta/.

@@ -14,7 +14,7 @@ func TestPrefixesDisjoint(t *testing.T) {
 	ps := []string{prefixAccount, prefixAccountJob, prefixAPIKey, prefixLedger, prefixHold, prefixResult,
 		prefixHistory, prefixIdem, prefixIdemExpiry, prefixCache, prefixJob, prefixJobActive, prefixJobAddr,
 		prefixJobResult, prefixOutbox, prefixDeadLetter, prefixHookLast, prefixMeta, prefixUser, prefixUserEmail,
-		prefixSession, prefixInvite, prefixVerdict, prefixOutcome, prefixOutcomeID, prefixOutcomeAdr, prefixOutcomeSet}
+		prefixSession, prefixInvite, prefixVerdict, prefixOutcome, prefixOutcomeID, prefixOutcomeAdr, prefixOutcomeSet, prefixFact}
 	for i, a := range ps {
 		if !strings.HasSuffix(a, "/") {
 			t.Errorf("prefix %q does not end in /", a)

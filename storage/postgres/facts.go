@@ -45,3 +45,23 @@ func (db *DB) purgeFacts() error {
 	_, err := db.pool.Exec(ctx, `DELETE FROM domain_facts WHERE expires_at <= $1`, db.now())
 	return err
 }
+
+// FactsOfKind returns the facts of a kind that have not expired, by key.
+func (db *DB) FactsOfKind(kind string) (map[string]string, error) {
+	ctx, cancel := db.ctx(context.Background())
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT key, value FROM domain_facts WHERE kind = $1 AND expires_at > $2`, kind, db.now())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	var k, v string
+	for rows.Next() {
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}

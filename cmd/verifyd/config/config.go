@@ -78,6 +78,7 @@ type Config struct {
 	Webhooks   Webhooks   `toml:"webhooks"`
 	Jobs       Jobs       `toml:"jobs"`
 	Auth       Auth       `toml:"auth"`
+	Outcomes   Outcomes   `toml:"outcomes"`
 }
 
 // Storage is where the shared state lives: accounts, keys, credits,
@@ -476,6 +477,28 @@ type Jobs struct {
 	MaxFailures int `toml:"max_failures"`
 }
 
+// Outcomes configures delivery outcomes (server/outcomes,
+// docs/outcomes.md).
+type Outcomes struct {
+	// Window: an outcome matches a verdict at most this old, and an
+	// address's "no such mailbox" bounce makes its verdicts invalid this
+	// long. Default 90 days.
+	Window time.Duration `toml:"window"`
+	// Retention: outcomes that happened longer ago are deleted. Default
+	// 180 days.
+	Retention time.Duration `toml:"retention"`
+	// DomainTTL: a domain's counts of bounces and deliveries are kept this
+	// long after their last change. Default 30 days.
+	DomainTTL time.Duration `toml:"domain_ttl"`
+	// MinBounces and BounceShare: a domain whose addresses verifyd called
+	// valid or risky bounced at least min_bounces times as "no such
+	// mailbox", at least bounce_share of its bounces and deliveries,
+	// accepts at RCPT what it bounces later: its valid addresses are
+	// risky (catch_all). Defaults 2 and 0.2.
+	MinBounces  int     `toml:"min_bounces"`
+	BounceShare float64 `toml:"bounce_share"`
+}
+
 // Defaults returns the configuration verifyd runs with when no file is given.
 func Defaults() Config {
 	dataDir := "./data"
@@ -582,6 +605,13 @@ func Defaults() Config {
 			Argon2MemoryKiB:   int(web.DefaultArgon2.MemoryKiB),
 			Argon2Iterations:  int(web.DefaultArgon2.Iterations),
 			Argon2Parallelism: int(web.DefaultArgon2.Parallelism),
+		},
+		Outcomes: Outcomes{
+			Window:      90 * 24 * time.Hour,
+			Retention:   180 * 24 * time.Hour,
+			DomainTTL:   30 * 24 * time.Hour,
+			MinBounces:  2,
+			BounceShare: 0.2,
 		},
 		Jobs: Jobs{
 			RetryWindow:       batch.DefaultRetryWindow,
@@ -918,6 +948,16 @@ func (c *Config) Validate() error {
 	positive("webhooks.give_up_after", c.Webhooks.GiveUpAfter)
 	atLeast("webhooks.concurrency", c.Webhooks.Concurrency, 1)
 
+	positive("outcomes.window", c.Outcomes.Window)
+	positive("outcomes.retention", c.Outcomes.Retention)
+	positive("outcomes.domain_ttl", c.Outcomes.DomainTTL)
+	atLeast("outcomes.min_bounces", c.Outcomes.MinBounces, 1)
+	if b := c.Outcomes.BounceShare; b <= 0 || b > 1 {
+		add("outcomes.bounce_share", "must be more than 0 and at most 1, not %v", b)
+	}
+	if c.Outcomes.Retention < c.Outcomes.Window {
+		add("outcomes.retention", "must be at least outcomes.window (%s), not %s: an address's bounce is evidence for the window", c.Outcomes.Window, c.Outcomes.Retention)
+	}
 	positive("jobs.retry_window", c.Jobs.RetryWindow)
 	atLeast("jobs.concurrency", c.Jobs.Concurrency, 1)
 	atLeast("jobs.domain_concurrency", c.Jobs.DomainConcurrency, 1)

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/verifyd/verifyd/bench/world"
+	"github.com/verifyd/verifyd/server/admin/adminapi"
+	"github.com/verifyd/verifyd/server/receipt"
+)
+
+// outcomesWorld has a domain with a dozen mailboxes, a catch-all and an
+// unknown domain.
+func outcomesWorld(t *testing.T) *world.Running {
+	t.Helper()
+	boxes := map[string]world.MailboxState{"ann": world.MailboxOK, "bob": world.MailboxOK, "carl": world.MailboxOK}
+	for i := range 10 {
+		boxes[fmt.Sprintf("u%d", i)] = world.MailboxOK
+	}
+	return startWorld(t, &world.World{
+		Hosts: []*world.Host{
+			{Name: "mx.shop.test", IP: "127.73.0.1"},
+			{Name: "mx.catch.test", IP: "127.73.0.2"},
+		},
+		Domains: []*world.Domain{
+			{Name: "shop.test", MX: []world.MX{{Pref: 10, Host: "mx.shop.test"}}, Mailboxes: boxes},
+			{Name: "catch.test", MX: []world.MX{{Pref: 10, Host: "mx.catch.test"}}, Policy: world.PolicyCatchAll},
+		},
+	})
+}
+
+// jsonLines renders outcomes as POST /v1/outcomes' JSON lines.
+func jsonLines(rows ...map[string]any) string {
+	var b strings.Builder
+	for _, r := range rows {
+		j, _ := json.Marshal(r)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func ev(id, email, event, at string, extra ...any) map[string]any {
+	m := map[string]any{"event_id": id, "email": email, "event": event, "time": at}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i].(string)] = extra[i+1]
+	}
+	return m
+}
+
+// TestOutcomesEndToEnd: outcomes posted with an outcomes:write key are
+// matched to the account's verdicts and stored once each; the answer
+// counts them. A "no such mailbox" bounce of an address verifyd called
+// valid makes its next verdicts invalid, cached or fresh, with the
+// evidence in the signed receipt; two such bounces of one domain make its
+// valid addresses risky (catch_all) until deliveries outnumber them. Bad
+// bodies are refused whole, each problem named by line.
+func TestOutcomesEndToEnd(t *testing.T) {
+	run := outcomesWorld(t)
+	in := startIn(t, t.TempDir(), worldConfig(run, "[rate_limits]\ndisabled = true\n"))
+	c := &client{t: t, base: in.base, key: in.key}
+	ac := adminClient(t, in)
+	acct := demoAccount(t, ac)
+	minted, err := ac.MintKey(context.Background(), acct.ID, adminapi.MintKey{Scopes: []string{"outcomes:write"}, Label: "sending platform"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	okey := minted.Token
+	vkey, err := ac.MintKey(context.Background(), acct.ID, adminapi.MintKey{Scopes: []string{"validate:read", "validate:write"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate := func(email string, cache bool) map[string]any {
+		t.Helper()
+		r := c.do("POST", "/v1/validate", c.key, fmt.Sprintf(`{"email":%q,"cache":%t}`, email, cache))
+		if r.status != 200 {
+			t.Fatalf("validate %s: %d %s", email, r.status, r.body)
+		}
+		if _, err := receipt.Verify(r.body, c.do("GET", "/.well-known/jwks.json", "", "").body); err != nil {
+			t.Fatalf("receipt of %s: %v\n%s", email, err, r.body)
+		}
+		return r.json(t)
+	}
+	post := func(key, ctype, body string) reply {
+		t.Helper()
+		return c.do("POST", "/v1/outcomes", key, body, "Content-Type", ctype)
+	}
+
+	for _, e := range []string{"ann@shop.test", "bob@shop.test", "carl@shop.test", "zed@shop.test", "any@catch.test"} {
+		validate(e, false)
+	}
+	// The scopes keep apart: the outcomes key cannot validate, the
+	// validation key cannot report outcomes.
+	c.do("POST", "/v1/validate", okey, `{"email":"ann@shop.test"}`).wantError(t, 403, "FORBIDDEN")
+	post(vkey.Token, "application/x-ndjson", jsonLines(ev("x", "ann@shop.test", "delivered", "2030-01-01T00:00:00Z"))).wantError(t, 403, "FORBIDDEN")
+
+	// Times after the validations, whatever today is.
+	start := time.Now()
+	at := func(m int) string {
+		return start.Add(time.Duration(m) * time.Minute).UTC().Format("2006-01-02T15:04:05Z")
+	}
+	body := jsonLines(
+		ev("e1", "ann@shop.test", "delivered", at(1)),
+		ev("e2", "Bob@Shop.test", "hard_bounce", at(2), "smtp_code", 550, "enhanced_code", "5.1.1", "diagnostic", "550 5.1.1 <bob@shop.test>: Recipient address rejected: User unknown"),
+		ev("e3", "zed@shop.test", "delivered", at(3)),
+		ev("e4", "any@catch.test", "hard_bounce", at(4), "diagnostic", "smtp; 550 5.1.1 user unknown"),
+		ev("e5", "nobody@elsewhere.test", "soft_bounce", at(5)),
+	)
+	r := post(okey, "application/x-ndjson", body)
+	if r.status != 200 {
+		t.Fatalf("POST /v1/outcomes: %d %s", r.status, r.body)
+	}
+	want := `{"received":5,"stored":5,"duplicates":0,"matched":4,"unmatched":1,"bounced":2,"false_negatives":1}`
+	if string(r.body) != want {
+		t.Fatalf("summary %s, want %s", r.body, want)
+	}
+	// A retry stores nothing again.
+	if r := post(okey, "application/x-ndjson", body); string(r.body) != `{"received":5,"stored":0,"duplicates":5,"matched":0,"unmatched":0,"bounced":0,"false_negatives":0}` {
+		t.Fatalf("retry: %d %s", r.status, r.body)
+	}
+
+	// Bob: the cached valid verdict is now invalid, and says why.
+	m := validate("bob@shop.test", true)
+	l, _ := m["learned"].(map[string]any)
+	if m["status"] != "invalid" || m["cached"] != true || m["checks"].(map[string]any)["reason"] != "mailbox_not_found" ||
+		l["kind"] != "address_bounced" || l["was"] != "valid" || l["enhanced_code"] != "5.1.1" || l["at"] == nil {
+		t.Fatalf("cache: true after the bounce: %v", m)
+	}
+	// A fresh probe still sees bob accepted at RCPT; the bounce decides.
+	m = validate("bob@shop.test", false)
+	if l, _ := m["learned"].(map[string]any); m["status"] != "invalid" || m["cached"] != false || l["kind"] != "address_bounced" {
+		t.Fatalf("a fresh probe after the bounce: %v", m)
+	}
+	// The catch-all's bounced address too (it was risky).
+	if m := validate("any@catch.test", false); m["status"] != "invalid" {
+		t.Fatalf("the catch-all's bounced address: %v", m)
+	}
+	// Ann delivered: still valid; one bounce does not make shop.test a
+	// domain that bounces.
+	if m := validate("ann@shop.test", false); m["status"] != "valid" || m["learned"] != nil {
+		t.Fatalf("ann after one bounce of her domain: %v", m)
+	}
+
+	// A second "no such mailbox" bounce of shop.test: 2 of 3 outcomes.
+	r = post(okey, "text/csv", "event_id,email,event,time,enhanced_code\ne6,carl@shop.test,hard_bounce,"+at(6)+",5.1.1\n")
+	if r.status != 200 || !strings.Contains(string(r.body), `"bounced":1`) {
+		t.Fatalf("CSV: %d %s", r.status, r.body)
+	}
+	m = validate("ann@shop.test", false)
+	if l, _ := m["learned"].(map[string]any); m["status"] != "risky" || m["checks"].(map[string]any)["reason"] != "catch_all" ||
+		m["checks"].(map[string]any)["is_catch_all"] != true || l["kind"] != "domain_bounces" || l["was"] != "valid" || l["bounced"] != 2.0 {
+		t.Fatalf("ann after two bounces of her domain: %v", m)
+	}
+	// Evidence otherwise: ten deliveries to shop.test addresses verifyd
+	// accepted bring the share of bounces under 0.2.
+	var rows []map[string]any
+	for i := range 10 {
+		e := fmt.Sprintf("u%d@shop.test", i)
+		validate(e, false) // risky now: still an accepted address
+		rows = append(rows, ev(fmt.Sprintf("d%d", i), e, "delivered", at(10+i)))
+	}
+	if r := post(okey, "application/x-ndjson", jsonLines(rows...)); r.status != 200 || !strings.Contains(string(r.body), `"matched":10`) {
+		t.Fatalf("deliveries: %d %s", r.status, r.body)
+	}
+	if m := validate("ann@shop.test", false); m["status"] != "valid" || m["learned"] != nil {
+		t.Fatalf("ann after ten deliveries: %v", m)
+	}
+
+	// Bad bodies: refused whole, each problem named by its line.
+	d := post(okey, "application/x-ndjson", jsonLines(
+		ev("g1", "ann@shop.test", "delivered", at(30)),
+		ev("", "ann@shop.test", "opened", "yesterday"),
+	)+`{"event_id":"g3","email":"ann@shop.test","event":"delivered","time":"`+at(31)+`","colour":"red"}`+"\nnot json\n").wantError(t, 400, "BAD_REQUEST")
+	issues := fmt.Sprint(d["issues"])
+	for _, w := range []string{"lines[2].event_id", "lines[2].event", "lines[2].time", "lines[3]", "unknown field", "lines[4]"} {
+		if !strings.Contains(issues, w) {
+			t.Errorf("issues %s lack %s", issues, w)
+		}
+	}
+	if r := post(okey, "application/x-ndjson", jsonLines(ev("g1", "ann@shop.test", "delivered", at(30)))); !strings.Contains(string(r.body), `"stored":1`) {
+		t.Errorf("the valid line of a refused body was stored: %s", r.body)
+	}
+	d = post(okey, "text/csv", "event_id,email,event,when\ng9,ann@shop.test,delivered,"+at(32)+"\n").wantError(t, 400, "BAD_REQUEST")
+	if !strings.Contains(fmt.Sprint(d["issues"]), "lines[1].when") {
+		t.Errorf("an unknown CSV column: %v", d)
+	}
+	post(okey, "text/plain", "x").wantError(t, 415, "BAD_REQUEST")
+	post(okey, "application/x-ndjson", "\n\n").wantError(t, 400, "BAD_REQUEST")
+}
