@@ -182,6 +182,17 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		return fmt.Errorf("cannot start webhooks: %w", err)
 	}
 	defer hooks.Close(context.Background()) // after an early return; a no-op after the one below
+	// --- delivery outcomes (server/outcomes): matched to verdicts,
+	// learned from, kept per account; the domain knowledge in this box's
+	// Pebble, or shared by the fleet's PostgreSQL.
+	var facts outcomes.FactStore = a.local
+	if a.pg != nil {
+		facts = a.pg
+	}
+	oc := cfg.Outcomes
+	learned := outcomes.New(outcomes.Options{DB: a.db, Facts: facts, Window: oc.Window, Retention: oc.Retention,
+		DomainTTL: oc.DomainTTL, MinBounces: oc.MinBounces, BounceShare: oc.BounceShare, Logger: log})
+	defer learned.Close()
 	// --- batch jobs (server/batch): resume the jobs left queued or
 	// running, and schedule them.
 	var leases storage.JobLeases
@@ -189,7 +200,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		leases = a.pg // a fleet: this box runs the job slices it leases
 	}
 	jobs, err := batch.Start(batch.Options{
-		DB: a.db, Leases: leases, Verifier: a.pools, Hooks: hooks, Logger: log,
+		DB: a.db, Leases: leases, Verifier: a.pools, Hooks: hooks, Learn: learned, Logger: log,
 		RetryWindow: cfg.Jobs.RetryWindow, Concurrency: cfg.Jobs.Concurrency,
 		DomainConcurrency: cfg.Jobs.DomainConcurrency, GroupSize: cfg.Jobs.GroupSize,
 		GroupTimeout: cfg.Jobs.GroupTimeout, MaxFailures: cfg.Jobs.MaxFailures,
@@ -216,17 +227,6 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		}
 		tlsConf = acmeCerts.Config()
 	}
-	// --- delivery outcomes (server/outcomes): matched to verdicts,
-	// learned from, kept per account; the domain knowledge in this box's
-	// Pebble, or shared by the fleet's PostgreSQL.
-	var facts outcomes.FactStore = a.local
-	if a.pg != nil {
-		facts = a.pg
-	}
-	oc := cfg.Outcomes
-	learned := outcomes.New(outcomes.Options{DB: a.db, Facts: facts, Window: oc.Window, Retention: oc.Retention,
-		DomainTTL: oc.DomainTTL, MinBounces: oc.MinBounces, BounceShare: oc.BounceShare, Logger: log})
-	defer learned.Close()
 	// --- the /v1 API (server)
 	api := server.New(server.Options{
 		Outcomes:               learned,

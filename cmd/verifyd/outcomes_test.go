@@ -135,6 +135,18 @@ func TestOutcomesEndToEnd(t *testing.T) {
 	if l, _ := m["learned"].(map[string]any); m["status"] != "invalid" || m["cached"] != false || l["kind"] != "address_bounced" {
 		t.Fatalf("a fresh probe after the bounce: %v", m)
 	}
+	// A batch job weighs the bounce the same way.
+	r = c.do("POST", "/v1/batch", c.key, batchBody(t, []string{"bob@shop.test", "ann@shop.test"}, nil))
+	if r.status != 202 {
+		t.Fatalf("batch: %d %s", r.status, r.body)
+	}
+	id := r.json(t)["job_id"].(string)
+	job := waitDone(t, c, c.key, id, 60*time.Second)
+	bd := job["breakdown"].(map[string]any)
+	if inv := bd["invalid"].(map[string]any); inv["count"] != 1.0 || fmt.Sprint(inv["reasons"]) != "map[mailbox_not_found:1]" ||
+		bd["valid"].(map[string]any)["count"] != 1.0 {
+		t.Fatalf("the batch after bob's bounce: %v", bd)
+	}
 	// The catch-all's bounced address too (it was risky).
 	if m := validate("any@catch.test", false); m["status"] != "invalid" {
 		t.Fatalf("the catch-all's bounced address: %v", m)

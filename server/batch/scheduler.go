@@ -654,6 +654,24 @@ func (sc *scheduler) startJob(r *jobRun) {
 	}()
 }
 
+// learn applies what the account's delivery outcomes taught to the
+// final results of an engine call (not those to be retried), outside
+// the scheduler's lock: it reads storage. A failure to read leaves a
+// result as the engine gave it.
+func (sc *scheduler) learn(account string, rs []*probe.Result) {
+	ctx, cancel := context.WithTimeout(sc.ctx, 30*time.Second)
+	defer cancel()
+	for _, res := range rs {
+		if res == nil || !res.RetryAt.IsZero() {
+			continue
+		}
+		if err := sc.opts.Learn.Apply(ctx, account, res); err != nil {
+			sc.s.log.Warn("outcome evidence", "account", account, "err", err)
+			return
+		}
+	}
+}
+
 // run makes one engine call for g and takes its results in.
 func (sc *scheduler) run(g *group) {
 	defer sc.wg.Done()
@@ -662,6 +680,9 @@ func (sc *scheduler) run(g *group) {
 	ctx, cancel := context.WithTimeout(sc.ctx, sc.opts.GroupTimeout)
 	rs, err := sc.verify(ctx, g)
 	cancel()
+	if err == nil && sc.opts.Learn != nil {
+		sc.learn(r.account, rs)
+	}
 	groupsRun.Inc()
 	groupDuration.UpdateDuration(t0)
 	if err == nil && len(rs) != len(g.addrs) {

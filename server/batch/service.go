@@ -34,6 +34,9 @@ type Options struct {
 	// Hooks is told when an event was written to the outbox (a job's
 	// end, a reputation warning): the webhook dispatcher. Nil: nobody.
 	Hooks Waker
+	// Learn changes the engine's results by what the account's delivery
+	// outcomes taught (server/outcomes.Service.Apply); nil: nothing.
+	Learn Learner
 	// RetryWindow is how long after its first greylisting an address is
 	// retried; when it is spent, its result is the last one (unknown).
 	// Default 30 min.
@@ -67,6 +70,11 @@ type Options struct {
 	Now func() time.Time
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+}
+
+// Learner changes an engine result by what delivery outcomes taught.
+type Learner interface {
+	Apply(ctx context.Context, account string, r *probe.Result) error
 }
 
 // Defaults of Options, the daemon's too (the [jobs] section of
