@@ -377,3 +377,8 @@ func (t *providerTable) byBanner(greeting, bannerHost, ehloHost string) *Provide
 	}
 	return nil
 }
+
+// ProviderOfMX names the provider whose host mxHost is (a label of
+// verifyd_probe_provider_results_total: "google", "microsoft", …), or
+// ProviderOther.
+func ProviderOfMX(mxHost string) string { return providerIndex.byMX(mxHost).name() }

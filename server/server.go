@@ -234,6 +234,7 @@ func New(opts Options) *Server {
 		}
 		if opts.Outcomes != nil {
 			r.POST("/v1/outcomes", g.Wrap(httpapi.ClassBatch, httpapi.ScopeOutcomes, s.postOutcomes))
+			r.GET("/v1/accuracy", g.Wrap(httpapi.ClassResults, httpapi.ScopeRead, s.getAccuracy))
 		}
 	}
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {

@@ -280,6 +280,8 @@ give_up_after = "500ms"
 	}
 	bearer("POST", "/v1/outcomes", "/v1/outcomes", `{"event_id":"o2","email":"ann@shop.test","event":"opened"}`+"\n", nd...)
 	bearer("POST", "/v1/outcomes", "/v1/outcomes", "x", "Content-Type", "text/plain")
+	bearer("GET", "/v1/accuracy", "/v1/accuracy", "")
+	bearer("GET", "/v1/accuracy", "/v1/accuracy?top=0", "")
 
 	// The account surface.
 	const pw = "a long enough password"

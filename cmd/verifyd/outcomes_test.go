@@ -99,10 +99,9 @@ func TestOutcomesEndToEnd(t *testing.T) {
 	post(vkey.Token, "application/x-ndjson", jsonLines(ev("x", "ann@shop.test", "delivered", "2030-01-01T00:00:00Z"))).wantError(t, 403, "FORBIDDEN")
 
 	// Times after the validations, whatever today is.
-	start := time.Now()
-	at := func(m int) string {
-		return start.Add(time.Duration(m) * time.Minute).UTC().Format("2006-01-02T15:04:05Z")
-	}
+	// Outcomes happen now: after the verdicts they follow, before the
+	// accuracy that counts them (which leaves out the future).
+	at := func(int) string { return time.Now().UTC().Format(time.RFC3339Nano) }
 	body := jsonLines(
 		ev("e1", "ann@shop.test", "delivered", at(1)),
 		ev("e2", "Bob@Shop.test", "hard_bounce", at(2), "smtp_code", 550, "enhanced_code", "5.1.1", "diagnostic", "550 5.1.1 <bob@shop.test>: Recipient address rejected: User unknown"),
@@ -118,6 +117,28 @@ func TestOutcomesEndToEnd(t *testing.T) {
 	if string(r.body) != want {
 		t.Fatalf("summary %s, want %s", r.body, want)
 	}
+	// The accuracy they measure.
+	acc := c.do("GET", "/v1/accuracy?days=7", c.key, "")
+	if acc.status != 200 {
+		t.Fatalf("accuracy: %d %s", acc.status, acc.body)
+	}
+	var rep struct {
+		Outcomes, Matched, Unmatched, FalseNegatives int
+		Confusion                                    map[string]map[string]int
+		PrecisionValid                               *float64 `json:"precision_valid"`
+		CatchAll                                     struct{ Outcomes, Bounced int } `json:"catch_all"`
+		Reliability                                  []struct{ Deliverable, Bounced int }
+	}
+	if err := json.Unmarshal(acc.body, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcomes != 5 || rep.Matched != 4 || rep.Unmatched != 1 || rep.Confusion["valid"]["delivered"] != 1 ||
+		rep.Confusion["valid"]["hard_bounce"] != 1 || rep.Confusion["invalid"]["delivered"] != 1 || rep.Confusion["risky"]["hard_bounce"] != 1 ||
+		rep.PrecisionValid == nil || *rep.PrecisionValid != 0.5 || rep.CatchAll.Outcomes != 1 || rep.CatchAll.Bounced != 1 || len(rep.Reliability) != 10 {
+		t.Fatalf("accuracy %s", acc.body)
+	}
+	c.do("GET", "/v1/accuracy?days=0", c.key, "").wantError(t, 400, "BAD_REQUEST")
+	c.do("GET", "/v1/accuracy", okey, "").wantError(t, 403, "FORBIDDEN")
 	// A retry stores nothing again.
 	if r := post(okey, "application/x-ndjson", body); string(r.body) != `{"received":5,"stored":0,"duplicates":5,"matched":0,"unmatched":0,"bounced":0,"false_negatives":0}` {
 		t.Fatalf("retry: %d %s", r.status, r.body)
