@@ -125,7 +125,7 @@ func TestOutcomesEndToEnd(t *testing.T) {
 	var rep struct {
 		Outcomes, Matched, Unmatched, FalseNegatives int
 		Confusion                                    map[string]map[string]int
-		PrecisionValid                               *float64 `json:"precision_valid"`
+		PrecisionValid                               *float64                        `json:"precision_valid"`
 		CatchAll                                     struct{ Outcomes, Bounced int } `json:"catch_all"`
 		Reliability                                  []struct{ Deliverable, Bounced int }
 	}
