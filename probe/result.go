@@ -42,6 +42,19 @@ type Result struct {
 	// Learned, when set, says delivery outcomes changed the verdict
 	// (Learn).
 	Learned *Learned
+	// Calibration, when set, says Score is the account's calibrated
+	// probability of delivery (server/outcomes) and keeps the raw score.
+	Calibration *Calibration
+}
+
+// Calibration is how a result's score was calibrated.
+type Calibration struct {
+	// Model is the fitted model's version; Outcomes how many outcomes it
+	// counted.
+	Model    string
+	Outcomes int
+	// RawScore is the engine's score before calibration.
+	RawScore int
 }
 
 // AuthFlat returns the auth keys that spec §2.5 repeats flat in the checks

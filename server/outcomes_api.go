@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -77,6 +79,33 @@ type accuracyJSON struct {
 	WorstDomains     []outcomes.Slice          `json:"worst_domains"`
 	Daily            []outcomes.Slice          `json:"daily"`
 	Reliability      []outcomes.Bucket         `json:"reliability"`
+	// Calibration is the model the account's scores are calibrated with
+	// now; null until it has enough outcomes.
+	Calibration *calibrationJSON `json:"calibration"`
+}
+
+type calibrationJSON struct {
+	Model    string `json:"model"`
+	Outcomes int    `json:"outcomes"`
+	// Scores are the calibrated scores of the raw scores 0, 10, … 100.
+	Scores    []int               `json:"scores"`
+	Providers []providerModelJSON `json:"providers"`
+}
+
+type providerModelJSON struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Outcomes int    `json:"outcomes"`
+	Scores   []int  `json:"scores"`
+}
+
+// scoresOf is a model's calibrated scores of the raw scores 0, 10, … 100.
+func scoresOf(m *outcomes.Model) []int {
+	out := make([]int, 0, 11)
+	for raw := 0; raw <= 100; raw += 10 {
+		out = append(out, m.Score(raw))
+	}
+	return out
 }
 
 type catchAllJSON struct {
@@ -104,6 +133,16 @@ func (s *Server) AccuracyOf(ctx context.Context, account string, days, top int) 
 	if r.CatchAll > 0 {
 		f := float64(r.CatchAllBounced) / float64(r.CatchAll)
 		out.CatchAll.BouncedShare = &f
+	}
+	if s.opts.Outcomes != nil && account != "" {
+		if all, ps := s.opts.Outcomes.Models(account); all != nil {
+			c := &calibrationJSON{Model: all.Version, Outcomes: all.Outcomes, Scores: scoresOf(all), Providers: []providerModelJSON{}}
+			for p, m := range ps {
+				c.Providers = append(c.Providers, providerModelJSON{Provider: p, Model: m.Version, Outcomes: m.Outcomes, Scores: scoresOf(m)})
+			}
+			slices.SortFunc(c.Providers, func(a, b providerModelJSON) int { return strings.Compare(a.Provider, b.Provider) })
+			out.Calibration = c
+		}
 	}
 	return out, nil
 }

@@ -74,8 +74,9 @@ type Verdict struct {
 	ProbedAt time.Time
 }
 
-// VerdictOf returns the verdict of a result: its status and score, and
-// from its receipt the reason, catch-all flag and MX host.
+// VerdictOf returns the verdict of a result: its status and score (the
+// engine's raw score when the receipt says it was calibrated), and from
+// its receipt the reason, catch-all flag and MX host.
 func VerdictOf(r Result) Verdict {
 	v := Verdict{ResultID: r.ID, Status: r.Status, Score: r.Score, ProbedAt: r.ProbedAt}
 	var rec struct {
@@ -84,9 +85,17 @@ func VerdictOf(r Result) Verdict {
 			CatchAll bool   `json:"is_catch_all"`
 			MXHost   string `json:"mx_host"`
 		} `json:"checks"`
+		Calibration *struct {
+			RawScore int `json:"raw_score"`
+		} `json:"calibration"`
 	}
 	if len(r.Receipt) > 0 && json.Unmarshal(r.Receipt, &rec) == nil {
 		v.Reason, v.CatchAll, v.MXHost = rec.Checks.Reason, rec.Checks.CatchAll, rec.Checks.MXHost
+		if rec.Calibration != nil {
+			// Accuracy and the next calibration measure the engine's own
+			// score, not one an earlier calibration made.
+			v.Score = rec.Calibration.RawScore
+		}
 	}
 	return v
 }

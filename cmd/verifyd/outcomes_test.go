@@ -224,3 +224,81 @@ func TestOutcomesEndToEnd(t *testing.T) {
 	post(okey, "text/plain", "x").wantError(t, 415, "BAD_REQUEST")
 	post(okey, "application/x-ndjson", "\n\n").wantError(t, 400, "BAD_REQUEST")
 }
+
+// TestCalibrationEndToEnd: once an account has enough outcomes, its
+// scores are the measured probability of delivery: a catch-all address
+// the engine scores 55 whose like bounced 6 times in 10 is scored 48
+// (4 delivered of 10, drawn toward 0.545 by 10 pseudo-outcomes: 0.4725
+// at the bucket's midpoint, 54.5), the receipt names the model and keeps
+// the raw score, and GET /v1/accuracy shows the model.
+func TestCalibrationEndToEnd(t *testing.T) {
+	run := outcomesWorld(t)
+	in := startIn(t, t.TempDir(), worldConfig(run, `[rate_limits]
+disabled = true
+[outcomes]
+refit_every = "200ms"
+calibration_min_outcomes = 20
+`))
+	c := &client{t: t, base: in.base, key: in.key}
+	validate := func(email string) map[string]any {
+		t.Helper()
+		r := c.do("POST", "/v1/validate", c.key, fmt.Sprintf(`{"email":%q}`, email))
+		if r.status != 200 {
+			t.Fatalf("validate %s: %d %s", email, r.status, r.body)
+		}
+		return r.json(t)
+	}
+	var rows []map[string]any
+	for i := range 10 {
+		e := fmt.Sprintf("u%d@shop.test", i)
+		if m := validate(e); m["status"] != "valid" || m["calibration"] != nil {
+			t.Fatalf("before any outcome: %v", m)
+		}
+		rows = append(rows, ev("v"+e, e, "delivered", time.Now().UTC().Format(time.RFC3339Nano)))
+	}
+	for i := range 10 {
+		e := fmt.Sprintf("c%d@catch.test", i)
+		if m := validate(e); m["status"] != "risky" || m["score"] != 55.0 {
+			t.Fatalf("a catch-all address: %v", m)
+		}
+		event := "delivered"
+		if i < 6 {
+			event = "hard_bounce"
+		}
+		rows = append(rows, ev("c"+e, e, event, time.Now().UTC().Format(time.RFC3339Nano), "enhanced_code", "5.1.1"))
+	}
+	r := c.do("POST", "/v1/outcomes", c.key, jsonLines(rows...), "Content-Type", "application/x-ndjson")
+	if r.status != 200 || !strings.Contains(string(r.body), `"matched":20`) {
+		t.Fatalf("outcomes: %d %s", r.status, r.body)
+	}
+	// The next fit takes them (refit_every 200ms).
+	var m map[string]any
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		m = validate("other@catch.test")
+		if m["calibration"] != nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	cal, _ := m["calibration"].(map[string]any)
+	score, _ := m["score"].(float64)
+	if cal == nil || cal["raw_score"] != 55.0 || cal["outcomes"] != 20.0 || !strings.HasSuffix(cal["model"].(string), "/20") ||
+		score != 48 || m["status"] != "risky" {
+		t.Fatalf("a calibrated receipt: score %v, calibration %v", m["score"], cal)
+	}
+	if _, err := receipt.Verify(c.do("POST", "/v1/validate", c.key, `{"email":"u1@shop.test"}`).body, c.do("GET", "/.well-known/jwks.json", "", "").body); err != nil {
+		t.Fatal(err)
+	}
+	var acc struct {
+		Calibration *struct {
+			Model    string
+			Outcomes int
+			Scores   []int
+		}
+	}
+	if err := json.Unmarshal(c.do("GET", "/v1/accuracy", c.key, "").body, &acc); err != nil {
+		t.Fatal(err)
+	}
+	if acc.Calibration == nil || acc.Calibration.Outcomes != 20 || len(acc.Calibration.Scores) != 11 || acc.Calibration.Scores[10] < 90 {
+		t.Fatalf("accuracy's calibration %+v", acc.Calibration)
+	}
+}

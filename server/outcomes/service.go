@@ -61,8 +61,16 @@ type Options struct {
 	// Retention: outcomes that happened longer ago are deleted, once an
 	// hour. Default 180 days; negative: never.
 	Retention time.Duration
-	Now       func() time.Time
-	Logger    *slog.Logger
+	// Calibrate reads the outcomes the score's calibration is fitted to
+	// (the store); nil: no calibration. RefitEvery is how often it is
+	// fitted again (default 24 hours); MinCalibration how many
+	// deliverable or bounced outcomes an account, or a provider, needs for
+	// a model of its own (default 100).
+	Calibrate      Scanner
+	RefitEvery     time.Duration
+	MinCalibration int
+	Now            func() time.Time
+	Logger         *slog.Logger
 }
 
 // Service matches outcomes to verdicts, stores them, and learns from them
@@ -74,8 +82,11 @@ type Service struct {
 	mu      sync.Mutex // orders the read-modify-writes of domain counts
 	domains sync.Map   // ASCII domain → domainCounts, flagged only
 
-	stop chan struct{}
-	done chan struct{}
+	models models
+
+	stop      chan struct{}
+	done      chan struct{}
+	refitDone chan struct{}
 }
 
 // New returns a Service and starts its refresh of the domain knowledge;
@@ -105,16 +116,25 @@ func New(opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{opts: opts, log: opts.Logger.With("pkg", "outcomes"), stop: make(chan struct{}), done: make(chan struct{})}
+	if opts.RefitEvery <= 0 {
+		opts.RefitEvery = 24 * time.Hour
+	}
+	if opts.MinCalibration <= 0 {
+		opts.MinCalibration = 100
+	}
+	s := &Service{opts: opts, log: opts.Logger.With("pkg", "outcomes"), stop: make(chan struct{}), done: make(chan struct{}),
+		refitDone: make(chan struct{})}
 	s.refresh()
 	go s.loop()
+	go s.refitLoop()
 	return s
 }
 
-// Close stops the refresh.
+// Close stops the refresh, the purge and the refits.
 func (s *Service) Close() {
 	close(s.stop)
 	<-s.done
+	<-s.refitDone
 }
 
 func (s *Service) loop() {
@@ -372,14 +392,15 @@ func (s *Service) Learned(ctx context.Context, account, email, mxHost string, st
 	return nil, nil
 }
 
-// Apply changes a fresh result by what the outcomes taught (Learned).
+// Apply changes a fresh result by what the outcomes taught (Learned),
+// then calibrates its score (Calibrate).
 func (s *Service) Apply(ctx context.Context, account string, r *probe.Result) error {
 	l, err := s.Learned(ctx, account, r.Email, r.Checks.MXHost, r.Status)
-	if err != nil || l == nil {
-		return err
+	if l != nil {
+		r.Learn(l)
 	}
-	r.Learn(l)
-	return nil
+	s.Calibrate(account, r)
+	return err
 }
 
 // domainOf is the ASCII domain of an address, "" when it does not parse.

@@ -25,6 +25,16 @@ type Receipt struct {
 	// Learned is present only when delivery outcomes changed the verdict
 	// the probe reached (docs/outcomes.md); an additive field.
 	Learned *Learned `json:"learned,omitempty"`
+	// Calibration is present only when score is calibrated on the
+	// account's delivery outcomes (docs/outcomes.md); an additive field.
+	Calibration *Calibration `json:"calibration,omitempty"`
+}
+
+// Calibration is the receipt's account of a calibrated score.
+type Calibration struct {
+	Model    string `json:"model"`
+	Outcomes int    `json:"outcomes"`
+	RawScore int    `json:"raw_score"`
 }
 
 // Learned is the receipt's account of what delivery outcomes taught
@@ -116,6 +126,9 @@ func Of(r *probe.Result) *Receipt {
 	}
 	addAuth(rec, r)
 	rec.Learned = LearnedOf(r.Learned)
+	if c := r.Calibration; c != nil {
+		rec.Calibration = &Calibration{Model: c.Model, Outcomes: c.Outcomes, RawScore: c.RawScore}
+	}
 	return rec
 }
 

@@ -497,6 +497,13 @@ type Outcomes struct {
 	// risky (catch_all). Defaults 2 and 0.2.
 	MinBounces  int     `toml:"min_bounces"`
 	BounceShare float64 `toml:"bounce_share"`
+	// RefitEvery is how often the score's calibration is fitted to each
+	// account's outcomes. Default 24h.
+	RefitEvery time.Duration `toml:"refit_every"`
+	// CalibrationMinOutcomes: an account (or one provider's share of it)
+	// gets a calibration of its own once it has this many delivered or
+	// bounced outcomes matched to verdicts. Default 100.
+	CalibrationMinOutcomes int `toml:"calibration_min_outcomes"`
 }
 
 // Defaults returns the configuration verifyd runs with when no file is given.
@@ -607,11 +614,13 @@ func Defaults() Config {
 			Argon2Parallelism: int(web.DefaultArgon2.Parallelism),
 		},
 		Outcomes: Outcomes{
-			Window:      90 * 24 * time.Hour,
-			Retention:   180 * 24 * time.Hour,
-			DomainTTL:   30 * 24 * time.Hour,
-			MinBounces:  2,
-			BounceShare: 0.2,
+			Window:                 90 * 24 * time.Hour,
+			Retention:              180 * 24 * time.Hour,
+			DomainTTL:              30 * 24 * time.Hour,
+			MinBounces:             2,
+			BounceShare:            0.2,
+			RefitEvery:             24 * time.Hour,
+			CalibrationMinOutcomes: 100,
 		},
 		Jobs: Jobs{
 			RetryWindow:       batch.DefaultRetryWindow,
@@ -952,6 +961,8 @@ func (c *Config) Validate() error {
 	positive("outcomes.retention", c.Outcomes.Retention)
 	positive("outcomes.domain_ttl", c.Outcomes.DomainTTL)
 	atLeast("outcomes.min_bounces", c.Outcomes.MinBounces, 1)
+	positive("outcomes.refit_every", c.Outcomes.RefitEvery)
+	atLeast("outcomes.calibration_min_outcomes", c.Outcomes.CalibrationMinOutcomes, 1)
 	if b := c.Outcomes.BounceShare; b <= 0 || b > 1 {
 		add("outcomes.bounce_share", "must be more than 0 and at most 1, not %v", b)
 	}
