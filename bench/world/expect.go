@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Verdicts and reasons of spec §2.3, as the world's expectations use them.
@@ -64,11 +65,14 @@ const (
 //	mailbox full (552 5.2.2)                  risky     smtp_rejected
 //	mailbox bad syntax (553 5.1.3)            invalid   syntax_error
 //	mailbox behind a null MX (550 5.1.10)     invalid   smtp_rejected
-//	catch-all domain                          risky     catch_all
+//	catch-all domain (whatever its
+//	  Domain.UnknownUser: accept-then-bounce
+//	  and dropping ones alike)                 risky     catch_all
 //	known mailbox, host believed to accept
 //	  all (Yahoo) or a gateway, that has not
 //	  shown it checks recipients (see below)  risky     catch_all
-//	known mailbox (greylisted or not)         valid     ok
+//	known mailbox (greylisted, over quota
+//	  at delivery, or neither)                valid     ok
 //	unknown mailbox, a refusal that may be
 //	  policy, read by the positive control    invalid   mailbox_not_found
 //	                                          (postmaster accepted), unknown
@@ -89,7 +93,19 @@ const (
 // name); a CNAME at an MX target is followed. Expect assumes the prober's
 // MAIL FROM domain is not a domain of the world, and that fewer than
 // AcceptFirst probes reach an AcceptFirst host.
+//
+// The verdict is the truth of SMTP at RCPT time. Expect adds the truth of
+// delivery, which the verdict does not change: Expectation.Delivery and
+// DeliveryTruth are World.Deliver's event and truth for the address.
 func (w *World) Expect(email string) Expectation {
+	e := w.expectSMTP(email)
+	dv := w.Deliver(email, time.Time{})
+	e.Delivery, e.DeliveryTruth = dv.Event, dv.Truth
+	return e
+}
+
+// expectSMTP is Expect's verdict, without the truth of delivery.
+func (w *World) expectSMTP(email string) Expectation {
 	e := Expectation{Email: email}
 	at := strings.LastIndexByte(email, '@')
 	if at <= 0 || at == len(email)-1 {

@@ -45,9 +45,25 @@ type GenOptions struct {
 	NXDomain   float64 // the domain does not exist
 	ServFail   float64 // the domain's zone answers SERVFAIL
 
-	// MailboxFull and MailboxDisabled are fractions of known mailboxes.
-	MailboxFull     float64
-	MailboxDisabled float64
+	// Delivery truths (Deliver), which verification cannot see: catch-all
+	// domains (every local part accepted at RCPT, expected risky/catch_all)
+	// whose mail for unknown local parts bounces after acceptance
+	// (AcceptThenBounce: Domain.UnknownUser bounce) or is thrown away
+	// (DropUnknown: drop). Exclusive with the behaviours above. In
+	// ProfileRealWorld they are fractions of the self-hosted business
+	// domains that have a mail host of their own (past the first of each
+	// behaviour).
+	AcceptThenBounce float64
+	DropUnknown      float64
+
+	// MailboxFull, MailboxDisabled and MailboxOverQuota are fractions of
+	// known mailboxes (MailboxOverQuota: accepted at RCPT, over quota at
+	// delivery).
+	MailboxFull      float64
+	MailboxDisabled  float64
+	MailboxOverQuota float64
+	// ComplaintRate is the world's World.ComplaintRate.
+	ComplaintRate float64
 
 	// STARTTLS is the fraction of hosts offering STARTTLS (one in five of
 	// them with TLS 1.2 at most, the others 1.3).
@@ -132,7 +148,9 @@ func (o *GenOptions) validate() error {
 		{"tarpit", o.Tarpit}, {"refuse", o.Refuse}, {"busy", o.Busy},
 		{"null MX", o.NullMX}, {"no MX", o.NoMX}, {"implicit MX", o.ImplicitMX},
 		{"NXDOMAIN", o.NXDomain}, {"SERVFAIL", o.ServFail},
+		{"accept-then-bounce", o.AcceptThenBounce}, {"drop unknown", o.DropUnknown},
 		{"mailbox full", o.MailboxFull}, {"mailbox disabled", o.MailboxDisabled},
+		{"mailbox over quota", o.MailboxOverQuota}, {"complaint rate", o.ComplaintRate},
 		{"STARTTLS", o.STARTTLS}, {"auth", o.Auth}, {"DNSBL", o.DNSBL}, {"DNSWL", o.DNSWL},
 	} {
 		if f.v < 0 || f.v > 1 {
@@ -140,12 +158,17 @@ func (o *GenOptions) validate() error {
 		}
 	}
 	sum := o.CatchAll + o.Greylist + o.Reject + o.Tarpit + o.Refuse + o.Busy +
-		o.NullMX + o.NoMX + o.ImplicitMX + o.NXDomain + o.ServFail
+		o.NullMX + o.NoMX + o.ImplicitMX + o.NXDomain + o.ServFail + o.AcceptThenBounce + o.DropUnknown
 	if sum > 1.0000001 {
 		errs = append(errs, fmt.Errorf("domain behaviour fractions add up to %.3f, more than 1", sum))
 	}
-	if o.Profile != ProfileSynthetic && o.Profile != ProfileRealWorld {
-		errs = append(errs, fmt.Errorf("profile %q is not %q or %q", o.Profile, ProfileSynthetic, ProfileRealWorld))
+	if m := o.MailboxFull + o.MailboxDisabled + o.MailboxOverQuota; m > 1.0000001 {
+		errs = append(errs, fmt.Errorf("mailbox state fractions add up to %.3f, more than 1", m))
+	}
+	switch o.Profile {
+	case ProfileSynthetic, ProfileRealWorld, ProfileFeedback:
+	default:
+		errs = append(errs, fmt.Errorf("profile %q is not %q, %q or %q", o.Profile, ProfileSynthetic, ProfileRealWorld, ProfileFeedback))
 	}
 	if _, err := netip.ParseAddr(o.FirstIP); err != nil {
 		errs = append(errs, fmt.Errorf("first IP %q: %w", o.FirstIP, err))
@@ -169,7 +192,19 @@ const (
 	kindImplicitMX
 	kindNXDomain
 	kindServFail
+	kindAcceptThenBounce
+	kindDropUnknown
 )
+
+// kindNames label a generated domain's addresses in ProfileFeedback
+// (Expectation.Group).
+var kindNames = [...]string{
+	kindNormal: "plain", kindCatchAll: "catch-all", kindGreylist: "greylisting",
+	kindReject: "policy block 5.7.1", kindTarpit: "tarpit", kindRefuse: "connection refused",
+	kindBusy: "busy 421", kindNullMX: "null MX", kindNoMX: "no MX", kindImplicitMX: "implicit MX",
+	kindNXDomain: "NXDOMAIN", kindServFail: "SERVFAIL",
+	kindAcceptThenBounce: "accept-then-bounce", kindDropUnknown: "catch-all dropping unknown",
+}
 
 var nameWords = []string{
 	"acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne", "wonka",
@@ -184,6 +219,9 @@ var firstNames = []string{"ada", "alan", "grace", "linus", "ken", "dennis", "bar
 // Generate makes a world by o, and the expected verdict of every address it
 // made, in domain order.
 func Generate(o GenOptions) (*World, []Expectation, error) {
+	if o.Profile == ProfileFeedback {
+		feedbackMix(&o)
+	}
 	o.defaults()
 	if err := o.validate(); err != nil {
 		return nil, nil, fmt.Errorf("world: %w", err)
@@ -193,10 +231,12 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 	// list entries), so that a seed keeps giving the same behaviours,
 	// mailboxes and addresses as before.
 	extra := rand.New(rand.NewPCG(o.Seed^0x5bd1e9955bd1e995, o.Seed+1))
+	// A third for the delivery truths, which a seed's worlds gained last.
+	delivery := rand.New(rand.NewPCG(o.Seed^0x2545f4914f6cdd1d, o.Seed+2))
 	n := o.Domains + len(o.DisposableDomains)
-	w := &World{SMTPPort: o.SMTPPort}
+	w := &World{SMTPPort: o.SMTPPort, ComplaintRate: o.ComplaintRate}
 	if o.Profile == ProfileRealWorld {
-		g := &generator{o: o, rng: rng, extra: extra, w: w}
+		g := &generator{o: o, rng: rng, extra: extra, delivery: delivery, w: w}
 		g.ip, _ = netip.ParseAddr(o.FirstIP)
 		return generateRealWorld(g)
 	}
@@ -216,6 +256,7 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 		{kindTarpit, o.Tarpit}, {kindRefuse, o.Refuse}, {kindBusy, o.Busy},
 		{kindNullMX, o.NullMX}, {kindNoMX, o.NoMX}, {kindImplicitMX, o.ImplicitMX},
 		{kindNXDomain, o.NXDomain}, {kindServFail, o.ServFail},
+		{kindAcceptThenBounce, o.AcceptThenBounce}, {kindDropUnknown, o.DropUnknown},
 	} {
 		c := int(f.v*float64(o.Domains) + 0.5)
 		for i := 0; i < c && at < o.Domains; i++ {
@@ -224,7 +265,7 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 		}
 	}
 
-	g := &generator{o: o, rng: rng, extra: extra, w: w}
+	g := &generator{o: o, rng: rng, extra: extra, delivery: delivery, w: w}
 	g.ip, _ = netip.ParseAddr(o.FirstIP)
 	newHost := g.newHost
 	addDomain := func(name string, k kind) {
@@ -258,10 +299,18 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 				d.GreylistDelay = o.GreylistDelay
 			case kindReject:
 				d.Policy = PolicyReject
+			case kindAcceptThenBounce:
+				d.Policy, d.UnknownUser = PolicyCatchAll, UnknownUserBounce
+			case kindDropUnknown:
+				d.Policy, d.UnknownUser = PolicyCatchAll, UnknownUserDrop
 			}
 		}
 		g.auth(d)
-		g.addresses(d, o.AddressesPerDomain, o.MailboxesPerDomain, o.RoleMailbox, "")
+		group := ""
+		if o.Profile == ProfileFeedback {
+			group = kindNames[k]
+		}
+		g.addresses(d, o.AddressesPerDomain, o.MailboxesPerDomain, o.RoleMailbox, group)
 	}
 
 	for i := 0; i < o.Domains; i++ {
@@ -279,6 +328,7 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 type generator struct {
 	o          GenOptions
 	rng, extra *rand.Rand
+	delivery   *rand.Rand // the delivery truths' draws (realworld.go)
 	w          *World
 	ip         netip.Addr
 	exp        []Expectation
@@ -371,6 +421,8 @@ func (g *generator) addresses(d *Domain, n, mailboxes int, role bool, group stri
 				st = MailboxFull
 			case r < o.MailboxFull+o.MailboxDisabled:
 				st = MailboxDisabled
+			case r < o.MailboxFull+o.MailboxDisabled+o.MailboxOverQuota:
+				st = MailboxOverQuota
 			}
 			d.Mailboxes[lp] = st
 		}
@@ -551,7 +603,7 @@ func ReadExpectations(path string) ([]Expectation, error) {
 }
 
 // mailboxLabel says what email is to its domain, for Expectation.Group:
-// role, known, full, disabled or unknown.
+// role, known, full, disabled, over_quota or unknown.
 func (w *World) mailboxLabel(email string, role bool) string {
 	at := strings.LastIndexByte(email, '@')
 	d := w.Domain(email[at+1:])
@@ -561,7 +613,7 @@ func (w *World) mailboxLabel(email string, role bool) string {
 	switch st, ok := d.Mailboxes[strings.ToLower(email[:at])]; {
 	case !ok:
 		return "unknown"
-	case st == MailboxFull || st == MailboxDisabled:
+	case st == MailboxFull || st == MailboxDisabled || st == MailboxOverQuota:
 		return string(st)
 	case role:
 		return "role"

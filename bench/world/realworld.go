@@ -21,6 +21,16 @@ const (
 	// The behaviour fractions of GenOptions are not used. bench/RESULTS.md
 	// ("Real-world mix") has the sources and the accuracy.
 	ProfileRealWorld = "realworld"
+	// ProfileFeedback is a small synthetic world for a benchmark of
+	// learning from delivery outcomes (validate, send, report the
+	// outcomes, validate again): 200 domains by default (2,000
+	// addresses), a fifth of them catch-alls at RCPT that tell apart only
+	// at delivery — true catch-alls, accept-then-bounce, dropping unknown
+	// users — beside plain domains, greylisting, a policy block, dead
+	// domains, and full, over-quota and disabled mailboxes (feedbackMix
+	// has the shares). The behaviour fractions of GenOptions are replaced;
+	// its addresses are labelled by behaviour (Expectation.Group).
+	ProfileFeedback = "feedback"
 )
 
 // consumerShares are consumer mailbox providers' shares of the mail of a
@@ -95,6 +105,22 @@ var selfHosted = []struct {
 	{"NXDOMAIN", 2, nil},
 	{"SERVFAIL", 1, nil},
 	{"implicit MX", 1, nil},
+}
+
+// selfHostedDelivery are the self-hosted servers whose truth shows only
+// at delivery, made by GenOptions.AcceptThenBounce and DropUnknown in
+// place of a behaviour drawn from selfHosted.
+var selfHostedDelivery = [...]struct {
+	name  string
+	share float64
+	make  func(g *generator, d *Domain, h *Host)
+}{
+	{"accept-then-bounce", 0, func(_ *generator, d *Domain, _ *Host) {
+		d.Policy, d.UnknownUser = PolicyCatchAll, UnknownUserBounce
+	}},
+	{"catch-all dropping unknown", 0, func(_ *generator, d *Domain, _ *Host) {
+		d.Policy, d.UnknownUser = PolicyCatchAll, UnknownUserDrop
+	}},
 }
 
 // generateRealWorld is Generate for ProfileRealWorld.
@@ -316,6 +342,15 @@ func generateRealWorld(g *generator) (*World, []Expectation, error) {
 			s := selfHosted[pick(selfCut, selfTotal)]
 			if selfMade < len(selfHosted) {
 				s = selfHosted[selfMade]
+			} else if s.make != nil || s.name == "plain" {
+				// GenOptions.AcceptThenBounce and DropUnknown, from a
+				// stream of their own: at zero the world is as before.
+				switch r := g.delivery.Float64(); {
+				case r < o.AcceptThenBounce:
+					s = selfHostedDelivery[0]
+				case r < o.AcceptThenBounce+o.DropUnknown:
+					s = selfHostedDelivery[1]
+				}
 			}
 			selfMade++
 			variant = "self-hosted " + s.name

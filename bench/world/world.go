@@ -23,7 +23,11 @@
 //
 // The generator also writes the verdict that a correct verifier should reach
 // for every address it made (see Expectation), so benchmarks score accuracy
-// as well as speed.
+// as well as speed. Apart from that truth of SMTP, the world holds the truth
+// of delivery: what a real send to each address produces (see Deliver,
+// deliver.go), rendered as a sending platform's outcome stream
+// (SendGridEvents, OutcomeLines), so benchmarks can feed outcomes back to a
+// verifier and measure what it learns.
 package world
 
 import (
@@ -241,6 +245,12 @@ const (
 	// senders it knows (a restricted distribution group): a refusal about
 	// this recipient and this sender, not a block of the prober.
 	MailboxRestricted MailboxState = "restricted"
+	// MailboxOverQuota: 250 2.1.5 at RCPT, as MailboxOK, but over its
+	// quota when mail is delivered: a server that checks quotas only at
+	// delivery (a Postfix in front of Dovecot), or a mailbox that filled
+	// up between verification and the send. Deliver: soft bounce 5.2.2
+	// (4.2.2 at Google).
+	MailboxOverQuota MailboxState = "over_quota"
 )
 
 // MX is one MX record of a domain.
@@ -297,6 +307,15 @@ type Domain struct {
 	// "550 5.7.1 User unknown" (a server that misuses 5.7.x), "550 No
 	// such user here" (no enhanced code).
 	UnknownReply string `json:"unknown_reply,omitempty"`
+	// UnknownUser is what becomes of mail for a local part the domain does
+	// not know once a host has accepted it: with PolicyCatchAll (every
+	// local part accepted at RCPT, Expect risky/catch_all) only.
+	// UnknownUserDeliver: a catch-all mailbox takes it; UnknownUserBounce:
+	// accept-then-bounce, a non-delivery report (5.1.1) follows;
+	// UnknownUserDrop: it is thrown away and the sender sees a delivery.
+	// Empty: the provider's behaviour (UnknownUserDefault). It changes
+	// nothing at SMTP time, only what Deliver says.
+	UnknownUser UnknownUser `json:"unknown_user,omitempty"`
 	// NoPostmaster makes the domain's hosts refuse postmaster@ the domain
 	// as any local part they do not know, against RFC 5321 §4.5.1 (every
 	// other domain's hosts accept it, unless they refuse everyone, as
@@ -368,6 +387,10 @@ type World struct {
 	Domains  []*Domain `json:"domains"`
 	// DNSBL are the DNS block and allow lists the DNS server serves.
 	DNSBL []*DNSBLZone `json:"dnsbl,omitempty"`
+	// ComplaintRate is the share, in [0, 1], of the deliveries to a
+	// mailbox (a catch-all's included) that Deliver reports as a
+	// complaint, drawn by address; default 0.
+	ComplaintRate float64 `json:"complaint_rate,omitempty"`
 
 	idx atomic.Pointer[index] // built on first use; see Reindex
 }
@@ -455,6 +478,9 @@ func (w *World) Validate() error {
 	if w.SMTPPort < 0 || w.SMTPPort > 65535 {
 		add("smtp_port %d out of range", w.SMTPPort)
 	}
+	if !(w.ComplaintRate >= 0 && w.ComplaintRate <= 1) {
+		add("complaint_rate %v is not in [0, 1]", w.ComplaintRate)
+	}
 	ips := map[string]string{}
 	for i, h := range w.Hosts {
 		if h.Name == "" {
@@ -526,10 +552,19 @@ func (w *World) Validate() error {
 		}
 		for lp, st := range d.Mailboxes {
 			switch st {
-			case MailboxOK, MailboxFull, MailboxDisabled, MailboxGreylist, MailboxBadSyntax, MailboxNullMX, MailboxRestricted:
+			case MailboxOK, MailboxFull, MailboxDisabled, MailboxGreylist, MailboxBadSyntax, MailboxNullMX, MailboxRestricted, MailboxOverQuota:
 			default:
 				add("domains[%d] %s: mailbox %q has unknown state %q", i, d.Name, lp, st)
 			}
+		}
+		switch d.UnknownUser {
+		case UnknownUserDefault:
+		case UnknownUserDeliver, UnknownUserBounce, UnknownUserDrop:
+			if d.Policy != PolicyCatchAll {
+				add("domains[%d] %s: unknown_user %q needs policy %q: only a domain that accepts every local part takes mail for unknown users", i, d.Name, d.UnknownUser, PolicyCatchAll)
+			}
+		default:
+			add("domains[%d] %s: unknown unknown_user %q", i, d.Name, d.UnknownUser)
 		}
 		switch d.DNSFault {
 		case DNSFaultNone, DNSFaultServFail, DNSFaultDrop:
@@ -630,4 +665,11 @@ type Expectation struct {
 	// accuracy can be told per row of a profile; empty in the default
 	// profile.
 	Group string `json:"group,omitempty"`
+	// Delivery and DeliveryTruth are the truth of delivery, apart from
+	// the verdict's truth of SMTP: the event a real send to the address
+	// gets and why (World.Deliver: Delivery.Event and Delivery.Truth), so
+	// reports can tell what became of the addresses of each verdict
+	// ("of the addresses called risky/catch_all, 38 % hard-bounced").
+	Delivery      string `json:"delivery,omitempty"`
+	DeliveryTruth string `json:"delivery_truth,omitempty"`
 }
