@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -434,6 +436,46 @@ give_up_after = "1s"
 		}
 	}
 
+	// --- delivery outcomes of the job, reported with an outcomes:write
+	// key as a sending platform would, then the Accuracy page.
+	okey, err := ac.MintKey(ctx, acct.ID, adminapi.MintKey{Scopes: []string{"outcomes:write"}, Label: "sending platform"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outLines strings.Builder
+	sent, fneg := 0, 0
+	for i, r := range rows[1:] {
+		event := ""
+		switch r[1] {
+		case "valid":
+			event = "delivered"
+		case "invalid":
+			event = "hard_bounce"
+			if fneg < 2 {
+				event, fneg = "delivered", fneg+1 // verifyd was wrong about these two
+			}
+		}
+		if event == "" {
+			continue
+		}
+		line, _ := json.Marshal(map[string]any{"event_id": fmt.Sprintf("ev-%d", i), "email": r[0], "event": event,
+			"time": time.Now().UTC().Format(time.RFC3339Nano), "enhanced_code": "5.1.1"})
+		outLines.Write(append(line, '\n'))
+		sent++
+	}
+	oc := &client{t: t, base: in.base}
+	if r := oc.do("POST", "/v1/outcomes", okey.Token, outLines.String(), "Content-Type", "application/x-ndjson"); r.status != 200 ||
+		!strings.Contains(string(r.body), fmt.Sprintf(`"matched":%d`, sent)) || !strings.Contains(string(r.body), `"false_negatives":2`) {
+		t.Fatalf("outcomes: %d %s", r.status, r.body)
+	}
+	tb.open("/dashboard/accuracy")
+	tb.waitJS("the accuracy page", `document.querySelector("#acc-outcomes").textContent === "`+fmtThousands(sent)+`" &&
+		document.querySelectorAll("#confusion tbody tr").length >= 2 && document.querySelectorAll("#reliability svg circle.pt").length >= 2 &&
+		document.querySelector("#acc-pinvalid").textContent === "`+fmt.Sprintf("%.1f %%", 100*float64(sent-1-2)/float64(sent-1))+`" &&
+		document.querySelector("#acc-matched").textContent.includes("2 deliveries to addresses called invalid")`, 10*time.Second)
+	tb.inert("accuracy")
+	tb.shot("accuracy")
+
 	// --- history: the address as text, cursor paging, the kind filter
 	tb.open("/dashboard/history")
 	tb.waitJS("history rows", `document.querySelectorAll("#history tbody tr").length === 50`, 10*time.Second)
@@ -519,6 +561,11 @@ give_up_after = "1s"
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An operator sees every account's accuracy.
+	tb.open("/dashboard/accuracy")
+	tb.waitJS("the account's accuracy", `document.querySelector("#acc-outcomes").textContent === "`+fmtThousands(sent)+`"`, 10*time.Second)
+	tb.choose("#scope", "all")
+	tb.waitJS("every account's accuracy", `document.querySelector("#acc-outcomes").textContent === "`+fmtThousands(sent)+`"`, 10*time.Second)
 	tb.open("/dashboard/operator")
 	tb.waitJS("the egress pool", `document.querySelectorAll("#egress tbody tr").length === 2 && document.querySelectorAll("#accounts tbody tr").length === 2`, 10*time.Second)
 	tb.waitJS("the account name as text", `document.querySelector("#accounts").textContent.includes(`+jsString(xssName)+`)`, 10*time.Second)
@@ -593,4 +640,13 @@ give_up_after = "1s"
 // jsString is s as a JavaScript string literal.
 func jsString(s string) string {
 	return fmt.Sprintf("%q", s)
+}
+
+// fmtThousands writes n as the dashboard does (en-US grouping: 1,000).
+func fmtThousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -283,7 +283,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		InviteLifetime: au.InviteLifetime, Webhooks: hooks,
 		Extra: a.opsRoutes(cfg.DataDir, egressActions, api.Router())})
 	acct.Register(api.Router(), web.Actions{Admin: adm.Handlers(), Hooks: adm.HookHandlers(),
-		Egress: egressActions, Jobs: api.AccountJobs})
+		Egress: egressActions, Jobs: api.AccountJobs, Accuracy: api.AccuracyOf})
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on http.listen: %w", err)

@@ -32,6 +32,9 @@ type Actions struct {
 	Egress EgressActions
 	// Jobs lists an account's jobs, newest first (server.Server.AccountJobs).
 	Jobs func(ctx context.Context, account string, limit int) (any, error)
+	// Accuracy measures the outcomes of an account, or of every account
+	// (""), over days days (server.Server.AccuracyOf); nil: none.
+	Accuracy func(ctx context.Context, account string, days, top int) (any, error)
 }
 
 // need is the role a dashboard route needs in the session's account.
@@ -235,6 +238,19 @@ func (w *Web) Register(r *router.Router, a Actions) {
 	r.POST(p+"/operator/egress/{addr}/enable", w.dash(needOperator, func(ctx *fasthttp.RequestCtx, _ storage.Session, _ storage.User) (any, error) {
 		return a.Egress.Enable(ctx)
 	}))
+	if a.Accuracy != nil {
+		r.GET(p+"/operator/accuracy", w.dash(needOperator, func(ctx *fasthttp.RequestCtx, _ storage.Session, _ storage.User) (any, error) {
+			days, err := intArg(ctx, "days", 30, 1, 365)
+			if err != nil {
+				return nil, err
+			}
+			top, err := intArg(ctx, "top", 10, 1, 100)
+			if err != nil {
+				return nil, err
+			}
+			return a.Accuracy(httpapi.Context(ctx), "", days, top)
+		}, "days", "top"))
+	}
 	r.GET(p+"/operator/accounts", w.dash(needOperator, func(ctx *fasthttp.RequestCtx, _ storage.Session, _ storage.User) (any, error) {
 		return a.Admin.ListAccounts(ctx)
 	}))

@@ -81,6 +81,7 @@ var pageDefs = []pageDef{
 	{path: "/dashboard/validate", file: "validate.html", title: "Validate", nav: "validate", signedIn: true},
 	{path: "/dashboard/batch", file: "batch.html", title: "Batch", nav: "batch", signedIn: true},
 	{path: "/dashboard/history", file: "history.html", title: "History", nav: "history", signedIn: true},
+	{path: "/dashboard/accuracy", file: "accuracy.html", title: "Accuracy", nav: "accuracy", signedIn: true},
 	{path: "/dashboard/keys", file: "keys.html", title: "API keys", nav: "keys", signedIn: true, need: needOwner},
 	{path: "/dashboard/webhooks", file: "webhooks.html", title: "Webhooks", nav: "webhooks", signedIn: true, need: needOwner},
 	{path: "/dashboard/team", file: "team.html", title: "Team", nav: "team", signedIn: true},
@@ -311,7 +312,8 @@ func navFor(d pageData) []navItem {
 	if d.Account != "" {
 		nav = append(nav, navItem{"/dashboard/validate", "Validate", "validate"},
 			navItem{"/dashboard/batch", "Batch", "batch"},
-			navItem{"/dashboard/history", "History", "history"})
+			navItem{"/dashboard/history", "History", "history"},
+			navItem{"/dashboard/accuracy", "Accuracy", "accuracy"})
 		if d.Owner {
 			nav = append(nav, navItem{"/dashboard/keys", "API keys", "keys"},
 				navItem{"/dashboard/webhooks", "Webhooks", "webhooks"})

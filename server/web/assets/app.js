@@ -551,6 +551,125 @@ function pageHistory() {
   reset();
 }
 
+// ---- accuracy
+
+const EVENTS = ["delivered", "hard_bounce", "soft_bounce", "complaint", "unsubscribed"];
+const fmtPct = (f) => (f === null || f === undefined ? "—" : (100 * f).toFixed(1) + " %");
+
+async function pageAccuracy() {
+  const scope = $("#scope");
+  const load = async () => {
+    const days = $("#days").value;
+    const all = scope && scope.value === "all";
+    const r = await api("GET", (all ? "/dashboard/api/operator/accuracy?days=" : "/v1/accuracy?days=") + encodeURIComponent(days));
+    renderAccuracy(r);
+  };
+  $("#days").addEventListener("change", () => load().catch((e) => toast(e.message)));
+  if (scope) scope.addEventListener("change", () => load().catch((e) => toast(e.message)));
+  await load();
+}
+
+function renderAccuracy(r) {
+  $("#acc-empty").hidden = r.outcomes > 0;
+  $("#acc-outcomes").textContent = fmtNum(r.outcomes);
+  $("#acc-matched").textContent = fmtNum(r.matched) + " matched to a verdict, " + fmtNum(r.unmatched) + " not; " +
+    fmtNum(r.false_negatives) + (r.false_negatives === 1 ? " delivery" : " deliveries") + " to addresses called invalid";
+  $("#acc-pvalid").textContent = fmtPct(r.precision_valid);
+  $("#acc-pinvalid").textContent = fmtPct(r.precision_invalid);
+  $("#acc-catchall").textContent = fmtPct(r.catch_all.bounced_share);
+  $("#acc-catchall-n").textContent = fmtNum(r.catch_all.bounced) + " of " + fmtNum(r.catch_all.outcomes) + " outcomes of risky catch-all verdicts";
+
+  // The confusion matrix: a row per verdict with outcomes, shaded by its share.
+  const rows = VERDICTS.filter((v) => EVENTS.some((e) => r.confusion[v][e]));
+  $("#confusion").replaceChildren(table(
+    [{ label: "Verdict" }, ...EVENTS.map((e) => ({ label: e.replace("_", " "), num: true })), { label: "Total", num: true }],
+    rows.map((v) => {
+      const c = r.confusion[v];
+      const total = EVENTS.reduce((s, e) => s + c[e], 0);
+      return [badge(v), ...EVENTS.map((e) => el("span", { class: "heat heat-" + Math.min(5, Math.ceil((5 * c[e]) / Math.max(1, total))), text: fmtNum(c[e]) })), fmtNum(total)];
+    }), "Matched outcomes by the verdict given and what happened"));
+
+  // The reliability diagram.
+  const cal = r.calibration;
+  $("#calibration").textContent = cal
+    ? "Scores are calibrated on this account's outcomes: model " + cal.model + ", fitted on " + fmtNum(cal.outcomes) + " outcomes" +
+      (cal.providers.length ? " (own models for " + cal.providers.map((p) => p.provider).join(", ") + ")" : "") + "."
+    : "Scores are the engine's own: calibration starts once enough outcomes are matched.";
+  drawReliability($("#reliability"), r.reliability, cal);
+  $("#reliability-table").replaceChildren(table(
+    [{ label: "Engine score" }, { label: "Delivered", num: true }, { label: "Bounced", num: true }, { label: "Delivered share", num: true }],
+    r.reliability.map((b) => [b.from + "–" + b.to, fmtNum(b.deliverable), fmtNum(b.bounced), fmtPct(b.deliverable_share)])));
+
+  drawDaily($("#daily"), r.daily);
+  $("#daily-table").replaceChildren(table(
+    [{ label: "Day" }, { label: "Outcomes", num: true }, { label: "Precision of valid", num: true }, { label: "Precision of invalid", num: true }],
+    r.daily.slice().reverse().map((d) => [d.key, fmtNum(d.outcomes), fmtPct(d.precision_valid), fmtPct(d.precision_invalid)])));
+
+  const sliceRows = (list) => list.map((d) => [el("span", { class: "addr", text: d.key || "—" }), fmtNum(d.outcomes), fmtNum(d.valid_bounced) + " of " + fmtNum(d.valid),
+    fmtPct(d.precision_valid), fmtPct(d.precision_invalid)]);
+  const sliceHead = (first) => [{ label: first }, { label: "Outcomes", num: true }, { label: "Valid that bounced", num: true }, { label: "Precision of valid", num: true }, { label: "Precision of invalid", num: true }];
+  $("#worst").replaceChildren(table(sliceHead("Domain"), sliceRows(r.worst_domains)));
+  $("#providers").replaceChildren(table(sliceHead("Provider"), sliceRows(r.by_provider)));
+}
+
+// drawReliability plots the delivered share of each score bucket (a dot
+// sized by its outcomes) against the score, with the diagonal a perfectly
+// calibrated score would follow and, when there is one, the calibration.
+function drawReliability(box, buckets, cal) {
+  const W = 900, H = 260, L = 44, B = 24, T = 10, R = 10;
+  const x = (s) => L + (W - L - R) * (s / 100);
+  const y = (p) => T + (H - T - B) * (1 - p);
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Delivered share by score: a reliability diagram" });
+  for (let p = 0; p <= 1.0001; p += 0.25) {
+    root.append(svg("line", { x1: L, x2: W - R, y1: y(p), y2: y(p), class: "axis", "stroke-opacity": p ? 0.3 : 1 }));
+    root.append(svg("text", { x: L - 6, y: y(p) + 3, "text-anchor": "end" }, Math.round(100 * p) + " %"));
+  }
+  for (let s = 0; s <= 100; s += 10) root.append(svg("text", { x: x(s), y: H - 6, "text-anchor": "middle" }, String(s)));
+  root.append(svg("line", { x1: x(0), y1: y(0), x2: x(100), y2: y(1), class: "ideal" }));
+  if (cal) {
+    root.append(svg("polyline", { class: "cal", points: cal.scores.map((c, i) => x(10 * i) + "," + y(c / 100)).join(" ") }));
+  }
+  const max = Math.max(1, ...buckets.map((b) => b.deliverable + b.bounced));
+  const pts = [];
+  for (const b of buckets) {
+    if (b.deliverable_share === null) continue;
+    const mid = b.to === 100 ? 95 : b.from + 4.5;
+    pts.push(x(mid) + "," + y(b.deliverable_share));
+    const n = b.deliverable + b.bounced;
+    const dot = svg("circle", { class: "pt", cx: x(mid), cy: y(b.deliverable_share), r: 3 + 7 * Math.sqrt(n / max) });
+    dot.append(svg("title", {}, "score " + b.from + "–" + b.to + ": " + fmtPct(b.deliverable_share) + " delivered of " + fmtNum(n)));
+    root.append(dot);
+  }
+  if (pts.length > 1) root.insertBefore(svg("polyline", { class: "measured", points: pts.join(" ") }), root.querySelector("circle"));
+  box.replaceChildren(root);
+}
+
+// drawDaily plots the precision of valid and of invalid per day.
+function drawDaily(box, days) {
+  const W = 900, H = 240, L = 44, B = 22, T = 8, R = 10;
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Precision of valid and invalid verdicts per day" });
+  const y = (p) => T + (H - T - B) * (1 - p);
+  const x = (i) => L + (W - L - R) * (days.length > 1 ? i / (days.length - 1) : 0.5);
+  for (let p = 0; p <= 1.0001; p += 0.25) {
+    root.append(svg("line", { x1: L, x2: W - R, y1: y(p), y2: y(p), class: "axis", "stroke-opacity": p ? 0.3 : 1 }));
+    root.append(svg("text", { x: L - 6, y: y(p) + 3, "text-anchor": "end" }, Math.round(100 * p) + " %"));
+  }
+  for (const [k, cls] of [["precision_valid", "line-valid"], ["precision_invalid", "line-invalid"]]) {
+    const pts = days.map((d, i) => (d[k] === null ? null : x(i) + "," + y(d[k]))).filter(Boolean);
+    if (pts.length > 1) root.append(svg("polyline", { class: cls, points: pts.join(" ") }));
+    days.forEach((d, i) => {
+      if (d[k] === null) return;
+      const c = svg("circle", { class: cls, cx: x(i), cy: y(d[k]), r: 3 });
+      c.append(svg("title", {}, d.key + ": " + k.replace("_", " of ") + " " + fmtPct(d[k]) + " (" + fmtNum(d.outcomes) + " outcomes)"));
+      root.append(c);
+    });
+  }
+  days.forEach((d, i) => {
+    if (i % 7 === (days.length - 1) % 7) root.append(svg("text", { x: x(i), y: H - 6, "text-anchor": "middle" }, d.key.slice(5)));
+  });
+  box.replaceChildren(root);
+}
+
 // ---- keys
 
 function pageKeys() {
@@ -823,7 +942,7 @@ async function pageDocs() {
 const pages = {
   docs: pageDocs,
   login: pageLogin, register: pageRegister, link: pageLink, settings: pageSettings, overview: pageOverview,
-  validate: pageValidate, batch: pageBatch, history: pageHistory, keys: pageKeys, webhooks: pageWebhooks,
+  validate: pageValidate, batch: pageBatch, history: pageHistory, accuracy: pageAccuracy, keys: pageKeys, webhooks: pageWebhooks,
   team: pageTeam, operator: pageOperator,
 };
 
