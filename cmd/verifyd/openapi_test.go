@@ -224,7 +224,7 @@ give_up_after = "500ms"
 		defer func() { cookie = saved }()
 		return call(method, tmpl, path, body, append([]string{"Authorization", key}, hdr...)...)
 	}
-	pages := []string{"/dashboard", "/dashboard/validate", "/dashboard/batch", "/dashboard/history", "/dashboard/keys",
+	pages := []string{"/dashboard", "/dashboard/validate", "/dashboard/batch", "/dashboard/history", "/dashboard/accuracy", "/dashboard/keys",
 		"/dashboard/webhooks", "/dashboard/team", "/dashboard/settings", "/dashboard/operator", "/link"}
 
 	// Signed out.
@@ -296,9 +296,13 @@ give_up_after = "500ms"
 	call("POST", "/v1/validate", "/v1/validate", `{"email":"ann@shop.test"}`, "X-CSRF-Token", "")
 	call("POST", "/v1/validate", "/v1/validate", `{"email":"info@shop.test"}`)
 	call("GET", "/dashboard/api/operator/egress", "/dashboard/api/operator/egress", "")
+	call("GET", "/dashboard/api/operator/accuracy", "/dashboard/api/operator/accuracy?days=7", "")
 	us, _ := ac.Users(ctx)
 	if _, err := ac.SetOperator(ctx, us[0].ID, true); err != nil {
 		t.Fatal(err)
+	}
+	if st, b := call("GET", "/dashboard/api/operator/accuracy", "/dashboard/api/operator/accuracy?days=7&top=3", ""); st != 200 {
+		t.Fatalf("every account's accuracy: %d %s", st, b)
 	}
 	for _, p := range pages {
 		call("GET", p, p, "")
