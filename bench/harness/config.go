@@ -59,6 +59,8 @@ type VerifydConfig struct {
 	DSN      string
 	Box      string
 	Follower bool
+	// OutcomesRefitEvery, when set, is outcomes.refit_every (scenario 9).
+	OutcomesRefitEvery time.Duration
 }
 
 // DefaultVerifydConfig is the configuration of a benchmark run, missing
@@ -170,6 +172,10 @@ func (c VerifydConfig) TOML() string {
 			}
 			fmt.Fprintf(&b, "retry_schedule = [%s]\n", strings.Join(ds, ", "))
 		}
+	}
+	if c.OutcomesRefitEvery > 0 {
+		b.WriteString("\n[outcomes]\n")
+		kv("refit_every", c.OutcomesRefitEvery)
 	}
 	b.WriteString("\n[rate_limits]\n")
 	kv("disabled", true)

@@ -56,8 +56,11 @@ type Options struct {
 	// that defer for ever.
 	RealWorldDomains     int
 	RealWorldRetryWindow time.Duration
+	// FeedbackDomains is the size of scenario 9's world (the feedback
+	// profile, ten addresses a domain).
+	FeedbackDomains int
 	// Scenarios to run, by name (fresh, cache, batch, mixed, accuracy,
-	// realworld, fairness, fleet); empty: all.
+	// realworld, fairness, fleet, feedback); empty: all.
 	Scenarios []string
 	// Soak, when its Duration is set, replaces the scenarios with the
 	// soak: binary A under a steady mixed load for that long, sampled
@@ -124,6 +127,7 @@ func ShortOptions() Options {
 		FleetBatchSize:   20000,
 		FairSmallSize:    100,
 		RealWorldDomains: 500,
+		FeedbackDomains:  200,
 		// The world's deferrals last for ever; a minute of retries shows
 		// the batch's path without the 30 minutes of a real one.
 		RealWorldRetryWindow: time.Minute,
@@ -160,6 +164,7 @@ func FullOptions() Options {
 	o.FleetBatchSize = 100000
 	o.FleetConcurrency = 1024
 	o.RealWorldDomains = 2000
+	o.FeedbackDomains = 1000
 	o.MaxTime = 50 * time.Minute
 	return o
 }

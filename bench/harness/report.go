@@ -228,6 +228,7 @@ func writeMarkdown(w io.Writer, res *Result, jsonRel, plotRel string) {
 	realWorldSection(w, res)
 	fairnessSection(w, res)
 	fleetSection(w, res)
+	feedbackSection(w, res)
 	profileSection(w, res)
 
 	// Ratios.

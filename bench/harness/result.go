@@ -97,6 +97,8 @@ type Scenarios struct {
 	RealWorld *RealWorldResult `json:"realworld,omitempty"`
 	// Fairness is scenario 7 (absent in results of earlier versions).
 	Fairness *FairnessResult `json:"fairness,omitempty"`
+	// Feedback is scenario 9 (absent in results of earlier versions).
+	Feedback *FeedbackResult `json:"feedback,omitempty"`
 }
 
 // FreshResult is scenario 1: single fresh validations at increasing

@@ -240,6 +240,7 @@ func (r *runner) run(ctx context.Context, work string) error {
 		{"realworld", r.scenarioRealWorld},
 		{"fairness", r.scenarioFairness},
 		{"fleet", r.scenarioFleet},
+		{"feedback", r.scenarioFeedback},
 	}
 	for _, s := range steps {
 		if ctx.Err() != nil {
@@ -310,6 +311,10 @@ func (r *runner) skipRest(name, why string) {
 		case "realworld":
 			if s.RealWorld == nil {
 				s.RealWorld = &RealWorldResult{Skipped: why}
+			}
+		case "feedback":
+			if s.Feedback == nil {
+				s.Feedback = &FeedbackResult{Skipped: why}
 			}
 		}
 	}
