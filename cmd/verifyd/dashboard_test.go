@@ -566,6 +566,11 @@ give_up_after = "1s"
 	tb.waitJS("the account's accuracy", `document.querySelector("#acc-outcomes").textContent === "`+fmtThousands(sent)+`"`, 10*time.Second)
 	tb.choose("#scope", "all")
 	tb.waitJS("every account's accuracy", `document.querySelector("#acc-outcomes").textContent === "`+fmtThousands(sent)+`"`, 10*time.Second)
+	// An owner deletes the account's outcomes.
+	tb.open("/dashboard/accuracy")
+	tb.waitJS("the account's accuracy again", `document.querySelector("#acc-outcomes").textContent === "`+fmtThousands(sent)+`"`, 10*time.Second)
+	tb.click("#delete-outcomes")
+	tb.waitJS("the outcomes deleted", `document.querySelector("#acc-outcomes").textContent === "0" && !document.querySelector("#acc-empty").hidden`, 10*time.Second)
 	tb.open("/dashboard/operator")
 	tb.waitJS("the egress pool", `document.querySelectorAll("#egress tbody tr").length === 2 && document.querySelectorAll("#accounts tbody tr").length === 2`, 10*time.Second)
 	tb.waitJS("the account name as text", `document.querySelector("#accounts").textContent.includes(`+jsString(xssName)+`)`, 10*time.Second)

@@ -336,6 +336,7 @@ give_up_after = "500ms"
 	call("POST", d+"/members/{user}/role", d+"/members/nope/role", `{"role":"member"}`)
 	call("POST", d+"/members/{user}/role", d+"/members/"+us[0].ID+"/role", `{"role":"owner"}`)
 	call("POST", d+"/webhook-secret/rotate", d+"/webhook-secret/rotate", "{}")
+	call("POST", d+"/outcomes/delete", d+"/outcomes/delete", "{}")
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		_, b := call("GET", d+"/webhooks/dead-letters", d+"/webhooks/dead-letters", "")
 		var l struct{ Events []struct{ ID string } }

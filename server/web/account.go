@@ -199,6 +199,17 @@ func (w *Web) Register(r *router.Router, a Actions) {
 		}
 		return a.Jobs(httpapi.Context(ctx), s.Account, n)
 	}, "limit"))
+	r.POST(p+"/outcomes/delete", w.dash(needOwner, func(ctx *fasthttp.RequestCtx, s storage.Session, u storage.User) (any, error) {
+		if len(ctx.PostBody()) > 0 && string(ctx.PostBody()) != "{}" {
+			return nil, badRequest(httpapi.Issue{Message: "the body must be {}"})
+		}
+		n, err := w.db.DeleteOutcomes(httpapi.Context(ctx), s.Account)
+		if err != nil {
+			return nil, err
+		}
+		w.log.Info("outcomes deleted", "account", s.Account, "n", n, "user", u.ID)
+		return map[string]int{"deleted": n}, nil
+	}))
 	r.GET(p+"/members", w.dash(needMember, w.members))
 	r.POST(p+"/members/{user}/role", w.dash(needOwner, w.setRole))
 	r.GET(p+"/invites", w.shared(needOwner, a.Admin.ListInvites))

@@ -11,6 +11,7 @@ import (
 type Store interface {
 	CreateSession(ctx context.Context, user, account, ip, userAgent string, ttl time.Duration) (string, storage.Session, error)
 	DailyCounts(ctx context.Context, account string, days int) ([]storage.DayCount, error)
+	DeleteOutcomes(ctx context.Context, account string) (int, error)
 	DeleteSession(ctx context.Context, id string) error
 	GetAccount(ctx context.Context, id string) (storage.Account, error)
 	GetUser(ctx context.Context, id string) (storage.User, error)

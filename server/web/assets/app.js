@@ -565,6 +565,17 @@ async function pageAccuracy() {
     renderAccuracy(r);
   };
   $("#days").addEventListener("change", () => load().catch((e) => toast(e.message)));
+  const del = $("#delete-outcomes");
+  if (del) {
+    del.addEventListener("click", async () => {
+      if (!confirm("Delete every delivery outcome of this account? This cannot be undone.")) return;
+      try {
+        const r = await api("POST", "/dashboard/api/outcomes/delete", {});
+        toast(fmtNum(r.deleted) + " outcomes deleted.");
+        await load();
+      } catch (e) { toast(e.message); }
+    });
+  }
   if (scope) scope.addEventListener("change", () => load().catch((e) => toast(e.message)));
   await load();
 }
