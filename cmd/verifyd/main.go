@@ -192,7 +192,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	oc := cfg.Outcomes
 	learned := outcomes.New(outcomes.Options{DB: a.db, Facts: facts, Window: oc.Window, Retention: oc.Retention,
 		DomainTTL: oc.DomainTTL, MinBounces: oc.MinBounces, BounceShare: oc.BounceShare,
-		Calibrate: a.db, RefitEvery: oc.RefitEvery, MinCalibration: oc.CalibrationMinOutcomes, Logger: log})
+		Calibrate: a.db, RefitEvery: oc.RefitEvery, MinCalibration: oc.CalibrationMinOutcomes, Refresh: oc.DomainsRefresh, Logger: log})
 	defer learned.Close()
 	// --- batch jobs (server/batch): resume the jobs left queued or
 	// running, and schedule them.

@@ -302,3 +302,47 @@ calibration_min_outcomes = 20
 		t.Fatalf("accuracy's calibration %+v", acc.Calibration)
 	}
 }
+
+// TestFleetOutcomes: in a fleet, what one box learns the others use: a
+// bounce reported to box 1 makes the address invalid on box 0 at once
+// (the evidence is in the shared database), and the domain box 1 found
+// to bounce what it accepts reaches box 0 within outcomes.domains_refresh.
+func TestFleetOutcomes(t *testing.T) {
+	run := outcomesWorld(t)
+	dsn, _ := fleetDB(t)
+	boxes := startBoxes(t, 2, dsn, worldConfig(run, "[rate_limits]\ndisabled = true\n[outcomes]\ndomains_refresh = \"200ms\"\n"))
+	key := boxes[0].key
+	c0 := &client{t: t, base: boxes[0].base, key: key}
+	c1 := &client{t: t, base: boxes[1].base, key: key}
+	validate := func(c *client, email string) map[string]any {
+		t.Helper()
+		r := c.do("POST", "/v1/validate", key, fmt.Sprintf(`{"email":%q}`, email))
+		if r.status != 200 {
+			t.Fatalf("validate %s: %d %s", email, r.status, r.body)
+		}
+		return r.json(t)
+	}
+	for _, e := range []string{"ann@shop.test", "bob@shop.test", "carl@shop.test"} {
+		validate(c0, e)
+	}
+	now := func() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+	r := c1.do("POST", "/v1/outcomes", key, jsonLines(
+		ev("f1", "bob@shop.test", "hard_bounce", now(), "enhanced_code", "5.1.1"),
+		ev("f2", "carl@shop.test", "hard_bounce", now(), "enhanced_code", "5.1.1"),
+	), "Content-Type", "application/x-ndjson")
+	if r.status != 200 || !strings.Contains(string(r.body), `"bounced":2`) {
+		t.Fatalf("outcomes on box 1: %d %s", r.status, r.body)
+	}
+	if m := validate(c0, "bob@shop.test"); m["status"] != "invalid" {
+		t.Fatalf("box 0 after box 1 learned bob bounced: %v", m)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		m := validate(c0, "ann@shop.test")
+		if l, _ := m["learned"].(map[string]any); m["status"] == "risky" && l["kind"] == "domain_bounces" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("box 0 never learned what box 1 found of shop.test: %v", m)
+		}
+	}
+}

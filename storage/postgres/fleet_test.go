@@ -244,6 +244,13 @@ func TestFacts(t *testing.T) {
 	if v, _, _, err := a.Fact("catchall", "x.test"); err != nil || v != "no" {
 		t.Fatalf("after a newer write: %q, %v", v, err)
 	}
+	// FactsOfKind lists the live facts of one kind, from any box.
+	if err := b.PutFact("bounces", "y.test", "b=2 d=1", exp); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := a.FactsOfKind("bounces"); err != nil || len(m) != 1 || m["y.test"] != "b=2 d=1" {
+		t.Fatalf("FactsOfKind: %v, %v", m, err)
+	}
 	c.Advance(3 * time.Hour)
 	if _, _, ok, err := a.Fact("catchall", "x.test"); err != nil || ok {
 		t.Fatalf("an expired fact: %v, %v", ok, err)

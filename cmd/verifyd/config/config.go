@@ -497,6 +497,10 @@ type Outcomes struct {
 	// risky (catch_all). Defaults 2 and 0.2.
 	MinBounces  int     `toml:"min_bounces"`
 	BounceShare float64 `toml:"bounce_share"`
+	// DomainsRefresh is how often a box reads again the domains every box
+	// learned bounce what they accept (in a fleet, the others' findings).
+	// Default 1m.
+	DomainsRefresh time.Duration `toml:"domains_refresh"`
 	// RefitEvery is how often the score's calibration is fitted to each
 	// account's outcomes. Default 24h.
 	RefitEvery time.Duration `toml:"refit_every"`
@@ -620,6 +624,7 @@ func Defaults() Config {
 			MinBounces:             2,
 			BounceShare:            0.2,
 			RefitEvery:             24 * time.Hour,
+			DomainsRefresh:         time.Minute,
 			CalibrationMinOutcomes: 100,
 		},
 		Jobs: Jobs{
@@ -962,6 +967,7 @@ func (c *Config) Validate() error {
 	positive("outcomes.domain_ttl", c.Outcomes.DomainTTL)
 	atLeast("outcomes.min_bounces", c.Outcomes.MinBounces, 1)
 	positive("outcomes.refit_every", c.Outcomes.RefitEvery)
+	positive("outcomes.domains_refresh", c.Outcomes.DomainsRefresh)
 	atLeast("outcomes.calibration_min_outcomes", c.Outcomes.CalibrationMinOutcomes, 1)
 	if b := c.Outcomes.BounceShare; b <= 0 || b > 1 {
 		add("outcomes.bounce_share", "must be more than 0 and at most 1, not %v", b)
