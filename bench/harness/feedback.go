@@ -159,7 +159,6 @@ func firstLine(s string) string {
 func (r *runner) feedbackRun(ctx context.Context, v *Verifyd, w *World, emails []string, res *FeedbackResult) error {
 	hc := &http.Client{Timeout: r.o.RequestTimeout}
 	truth := map[string]world.Delivery{}
-	sendAt := time.Now()
 	first, secs, err := r.validateAll(ctx, hc, v, emails)
 	if err != nil {
 		return err
@@ -167,7 +166,7 @@ func (r *runner) feedbackRun(ctx context.Context, v *Verifyd, w *World, emails [
 	// The world delivers to every address, after the verdicts: each
 	// outcome a microsecond after the last validation, in the past when
 	// it is reported (verifyd leaves the future out of its measures).
-	sendAt = time.Now()
+	sendAt := time.Now()
 	var ds []world.Delivery
 	res.Sent = map[string]int{}
 	for i, e := range emails {
