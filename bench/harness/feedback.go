@@ -383,15 +383,7 @@ func feedbackSection(w io.Writer, res *Result) {
 	p("Both rounds are measured against the world's truth of delivery: deliverable (delivered or complained about) or bounced (a hard bounce); soft bounces count in neither.\n\n")
 	for _, run := range res.Runs {
 		fb := run.Scenarios.Feedback
-		if len(res.Runs) > 1 {
-			p("### verifyd %s\n\n", run.Label)
-		}
-		switch {
-		case fb == nil:
-			p("Did not run.\n\n")
-			continue
-		case fb.Skipped != "":
-			p("Skipped: %s.\n\n", fb.Skipped)
+		if !runHeading(w, res, run, fb) {
 			continue
 		}
 		if fb.Error != "" {

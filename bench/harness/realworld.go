@@ -208,15 +208,7 @@ func realWorldSection(w io.Writer, res *Result) {
 	p("Every address is validated once singly (concurrency 64, verdict and `checks.reason` compared) and once in one batch (the CSV's verdict compared; the verifyd's `jobs.retry_window` is shortened so that servers deferring for ever end the batch in minutes).\n\n")
 	for _, run := range res.Runs {
 		rw := run.Scenarios.RealWorld
-		if len(res.Runs) > 1 {
-			p("### verifyd %s\n\n", run.Label)
-		}
-		switch {
-		case rw == nil:
-			p("Did not run.\n\n")
-			continue
-		case rw.Skipped != "":
-			p("Skipped: %s.\n\n", rw.Skipped)
+		if !runHeading(w, res, run, rw) {
 			continue
 		}
 		p("World: %s domains, %s hosts, %s addresses. Singles took %.1f s; the batch %.1f s (retry window %s).\n\n",

@@ -197,15 +197,7 @@ func writeMarkdown(w io.Writer, res *Result, jsonRel, plotRel string) {
 	p("Each receipt of scenario 1 against the world's expected verdict (`mailworld -write-expected`, the decision table of `probe/README.md`). Rows: expected; columns: verifyd's verdict.\n\n")
 	for _, run := range res.Runs {
 		a := run.Scenarios.Accuracy
-		if len(res.Runs) > 1 {
-			p("### verifyd %s\n\n", run.Label)
-		}
-		switch {
-		case a == nil:
-			p("Did not run.\n\n")
-			continue
-		case a.Skipped != "":
-			p("Skipped: %s.\n\n", a.Skipped)
+		if !runHeading(w, res, run, a) {
 			continue
 		}
 		if a.Single != nil {
@@ -582,4 +574,48 @@ func profileSection(w io.Writer, res *Result) {
 		}
 		p("\n")
 	}
+}
+
+// runHeading opens a run's part of a scenario's section: its heading when
+// the report has two runs, then whether it did not run or was skipped;
+// false when there is nothing more to write.
+func runHeading(w io.Writer, res *Result, run *RunResult, r scenarioStatus) bool {
+	if len(res.Runs) > 1 {
+		fmt.Fprintf(w, "### verifyd %s\n\n", run.Label)
+	}
+	switch ran, skipped := r.status(); {
+	case !ran:
+		fmt.Fprintf(w, "Did not run.\n\n")
+		return false
+	case skipped != "":
+		fmt.Fprintf(w, "Skipped: %s.\n\n", skipped)
+		return false
+	}
+	return true
+}
+
+// scenarioStatus is a scenario's result (a nil pointer: it did not run).
+type scenarioStatus interface {
+	status() (ran bool, skipped string)
+}
+
+func (a *AccuracyResult) status() (bool, string) {
+	if a == nil {
+		return false, ""
+	}
+	return true, a.Skipped
+}
+
+func (r *RealWorldResult) status() (bool, string) {
+	if r == nil {
+		return false, ""
+	}
+	return true, r.Skipped
+}
+
+func (f *FeedbackResult) status() (bool, string) {
+	if f == nil {
+		return false, ""
+	}
+	return true, f.Skipped
 }
