@@ -68,6 +68,9 @@ type Options struct {
 	// verdicts by what they taught (server/outcomes); nil serves no
 	// outcome routes and changes nothing.
 	Outcomes *outcomes.Service
+	// Platforms receive the sending platforms' webhooks
+	// (/v1/outcomes/{platform}), with Outcomes; nil: no receivers.
+	Platforms *Platforms
 	// MaxOutcomesBody is the largest body of POST /v1/outcomes. Default
 	// outcomes.MaxBody (32 MiB).
 	MaxOutcomesBody int
@@ -235,6 +238,11 @@ func New(opts Options) *Server {
 		if opts.Outcomes != nil {
 			r.POST("/v1/outcomes", g.Wrap(httpapi.ClassBatch, httpapi.ScopeOutcomes, s.postOutcomes))
 			r.GET("/v1/accuracy", g.Wrap(httpapi.ClassResults, httpapi.ScopeRead, s.getAccuracy))
+			if opts.Platforms != nil {
+				// No API key: each platform's own signature scheme,
+				// against the account's settings.
+				r.POST("/v1/outcomes/{platform}", s.postPlatformOutcomes)
+			}
 		}
 	}
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
@@ -373,8 +381,8 @@ func (s *Server) internal(ctx *fasthttp.RequestCtx, what string, err error) {
 }
 
 // bodyLimit is the largest body the request may carry: MaxBodyBytes for
-// POST /v1/batch, MaxOutcomesBody for POST /v1/outcomes, MaxSmallBody for
-// every other request.
+// POST /v1/batch and a platform's /v1/outcomes/{platform}, MaxOutcomesBody
+// for POST /v1/outcomes, MaxSmallBody for every other request.
 func (s *Server) bodyLimit(method, requestURI []byte) int {
 	if string(method) != fasthttp.MethodPost {
 		return s.opts.MaxSmallBody
@@ -398,6 +406,9 @@ func (s *Server) bodyLimit(method, requestURI []byte) int {
 		if s.opts.Outcomes != nil {
 			return s.opts.MaxOutcomesBody
 		}
+	}
+	if s.opts.Platforms != nil && bytes.HasPrefix(path, []byte("/v1/outcomes/")) {
+		return s.opts.MaxBodyBytes // a platform's batch of events
 	}
 	return s.opts.MaxSmallBody
 }

@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,6 +41,7 @@ import (
 	"github.com/verifyd/verifyd/server/batch"
 	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/outcomes"
+	"github.com/verifyd/verifyd/server/outcomes/platform"
 	"github.com/verifyd/verifyd/server/tlsserve"
 	"github.com/verifyd/verifyd/server/web"
 	"github.com/verifyd/verifyd/server/webhook"
@@ -194,6 +196,10 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		DomainTTL: oc.DomainTTL, MinBounces: oc.MinBounces, BounceShare: oc.BounceShare,
 		Calibrate: a.db, RefitEvery: oc.RefitEvery, MinCalibration: oc.CalibrationMinOutcomes, Refresh: oc.DomainsRefresh, Logger: log})
 	defer learned.Close()
+	platforms, err := snsPlatforms(oc)
+	if err != nil {
+		return err
+	}
 	// --- batch jobs (server/batch): resume the jobs left queued or
 	// running, and schedule them.
 	var leases storage.JobLeases
@@ -231,6 +237,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	// --- the /v1 API (server)
 	api := server.New(server.Options{
 		Outcomes:               learned,
+		Platforms:              platforms,
 		DB:                     a.db,
 		Keys:                   a.keys,
 		Verifier:               a.pools,
@@ -463,4 +470,25 @@ wait:
 	}
 	log.Info("stopped", "drain", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// snsPlatforms makes the sending platforms' receivers; SNS's certificate
+// hosts and trust from [outcomes].
+func snsPlatforms(oc config.Outcomes) (*server.Platforms, error) {
+	sns := &platform.SNS{AllowedHosts: oc.SNSHosts}
+	if oc.SNSCAFile != "" {
+		b, err := os.ReadFile(oc.SNSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("outcomes.sns_ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("outcomes.sns_ca_file %s holds no PEM certificate", oc.SNSCAFile)
+		}
+		sns.Roots, sns.Intermediates = pool, pool
+	}
+	if err := sns.Validate(); err != nil {
+		return nil, fmt.Errorf("outcomes.sns_hosts: %w", err)
+	}
+	return &server.Platforms{SNS: sns, SendGrid: &platform.SendGrid{}, Mailgun: &platform.Mailgun{}, Postmark: &platform.Postmark{}}, nil
 }

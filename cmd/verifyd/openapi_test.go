@@ -280,6 +280,9 @@ give_up_after = "500ms"
 	}
 	bearer("POST", "/v1/outcomes", "/v1/outcomes", `{"event_id":"o2","email":"ann@shop.test","event":"opened"}`+"\n", nd...)
 	bearer("POST", "/v1/outcomes", "/v1/outcomes", "x", "Content-Type", "text/plain")
+	call("POST", "/v1/outcomes/{platform}", "/v1/outcomes/sendgrid?account=acct_nosuchaccount0000000", "[]")
+	call("POST", "/v1/outcomes/{platform}", "/v1/outcomes/sendgrid", "[]")
+	call("POST", "/v1/outcomes/{platform}", "/v1/outcomes/sparkpost?account=x", "[]")
 	bearer("GET", "/v1/accuracy", "/v1/accuracy", "")
 	bearer("GET", "/v1/accuracy", "/v1/accuracy?top=0", "")
 

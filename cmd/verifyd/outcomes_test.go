@@ -2,6 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -344,5 +351,101 @@ func TestFleetOutcomes(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("box 0 never learned what box 1 found of shop.test: %v", m)
 		}
+	}
+}
+
+// TestPlatformOutcomes: the sending platforms' webhooks, each checked by
+// the platform's own scheme against the account's settings (set on the
+// admin socket): a SendGrid bounce signed with the account's P-256 key
+// is stored and learned from, the same body altered is refused; a
+// Mailgun event with a good HMAC is taken once, its replay refused;
+// Postmark with the right basic-auth password is taken, a wrong one
+// refused; an unknown account and a platform the account has not set up
+// answer 401 alike.
+func TestPlatformOutcomes(t *testing.T) {
+	run := outcomesWorld(t)
+	in := startIn(t, t.TempDir(), worldConfig(run, "[rate_limits]\ndisabled = true\n"))
+	c := &client{t: t, base: in.base, key: in.key}
+	ac := adminClient(t, in)
+	acct := demoAccount(t, ac)
+	for _, e := range []string{"ann@shop.test", "bob@shop.test"} {
+		if r := c.do("POST", "/v1/validate", c.key, fmt.Sprintf(`{"email":%q}`, e)); r.status != 200 {
+			t.Fatalf("validate: %d %s", r.status, r.body)
+		}
+	}
+	sg, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&sg.PublicKey)
+	sgKey, mgKey, pmPass := base64.StdEncoding.EncodeToString(der), "key-0123456789abcdef", "a long postmark password"
+	set := map[string]any{"sendgrid_key": sgKey, "mailgun_key": mgKey, "postmark_user": "verifyd", "postmark_password": pmPass}
+	var view adminapi.OutcomeSettings
+	if err := ac.Do(context.Background(), "PUT", "/v1/accounts/"+acct.ID+"/outcome-settings", set, &view); err != nil {
+		t.Fatal(err)
+	}
+	if !view.MailgunKeySet || !view.PostmarkPasswordSet || view.SendGridKey != sgKey || len(view.SESTopics) != 0 {
+		t.Fatalf("settings %+v", view)
+	}
+	post := func(platform, account, body string, hdr ...string) reply {
+		t.Helper()
+		return c.do("POST", "/v1/outcomes/"+platform+"?account="+account, "", body, append([]string{"Content-Type", "application/json"}, hdr...)...)
+	}
+
+	// SendGrid: a hard bounce of bob, signed. Its time is whole seconds:
+	// now, truncated, is then at least 1.1 s after the verdicts (and
+	// Mailgun's event below, 0.75 s before now, after them too).
+	time.Sleep(2100 * time.Millisecond)
+	now := time.Now().Unix()
+	body := fmt.Sprintf(`[{"email":"bob@shop.test","timestamp":%d,"event":"bounce","type":"bounce","status":"5.1.1","reason":"550 5.1.1 <bob@shop.test>: Recipient address rejected: User unknown","sg_event_id":"sg-1","sg_message_id":"m1"}]`, now)
+	sign := func(body string) []string {
+		ts := fmt.Sprint(now)
+		h := sha256.Sum256([]byte(ts + body))
+		sig, err := ecdsa.SignASN1(rand.Reader, sg, h[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []string{"X-Twilio-Email-Event-Webhook-Signature", base64.StdEncoding.EncodeToString(sig), "X-Twilio-Email-Event-Webhook-Timestamp", ts}
+	}
+	hdr := sign(body)
+	post("sendgrid", acct.ID, strings.Replace(body, "bob@", "ann@", 1), hdr...).wantError(t, 401, "UNAUTHORIZED")
+	post("sendgrid", acct.ID, body).wantError(t, 401, "UNAUTHORIZED")
+	r := post("sendgrid", acct.ID, body, hdr...)
+	if r.status != 200 || !strings.Contains(string(r.body), `"stored":1`) || !strings.Contains(string(r.body), `"bounced":1`) {
+		t.Fatalf("sendgrid: %d %s", r.status, r.body)
+	}
+	if m := c.do("POST", "/v1/validate", c.key, `{"email":"bob@shop.test"}`).json(t); m["status"] != "invalid" {
+		t.Fatalf("bob after SendGrid's bounce: %v", m)
+	}
+
+	// Mailgun: ann delivered; the same token again is a replay.
+	mac := hmac.New(sha256.New, []byte(mgKey))
+	fmt.Fprintf(mac, "%d%s", now, "token-1")
+	mg := fmt.Sprintf(`{"signature":{"timestamp":"%d","token":"token-1","signature":"%x"},"event-data":{"event":"delivered","recipient":"ann@shop.test","timestamp":%d.25,"id":"mg-1","delivery-status":{"code":250,"message":"OK"}}}`,
+		now, mac.Sum(nil), now-1) // a second earlier: after ann's verdict, before the accuracy below
+	if r := post("mailgun", acct.ID, mg); r.status != 200 || !strings.Contains(string(r.body), `"matched":1`) {
+		t.Fatalf("mailgun: %d %s", r.status, r.body)
+	}
+	post("mailgun", acct.ID, mg).wantError(t, 401, "UNAUTHORIZED")
+
+	// Postmark: basic auth.
+	pm := fmt.Sprintf(`{"RecordType":"Delivery","MessageID":"pm-1","Recipient":"ann@shop.test","DeliveredAt":%q,"Details":"smtp;250 2.0.0 OK"}`,
+		time.Now().UTC().Format(time.RFC3339))
+	auth := func(pw string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte("verifyd:"+pw)) }
+	post("postmark", acct.ID, pm, "Authorization", auth("the wrong password")).wantError(t, 401, "UNAUTHORIZED")
+	if r := post("postmark", acct.ID, pm, "Authorization", auth(pmPass)); r.status != 200 || !strings.Contains(string(r.body), `"stored":1`) {
+		t.Fatalf("postmark: %d %s", r.status, r.body)
+	}
+
+	// Refused alike: no such account, a platform not set up (SES), no
+	// account at all; an unknown platform is not found.
+	post("postmark", "acct_nosuchaccount0000000", pm, "Authorization", auth(pmPass)).wantError(t, 401, "UNAUTHORIZED")
+	post("ses", acct.ID, `{"Type":"Notification"}`).wantError(t, 401, "UNAUTHORIZED")
+	c.do("POST", "/v1/outcomes/postmark", "", pm, "Authorization", auth(pmPass)).wantError(t, 400, "BAD_REQUEST")
+	post("sparkpost", acct.ID, "{}").wantError(t, 404, "NOT_FOUND")
+	// The outcomes count as the account's.
+	var acc struct{ Outcomes, Matched int }
+	if err := json.Unmarshal(c.do("GET", "/v1/accuracy", c.key, "").body, &acc); err != nil || acc.Outcomes != 3 || acc.Matched != 3 {
+		t.Fatalf("accuracy after the platforms' outcomes: %+v %v", acc, err)
 	}
 }

@@ -138,6 +138,8 @@ func (s *Server) routes(r *router.Router) {
 
 	r.GET("/v1/accounts/{id}/webhook-secret", JSON(s.webhookSecret))
 	r.POST("/v1/accounts/{id}/webhook-secret/rotate", JSON(s.rotateWebhookSecret))
+	r.GET("/v1/accounts/{id}/outcome-settings", JSON(s.outcomeSettings))
+	r.PUT("/v1/accounts/{id}/outcome-settings", JSON(s.setOutcomeSettings))
 
 	r.POST("/v1/signing-keys/rotate", JSON(s.rotateSigningKey))
 	r.GET("/v1/signing-keys", JSON(s.signingKeys))

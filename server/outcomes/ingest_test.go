@@ -88,20 +88,3 @@ func TestParse(t *testing.T) {
 		t.Errorf("over the limit: %v", issues)
 	}
 }
-
-func TestParseSMTP(t *testing.T) {
-	for diag, want := range map[string]string{
-		"smtp; 550 5.1.1 <ann@x.example>: Recipient address rejected: User unknown": "550 5.1.1",
-		"550-5.1.1 The email account that you tried to reach does not exist.":       "550 5.1.1",
-		"552 5.2.2 Mailbox full": "552 5.2.2",
-		"Remote server returned '550 5.1.10 RESOLVER.ADR.RecipientNotFound'": "550 5.1.10",
-		"delivered at 10.0.0.1": "0 ",
-		"452 4.2.2 over quota":  "452 4.2.2",
-		"":                      "0 ",
-	} {
-		code, enh := ParseSMTP(diag)
-		if got := fmt.Sprintf("%d %s", code, enh); got != want {
-			t.Errorf("ParseSMTP(%q) = %s, want %s", diag, got, want)
-		}
-	}
-}

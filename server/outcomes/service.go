@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/probe/address"
+	"github.com/verifyd/verifyd/server/outcomes/platform"
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -259,7 +259,7 @@ func (s *Service) Record(ctx context.Context, account string, outs []storage.Out
 	for i := range outs {
 		o := &outs[i]
 		if o.Enhanced == "" || o.SMTPCode == 0 {
-			code, enh := ParseSMTP(o.Diagnostic)
+			code, enh := platform.ParseSMTP(o.Diagnostic)
 			if o.SMTPCode == 0 {
 				o.SMTPCode = code
 			}
@@ -406,22 +406,4 @@ func (s *Service) Apply(ctx context.Context, account string, r *probe.Result) er
 // domainOf is the ASCII domain of an address, "" when it does not parse.
 func domainOf(email string) string {
 	return address.NewInput(email).ASCIIDomain()
-}
-
-var (
-	smtpCodeRe = regexp.MustCompile(`(?:^|[^0-9.])([245][0-9][0-9])(?:[ -]|$)`)
-	enhCodeRe  = regexp.MustCompile(`(?:^|[^0-9.])([245]\.[0-9]{1,3}\.[0-9]{1,3})(?:[^0-9.]|$)`)
-)
-
-// ParseSMTP finds a reply code and an enhanced status code in a bounce's
-// diagnostic text ("smtp; 550 5.1.1 <ann@x>: user unknown"); 0 and ""
-// when there is none.
-func ParseSMTP(diag string) (code int, enhanced string) {
-	if m := smtpCodeRe.FindStringSubmatch(diag); m != nil {
-		code, _ = strconv.Atoi(m[1])
-	}
-	if m := enhCodeRe.FindStringSubmatch(diag); m != nil {
-		enhanced = m[1]
-	}
-	return code, enhanced
 }

@@ -497,6 +497,14 @@ type Outcomes struct {
 	// risky (catch_all). Defaults 2 and 0.2.
 	MinBounces  int     `toml:"min_bounces"`
 	BounceShare float64 `toml:"bounce_share"`
+	// SNSHosts are the hosts an SNS message's SigningCertURL and
+	// SubscribeURL may name (/v1/outcomes/ses): "*" is one DNS label,
+	// ":port" when not 443. Default ["sns.*.amazonaws.com"].
+	SNSHosts []string `toml:"sns_hosts"`
+	// SNSCAFile, when set, is a PEM file of the certificates SNS signing
+	// certificates must chain to (its roots and intermediates); empty: the
+	// system's roots.
+	SNSCAFile string `toml:"sns_ca_file"`
 	// DomainsRefresh is how often a box reads again the domains every box
 	// learned bounce what they accept (in a fleet, the others' findings).
 	// Default 1m.
@@ -625,6 +633,7 @@ func Defaults() Config {
 			BounceShare:            0.2,
 			RefitEvery:             24 * time.Hour,
 			DomainsRefresh:         time.Minute,
+			SNSHosts:               []string{"sns.*.amazonaws.com"},
 			CalibrationMinOutcomes: 100,
 		},
 		Jobs: Jobs{

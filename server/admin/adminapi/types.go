@@ -283,3 +283,33 @@ type Invite struct {
 type InviteList struct {
 	Invites []Invite `json:"invites"`
 }
+
+// OutcomeSettings is an account's sending-platform settings
+// (/v1/outcomes/{platform}), as GET /v1/accounts/{id}/outcome-settings
+// shows them: the secrets never, only whether they are set.
+type OutcomeSettings struct {
+	Account             string   `json:"account"`
+	SESTopics           []string `json:"ses_topics"`
+	SendGridKey         string   `json:"sendgrid_key"`
+	MailgunKeySet       bool     `json:"mailgun_key_set"`
+	PostmarkUser        string   `json:"postmark_user"`
+	PostmarkPasswordSet bool     `json:"postmark_password_set"`
+}
+
+// SetOutcomeSettings is the body of PUT
+// /v1/accounts/{id}/outcome-settings: each field given replaces the
+// account's ("" or [] turns it off); a field left out keeps it.
+type SetOutcomeSettings struct {
+	// SESTopics are the SNS topic ARNs whose notifications are taken.
+	SESTopics *[]string `json:"ses_topics,omitempty"`
+	// SendGridKey is SendGrid's signed-event verification key (base64 of
+	// a P-256 public key).
+	SendGridKey *string `json:"sendgrid_key,omitempty"`
+	// MailgunKey is Mailgun's webhook signing key.
+	MailgunKey *string `json:"mailgun_key,omitempty"`
+	// PostmarkUser and PostmarkPassword are the basic-auth credentials
+	// Postmark's webhook URL carries; verifyd keeps the password's
+	// SHA-256. A password of at least 16 characters.
+	PostmarkUser     *string `json:"postmark_user,omitempty"`
+	PostmarkPassword *string `json:"postmark_password,omitempty"`
+}
