@@ -2,6 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -474,6 +479,27 @@ give_up_after = "1s"
 		document.querySelector("#acc-pinvalid").textContent === "`+fmt.Sprintf("%.1f %%", 100*float64(sent-1-2)/float64(sent-1))+`" &&
 		document.querySelector("#acc-matched").textContent.includes("2 deliveries to addresses called invalid")`, 10*time.Second)
 	tb.inert("accuracy")
+	// The owner sets up the sending platforms: keys in, a generated
+	// Postmark password; the secrets come back only as "set".
+	sgPriv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sgDER, _ := x509.MarshalPKIXPublicKey(&sgPriv.PublicKey)
+	sgKey := base64.StdEncoding.EncodeToString(sgDER)
+	tb.waitJS("the receivers' addresses", `document.querySelector('code.receiver[data-platform="sendgrid"]').textContent.includes("/v1/outcomes/sendgrid?account=`+acct.ID+`")`, 10*time.Second)
+	tb.fill("#sendgrid-key", sgKey)
+	tb.fill("#mailgun-key", "key-0123456789abcdef")
+	tb.click("#postmark-generate")
+	tb.click(`#platforms-form button[type=submit]`)
+	tb.waitJS("the settings saved", `document.querySelector("#platforms-saved").textContent === "Saved." && document.querySelector("#mailgun-key").placeholder.startsWith("set")`, 10*time.Second)
+	var ps adminapi.OutcomeSettings
+	if err := ac.Do(ctx, "GET", "/v1/accounts/"+acct.ID+"/outcome-settings", nil, &ps); err != nil {
+		t.Fatal(err)
+	}
+	if ps.SendGridKey != sgKey || !ps.MailgunKeySet || ps.PostmarkUser != "verifyd" || !ps.PostmarkPasswordSet {
+		t.Fatalf("the platforms set in the dashboard: %+v", ps)
+	}
 	tb.shot("accuracy")
 
 	// --- history: the address as text, cursor paging, the kind filter

@@ -340,6 +340,9 @@ give_up_after = "500ms"
 	call("POST", d+"/members/{user}/role", d+"/members/"+us[0].ID+"/role", `{"role":"owner"}`)
 	call("POST", d+"/webhook-secret/rotate", d+"/webhook-secret/rotate", "{}")
 	call("POST", d+"/outcomes/delete", d+"/outcomes/delete", "{}")
+	call("GET", d+"/outcome-settings", d+"/outcome-settings", "")
+	call("POST", d+"/outcome-settings", d+"/outcome-settings", `{"mailgun_key":"key-1","postmark_user":"verifyd","postmark_password":"a long enough password"}`)
+	call("POST", d+"/outcome-settings", d+"/outcome-settings", `{"sendgrid_key":"not a key"}`)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		_, b := call("GET", d+"/webhooks/dead-letters", d+"/webhooks/dead-letters", "")
 		var l struct{ Events []struct{ ID string } }

@@ -14,6 +14,7 @@ type Handlers struct {
 	MintKey, ListKeys, RevokeKey            HandlerFunc
 	WebhookSecret, RotateWebhookSecret      HandlerFunc
 	CreateInvite, ListInvites               HandlerFunc
+	OutcomeSettings, SetOutcomeSettings     HandlerFunc
 }
 
 // Handlers returns the routes the dashboard shares.
@@ -23,6 +24,7 @@ func (s *Server) Handlers() Handlers {
 		MintKey: s.mintKey, ListKeys: s.listKeys, RevokeKey: s.revokeKey,
 		WebhookSecret: s.webhookSecret, RotateWebhookSecret: s.rotateWebhookSecret,
 		CreateInvite: s.createInvite, ListInvites: s.listInvites,
+		OutcomeSettings: s.outcomeSettings, SetOutcomeSettings: s.setOutcomeSettings,
 	}
 }
 

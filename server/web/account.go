@@ -199,6 +199,8 @@ func (w *Web) Register(r *router.Router, a Actions) {
 		}
 		return a.Jobs(httpapi.Context(ctx), s.Account, n)
 	}, "limit"))
+	r.GET(p+"/outcome-settings", w.shared(needOwner, a.Admin.OutcomeSettings))
+	r.POST(p+"/outcome-settings", w.shared(needOwner, a.Admin.SetOutcomeSettings))
 	r.POST(p+"/outcomes/delete", w.dash(needOwner, func(ctx *fasthttp.RequestCtx, s storage.Session, u storage.User) (any, error) {
 		if len(ctx.PostBody()) > 0 && string(ctx.PostBody()) != "{}" {
 			return nil, badRequest(httpapi.Issue{Message: "the body must be {}"})

@@ -565,6 +565,7 @@ async function pageAccuracy() {
     renderAccuracy(r);
   };
   $("#days").addEventListener("change", () => load().catch((e) => toast(e.message)));
+  platformsForm();
   const del = $("#delete-outcomes");
   if (del) {
     del.addEventListener("click", async () => {
@@ -578,6 +579,52 @@ async function pageAccuracy() {
   }
   if (scope) scope.addEventListener("change", () => load().catch((e) => toast(e.message)));
   await load();
+}
+
+// platformsForm shows and saves the account's sending-platform settings
+// (owners), with the webhook address of each platform.
+async function platformsForm() {
+  const form = $("#platforms-form");
+  if (!form) return;
+  const account = form.dataset.account;
+  for (const c of form.querySelectorAll("code.receiver")) {
+    const u = new URL("/v1/outcomes/" + c.dataset.platform, location.origin);
+    u.searchParams.set("account", account);
+    if (c.dataset.auth) { u.username = $("#postmark-user").value || "user"; u.password = "password"; }
+    c.textContent = u.href;
+  }
+  const s = await api("GET", "/dashboard/api/outcome-settings");
+  $("#ses-topics").value = s.ses_topics.join("\n");
+  $("#sendgrid-key").value = s.sendgrid_key;
+  $("#mailgun-key").placeholder = s.mailgun_key_set ? "set (type to replace)" : "";
+  $("#postmark-user").value = s.postmark_user;
+  $("#postmark-password").placeholder = s.postmark_password_set ? "set (type to replace)" : "";
+  $("#postmark-generate").addEventListener("click", () => {
+    const b = new Uint8Array(18);
+    crypto.getRandomValues(b);
+    const pw = btoa(String.fromCharCode(...b)).replace(/[+/=]/g, "x");
+    const input = $("#postmark-password");
+    input.type = "text";
+    input.value = pw;
+    if (!$("#postmark-user").value) $("#postmark-user").value = "verifyd";
+  });
+  onSubmit(form, async () => {
+    const body = {
+      ses_topics: $("#ses-topics").value.split("\n").map((l) => l.trim()).filter(Boolean),
+      sendgrid_key: $("#sendgrid-key").value.trim(),
+      postmark_user: $("#postmark-user").value.trim(),
+    };
+    if ($("#mailgun-key").value) body.mailgun_key = $("#mailgun-key").value.trim();
+    if ($("#postmark-password").value) body.postmark_password = $("#postmark-password").value;
+    if (!body.postmark_user) body.postmark_password = "";
+    const r = await api("POST", "/dashboard/api/outcome-settings", body);
+    $("#mailgun-key").value = "";
+    $("#mailgun-key").placeholder = r.mailgun_key_set ? "set (type to replace)" : "";
+    $("#postmark-password").value = "";
+    $("#postmark-password").type = "password";
+    $("#postmark-password").placeholder = r.postmark_password_set ? "set (type to replace)" : "";
+    $("#platforms-saved").textContent = "Saved.";
+  });
 }
 
 function renderAccuracy(r) {
