@@ -3,6 +3,12 @@ package harness
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,8 +16,10 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"net/url"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -166,6 +174,9 @@ func (r *runner) feedbackRun(ctx context.Context, v *Verifyd, w *World, emails [
 	// The world delivers to every address, after the verdicts: each
 	// outcome a microsecond after the last validation, in the past when
 	// it is reported (verifyd leaves the future out of its measures).
+	// SendGrid's events carry whole seconds: a second's wait puts them
+	// after the last verdict.
+	time.Sleep(1100 * time.Millisecond)
 	sendAt := time.Now()
 	var ds []world.Delivery
 	res.Sent = map[string]int{}
@@ -179,13 +190,37 @@ func (r *runner) feedbackRun(ctx context.Context, v *Verifyd, w *World, emails [
 	res.Before = judge(first, truth)
 	res.Before.Seconds = secs
 	time.Sleep(time.Duration(len(emails))*time.Microsecond + 10*time.Millisecond)
-	// Feed them back, 10,000 per request.
+	// Feed them back as SendGrid's signed Event Webhook would, 1,000
+	// events a request, signed with a key the account is set up with on
+	// the admin socket.
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	hcAdmin := v.adminClient()
+	defer hcAdmin.CloseIdleConnections()
+	if v.Account == "" {
+		return fmt.Errorf("the demo account's id is unknown")
+	}
+	if err := adminDo(ctx, hcAdmin, "PUT", "/v1/accounts/"+v.Account+"/outcome-settings",
+		map[string]any{"sendgrid_key": base64.StdEncoding.EncodeToString(der)}, nil); err != nil {
+		res.Skipped = "this verifyd takes no sending-platform settings: " + firstLine(err.Error())
+		return nil
+	}
 	res.Fed = map[string]int{}
-	for lo := 0; lo < len(ds); lo += 10000 {
-		body := world.OutcomeLines(ds[lo:min(lo+10000, len(ds))])
-		req, _ := http.NewRequestWithContext(ctx, "POST", v.Base+"/v1/outcomes", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+v.Key)
-		req.Header.Set("Content-Type", "application/x-ndjson")
+	for lo := 0; lo < len(ds); lo += 1000 {
+		body := world.SendGridEvents(ds[lo:min(lo+1000, len(ds))])
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		h := sha256.Sum256(append([]byte(ts), body...))
+		sig, err := ecdsa.SignASN1(rand.Reader, key, h[:])
+		if err != nil {
+			return err
+		}
+		req, _ := http.NewRequestWithContext(ctx, "POST", v.Base+"/v1/outcomes/sendgrid?account="+url.QueryEscape(v.Account), bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Twilio-Email-Event-Webhook-Signature", base64.StdEncoding.EncodeToString(sig))
+		req.Header.Set("X-Twilio-Email-Event-Webhook-Timestamp", ts)
 		resp, err := hc.Do(req)
 		if err != nil {
 			return err
@@ -193,18 +228,20 @@ func (r *runner) feedbackRun(ctx context.Context, v *Verifyd, w *World, emails [
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusNotFound {
-			res.Skipped = "this verifyd has no POST /v1/outcomes"
+			res.Skipped = "this verifyd has no /v1/outcomes/sendgrid"
 			return nil
 		}
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("POST /v1/outcomes: %d %s", resp.StatusCode, b)
+			return fmt.Errorf("POST /v1/outcomes/sendgrid: %d %s", resp.StatusCode, b)
 		}
-		var sum map[string]int
+		var sum map[string]any
 		if err := json.Unmarshal(b, &sum); err != nil {
 			return err
 		}
 		for k, n := range sum {
-			res.Fed[k] += n
+			if f, ok := n.(float64); ok {
+				res.Fed[k] += int(f)
+			}
 		}
 	}
 	// The calibration is fitted every 2 s (outcomes.refit_every).
@@ -379,7 +416,7 @@ func feedbackSection(w io.Writer, res *Result) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("## 9. Learning from delivery outcomes\n\n")
 	p("A world of the feedback profile (`mailworld -profile feedback`, bench/world/README.md, \"Delivery and outcomes\"): accept-then-bounce catch-alls (every RCPT accepted, mail to unknown users bounced 5.1.1 afterwards), catch-alls that drop mail for unknown users, true catch-alls, mailboxes over quota at delivery, full and disabled mailboxes, greylisting, a host that blocks the prober. ")
-	p("Every address is validated (32 at a time, fresh probes); the world delivers mail to each (`world.Deliver`: what a real send would produce) and the outcomes go back to verifyd as `POST /v1/outcomes` JSON lines; every address is validated again once verifyd has fitted its calibration (outcomes.refit_every 2 s). ")
+	p("Every address is validated (32 at a time, fresh probes); the world delivers mail to each (`world.Deliver`: what a real send would produce) and the outcomes go back to verifyd as SendGrid's signed Event Webhook would post them (`world.SendGridEvents`, 1,000 events a request, to `/v1/outcomes/sendgrid` with an ECDSA key the account is set up with); every address is validated again once verifyd has fitted its calibration (outcomes.refit_every 2 s). ")
 	p("Both rounds are measured against the world's truth of delivery: deliverable (delivered or complained about) or bounced (a hard bounce); soft bounces count in neither.\n\n")
 	for _, run := range res.Runs {
 		fb := run.Scenarios.Feedback
