@@ -312,12 +312,14 @@ calibration_min_outcomes = 20
 
 // TestFleetOutcomes: in a fleet, what one box learns the others use: a
 // bounce reported to box 1 makes the address invalid on box 0 at once
-// (the evidence is in the shared database), and the domain box 1 found
-// to bounce what it accepts reaches box 0 within outcomes.domains_refresh.
+// (the evidence is in the shared database), the domain box 1 found to
+// bounce what it accepts reaches box 0 within outcomes.domains_refresh,
+// and box 0 calibrates its scores on the outcomes box 1 stored.
 func TestFleetOutcomes(t *testing.T) {
 	run := outcomesWorld(t)
 	dsn, _ := fleetDB(t)
-	boxes := startBoxes(t, 2, dsn, worldConfig(run, "[rate_limits]\ndisabled = true\n[outcomes]\ndomains_refresh = \"200ms\"\n"))
+	boxes := startBoxes(t, 2, dsn, worldConfig(run, "[rate_limits]\ndisabled = true\n[outcomes]\ndomains_refresh = \"200ms\"\n"+
+		"refit_every = \"200ms\"\ncalibration_min_outcomes = 2\n"))
 	key := boxes[0].key
 	c0 := &client{t: t, base: boxes[0].base, key: key}
 	c1 := &client{t: t, base: boxes[1].base, key: key}
@@ -350,6 +352,15 @@ func TestFleetOutcomes(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("box 0 never learned what box 1 found of shop.test: %v", m)
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		m := validate(c0, "carl@shop.test")
+		if cal, _ := m["calibration"].(map[string]any); cal != nil && cal["outcomes"] == 2.0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("box 0 never calibrated on the outcomes box 1 stored: %v", m)
 		}
 	}
 }
