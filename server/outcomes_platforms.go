@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -24,11 +23,6 @@ type Platforms struct {
 	SendGrid *platform.SendGrid
 	Mailgun  *platform.Mailgun
 	Postmark *platform.Postmark
-}
-
-// OutcomeSettingsStore reads an account's platform settings.
-type OutcomeSettingsStore interface {
-	OutcomeSettings(ctx context.Context, account string) (storage.OutcomeSettings, error)
 }
 
 // platformRefused counts the refused platform requests by platform and
@@ -100,12 +94,7 @@ func (s *Server) postPlatformOutcomes(ctx *fasthttp.RequestCtx) {
 				Message: "not authentic, or the account has not set up this platform"})
 		}
 	}
-	st, ok := s.db.(OutcomeSettingsStore)
-	if !ok {
-		s.internal(ctx, "outcome settings", errors.New("the store keeps no outcome settings"))
-		return
-	}
-	set, err := st.OutcomeSettings(httpapi.Context(ctx), account)
+	set, err := s.db.OutcomeSettings(httpapi.Context(ctx), account)
 	if errors.Is(err, storage.ErrNotFound) {
 		refuse("account", err)
 		return

@@ -11,8 +11,8 @@ import (
 // Store is what the /v1 handlers need of storage: the credits a
 // validation holds and charges, results and history, the jobs POST
 // /v1/batch creates and their results, and the Idempotency-Key records
-// (httpapi.IdemStore), and the delivery outcomes GET /v1/accuracy
-// measures.
+// (httpapi.IdemStore), the delivery outcomes GET /v1/accuracy measures,
+// and the platform settings /v1/outcomes/{platform} checks against.
 type Store interface {
 	httpapi.IdemStore
 	Credits(ctx context.Context, account string) (storage.Credits, error)
@@ -27,4 +27,5 @@ type Store interface {
 	ListAccountJobs(ctx context.Context, account string, limit int) ([]storage.Job, error)
 	JobResults(ctx context.Context, id string, fn func(storage.Result) error) error
 	ScanOutcomes(ctx context.Context, account string, since time.Time, fn func(storage.Outcome) error) error
+	OutcomeSettings(ctx context.Context, account string) (storage.OutcomeSettings, error)
 }

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"encoding/json"
 	"errors"
 	"maps"
 	"strings"
@@ -84,22 +83,6 @@ func ReasonKey(status, reason string) string { return status + "/" + reason }
 func SplitReasonKey(k string) (status, reason string) {
 	status, reason, _ = strings.Cut(k, "/")
 	return status, reason
-}
-
-// ReceiptReason returns the checks.reason of a stored receipt (spec §2.4),
-// empty when it has none or does not decode: how results stored before
-// Result.Reason existed are counted (the data directory's upgrade to
-// schema 2, PostgreSQL's migration 6).
-func ReceiptReason(receipt []byte) string {
-	var v struct {
-		Checks struct {
-			Reason string `json:"reason"`
-		} `json:"checks"`
-	}
-	if len(receipt) == 0 || json.Unmarshal(receipt, &v) != nil {
-		return ""
-	}
-	return v.Checks.Reason
 }
 
 // JobSpec is what CreateJob needs.

@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -106,24 +105,11 @@ type fbReceipt struct {
 // scenarioFeedback is scenario 9.
 func (r *runner) scenarioFeedback(ctx context.Context) error {
 	o := r.o
-	wo := o.World
-	wo.Profile = world.ProfileFeedback
-	wo.Domains = o.FeedbackDomains
-	wo.Extra, wo.Disposable = nil, ""
-	dir := filepath.Join(r.work, "world-feedback")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	r.logf("feedback: starting a world of %d domains", wo.Domains)
-	w, err := StartWorld(ctx, r.procs, r.mailworld, dir, wo)
+	w, emails, err := r.profileWorld(ctx, "feedback", world.ProfileFeedback, o.FeedbackDomains)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = w.Proc.Stop(10 * time.Second) }()
-	emails := make([]string, len(w.Expected))
-	for i, e := range w.Expected {
-		emails[i] = e.Email
-	}
 	for _, i := range r.order(1) {
 		run := r.runs[i]
 		res := &FeedbackResult{Domains: w.Domains, Addresses: len(emails)}

@@ -91,28 +91,37 @@ func probeCost(before, after metricsSnapshot, n int) *ProbeCost {
 // scenario 6, apart from the other scenarios' so no world sees them mixed.
 var realWorldEgress = []string{"127.0.0.34", "127.0.0.50"}
 
-// scenarioRealWorld is scenario 6.
-func (r *runner) scenarioRealWorld(ctx context.Context) error {
-	o := r.o
-	wo := o.World
-	wo.Profile = world.ProfileRealWorld
-	wo.Domains = o.RealWorldDomains
-	wo.Extra = nil
-	wo.Disposable = ""
-	dir := filepath.Join(r.work, "world-realworld")
+// profileWorld starts a world of a generator profile for a scenario of
+// its own (its work directory "world-<name>") and returns it with its
+// addresses; the caller stops it.
+func (r *runner) profileWorld(ctx context.Context, name, profile string, domains int) (*World, []string, error) {
+	wo := r.o.World
+	wo.Profile, wo.Domains = profile, domains
+	wo.Extra, wo.Disposable = nil, ""
+	dir := filepath.Join(r.work, "world-"+name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+		return nil, nil, err
 	}
-	r.logf("real-world mix: starting a world of %d domains", wo.Domains)
+	r.logf("%s: starting a world of %d domains", name, domains)
 	w, err := StartWorld(ctx, r.procs, r.mailworld, dir, wo)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer func() { _ = w.Proc.Stop(10 * time.Second) }()
 	emails := make([]string, len(w.Expected))
 	for i, e := range w.Expected {
 		emails[i] = e.Email
 	}
+	return w, emails, nil
+}
+
+// scenarioRealWorld is scenario 6.
+func (r *runner) scenarioRealWorld(ctx context.Context) error {
+	o := r.o
+	w, emails, err := r.profileWorld(ctx, "realworld", world.ProfileRealWorld, o.RealWorldDomains)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = w.Proc.Stop(10 * time.Second) }()
 	for _, i := range r.order(1) {
 		run := r.runs[i]
 		res := &RealWorldResult{Domains: w.Domains, Hosts: w.Hosts, Addresses: len(emails), RetryWindow: o.RealWorldRetryWindow.String()}

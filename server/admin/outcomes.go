@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,20 +13,6 @@ import (
 	"github.com/verifyd/verifyd/storage"
 )
 
-// OutcomeSettingsStore keeps the accounts' sending-platform settings.
-type OutcomeSettingsStore interface {
-	OutcomeSettings(ctx context.Context, account string) (storage.OutcomeSettings, error)
-	SetOutcomeSettings(ctx context.Context, account string, s storage.OutcomeSettings) error
-}
-
-func (s *Server) outcomeStore() (OutcomeSettingsStore, error) {
-	st, ok := s.db.(OutcomeSettingsStore)
-	if !ok {
-		return nil, errors.New("admin: the store keeps no outcome settings")
-	}
-	return st, nil
-}
-
 func outcomeSettingsView(account string, o storage.OutcomeSettings) adminapi.OutcomeSettings {
 	topics := o.SESTopics
 	if topics == nil {
@@ -37,17 +22,20 @@ func outcomeSettingsView(account string, o storage.OutcomeSettings) adminapi.Out
 		MailgunKeySet: o.MailgunKey != "", PostmarkUser: o.PostmarkUser, PostmarkPasswordSet: o.PostmarkPassHash != ""}
 }
 
+// settingsOf returns the path's account and its outcome settings, or a
+// 404.
+func (s *Server) settingsOf(ctx *fasthttp.RequestCtx) (string, storage.OutcomeSettings, error) {
+	id := pathID(ctx)
+	o, err := s.db.OutcomeSettings(httpapi.Context(ctx), id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", o, notFound("no account %q", id)
+	}
+	return id, o, err
+}
+
 // GET /v1/accounts/{id}/outcome-settings
 func (s *Server) outcomeSettings(ctx *fasthttp.RequestCtx) (any, error) {
-	st, err := s.outcomeStore()
-	if err != nil {
-		return nil, err
-	}
-	id := pathID(ctx)
-	o, err := st.OutcomeSettings(httpapi.Context(ctx), id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, notFound("no account %q", id)
-	}
+	id, o, err := s.settingsOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -62,15 +50,7 @@ func (s *Server) setOutcomeSettings(ctx *fasthttp.RequestCtx) (any, error) {
 	if err := DecodeJSON(ctx, &req); err != nil {
 		return nil, err
 	}
-	st, err := s.outcomeStore()
-	if err != nil {
-		return nil, err
-	}
-	id := pathID(ctx)
-	o, err := st.OutcomeSettings(httpapi.Context(ctx), id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, notFound("no account %q", id)
-	}
+	id, o, err := s.settingsOf(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +102,7 @@ func (s *Server) setOutcomeSettings(ctx *fasthttp.RequestCtx) (any, error) {
 	if err := is.err(); err != nil {
 		return nil, err
 	}
-	if err := st.SetOutcomeSettings(httpapi.Context(ctx), id, o); err != nil {
+	if err := s.db.SetOutcomeSettings(httpapi.Context(ctx), id, o); err != nil {
 		return nil, err
 	}
 	s.log.Info("outcome settings changed", append([]any{"account", id}, peerAttrs(ctx)...)...)

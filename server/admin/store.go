@@ -25,11 +25,13 @@ type Store interface {
 	ListUsers(ctx context.Context) ([]storage.User, error)
 	LookupKey(ctx context.Context, prefix string) (storage.APIKey, error)
 	MintKey(ctx context.Context, account string, scopes []string, label string) (string, storage.APIKey, error)
+	OutcomeSettings(ctx context.Context, account string) (storage.OutcomeSettings, error)
 	OutboxEvents(ctx context.Context, account string, limit int) ([]storage.Event, error)
 	RevokeKey(ctx context.Context, prefix string) (storage.APIKey, error)
 	RotateWebhookSecret(ctx context.Context, id string) (storage.Account, error)
 	SetCredits(ctx context.Context, account string, n int64, note string) (storage.Entry, error)
 	SetOperator(ctx context.Context, id string, operator bool) (storage.User, error)
+	SetOutcomeSettings(ctx context.Context, account string, s storage.OutcomeSettings) error
 	SetPlan(ctx context.Context, id string, plan storage.Plan) (storage.Account, error)
 	UserByEmail(ctx context.Context, email string) (storage.User, error)
 }

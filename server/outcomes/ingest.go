@@ -10,6 +10,7 @@ import (
 	"mime"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -184,8 +185,8 @@ func Parse(format string, body []byte) ([]storage.Outcome, []httpapi.Issue) {
 				case "diagnostic":
 					l.Diagnostic = &v
 				case "smtp_code":
-					var code int
-					if _, err := fmt.Sscanf(v, "%d", &code); err != nil || fmt.Sprint(code) != v {
+					code, err := strconv.Atoi(v)
+					if err != nil || strconv.Itoa(code) != v {
 						is.Add(fmt.Sprintf("lines[%d].smtp_code", n), "must be a reply code such as 550")
 						code = -1
 					}

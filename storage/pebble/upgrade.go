@@ -107,7 +107,7 @@ func upgradeJobReasons(db *DB, b *pebble.Batch) error {
 			if err != nil {
 				return false, fmt.Errorf("job %s: %w", j.ID, err)
 			}
-			if reason := storage.ReceiptReason(r.Receipt); reason != "" {
+			if reason := storage.VerdictOf(r).Reason; reason != "" {
 				if j.Reasons == nil {
 					j.Reasons = map[string]int{}
 				}
