@@ -482,6 +482,11 @@ func (s *SNS) get(ctx context.Context, rawURL string) ([]byte, error) {
 	if len(b) > MaxCertSize {
 		return nil, fmt.Errorf("larger than %d bytes", MaxCertSize)
 	}
+	// A response can still arrive after the deadline cancelled the
+	// request (the server answers the TLS close_notify); it is late.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 

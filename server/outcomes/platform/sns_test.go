@@ -145,10 +145,13 @@ func newSNSWorld(t *testing.T) *snsWorld {
 		case r.Method != http.MethodGet:
 			rw.WriteHeader(http.StatusMethodNotAllowed)
 		case r.URL.Path == "/slow.pem":
+			// Never a response: a 200 written after the client gave up
+			// could still reach it through crypto/tls's close_notify.
 			select {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
 			}
+			panic(http.ErrAbortHandler)
 		case r.URL.Path == "/redirect.pem":
 			http.Redirect(rw, r, "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-leaf.pem", http.StatusFound)
 		case r.URL.Path == "/" && r.URL.Query().Get("Action") == "ConfirmSubscription":
