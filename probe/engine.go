@@ -113,7 +113,15 @@ type Engine struct {
 	// answered (Wait).
 	quits sync.WaitGroup
 	share *share
+	// tlsSessions holds a TLS session ticket per MX host name, so that
+	// the next STARTTLS to the host resumes instead of a full handshake.
+	tlsSessions tls.ClientSessionCache
 }
+
+// tlsSessionHosts bounds Engine.tlsSessions: the MX hosts a box talks to
+// most (the big providers' few names carry most of the traffic); a host
+// that fell out only costs a full handshake.
+const tlsSessionHosts = 4096
 
 // DefaultBatchShare is Options.BatchShare's default: enough batch sessions
 // to keep a batch moving at a few thousand addresses a second beside
@@ -178,6 +186,9 @@ func New(opts Options) (*Engine, error) {
 		log:      opts.Logger.With("pkg", "probe"),
 		catchAll: newCatchAllCache(opts.CatchAllEntries, opts.CatchAllTTL, opts.Facts, opts.Logger.With("pkg", "probe")),
 		share:    newShare(max(opts.BatchShare, 0)),
+	}
+	if opts.StartTLS {
+		e.tlsSessions = tls.NewLRUClientSessionCache(tlsSessionHosts)
 	}
 	if opts.Facts != nil {
 		e.learnt = &learntProviders{facts: opts.Facts, writer: e.catchAll.writer, log: e.log, m: map[string]learnt{}}
@@ -316,6 +327,11 @@ func (e *Engine) tlsConfig(host string) *tls.Config {
 		// times the CPU per handshake, and a probe carries no secret that
 		// needs post-quantum protection.
 		CurvePreferences: []tls.CurveID{tls.X25519},
+		// Resumption (RFC 8446 §2.2; session tickets, RFC 5077, before
+		// TLS 1.3): the next session to host skips the certificate and
+		// its signature check, a fifth of a fresh probe's CPU. The cache
+		// is keyed by ServerName: one entry per MX host.
+		ClientSessionCache: e.tlsSessions,
 	}
 }
 

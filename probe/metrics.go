@@ -40,7 +40,13 @@ var (
 		metrics.NewCounter(`verifyd_probe_controls_total{reading="prober"}`),
 		metrics.NewCounter(`verifyd_probe_controls_total{reading="none"}`),
 	}
-	policyRetries   = metrics.NewCounter("verifyd_probe_policy_retries_total")
+	policyRetries = metrics.NewCounter("verifyd_probe_policy_retries_total")
+	// tlsHandshakes counts the STARTTLS handshakes that succeeded, by
+	// whether they resumed a session.
+	tlsHandshakes = map[bool]*metrics.Counter{
+		false: metrics.NewCounter(`verifyd_probe_tls_handshakes_total{resumed="false"}`),
+		true:  metrics.NewCounter(`verifyd_probe_tls_handshakes_total{resumed="true"}`),
+	}
 	resultCounters  = map[[2]string]*metrics.Counter{}
 	replyCounters   [smtpclient.ServiceUnavailable + 1]*metrics.Counter
 	sessionCounters = map[egress.Outcome]*metrics.Counter{}

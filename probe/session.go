@@ -217,7 +217,11 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			}
 		}
 		facts := SessionFacts{MXIP: ip, BannerHost: c.BannerHost(), EHLOHost: c.EHLOHost(), Provider: prov.name()}
-		facts.TLSVersion, facts.TLSCipher, _ = c.TLSState()
+		var tlsOK bool
+		facts.TLSVersion, facts.TLSCipher, tlsOK = c.TLSState()
+		if tlsOK {
+			tlsHandshakes[c.TLSResumed()].Inc()
+		}
 		for _, t := range pending {
 			t.r.Session = facts
 			t.r.Egress = lease.Addr()

@@ -148,7 +148,7 @@ type Client struct {
 	bannerHost, ehloHost string
 	ext                  Extensions
 	tlsVersion, tlsCiph  string
-	tlsOK                bool
+	tlsOK, tlsResumed    bool
 	local, remote        net.Addr
 }
 
@@ -298,6 +298,7 @@ func (c *Client) startTLS() error {
 	}
 	st := tc.ConnectionState()
 	c.tlsVersion, c.tlsCiph, c.tlsOK = tls.VersionName(st.Version), tls.CipherSuiteName(st.CipherSuite), true
+	c.tlsResumed = st.DidResume
 	c.rr.r.Reset(tc)
 	c.w.Reset(tc)
 	c.ext = Extensions{}
@@ -548,6 +549,11 @@ func (c *Client) Extensions() Extensions { return c.ext }
 func (c *Client) TLSState() (version, cipher string, ok bool) {
 	return c.tlsVersion, c.tlsCiph, c.tlsOK
 }
+
+// TLSResumed says whether the STARTTLS handshake resumed an earlier
+// session (Options.TLSConfig's ClientSessionCache held a ticket from the
+// server) instead of a full handshake.
+func (c *Client) TLSResumed() bool { return c.tlsResumed }
 
 // RemoteAddr is the server's address.
 func (c *Client) RemoteAddr() net.Addr { return c.remote }

@@ -535,6 +535,51 @@ S: 250 ok
 	}
 }
 
+// TestStartTLSResumes: a second session to the same host name resumes the
+// first one's TLS session from the shared ClientSessionCache, in TLS 1.2
+// (session ticket) and 1.3 (PSK from a NewSessionTicket read after the
+// handshake); a host of another name gets a full handshake.
+func TestStartTLSResumes(t *testing.T) {
+	cert, pool := testCert(t)
+	script := `
+S: 220 mx.test ESMTP
+C: EHLO probe.verifyd.test
+S: 250-mx.test
+S: 250 STARTTLS
+C: STARTTLS
+S: 220 2.0.0 go ahead
+TLS
+C: EHLO probe.verifyd.test
+S: 250-mx-tls.test
+S: 250 PIPELINING
+` + quit
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
+		t.Run(tls.VersionName(v), func(t *testing.T) {
+			server := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: v, MaxVersion: v}
+			cache := tls.NewLRUClientSessionCache(8)
+			for i, want := range []struct {
+				name    string
+				resumed bool
+			}{{"mx.test", false}, {"mx.test", true}, {"other.test", false}, {"mx.test", true}} {
+				f := startFakeTLS(t, script, server)
+				opts := testOptions()
+				opts.TLSConfig = &tls.Config{RootCAs: pool, ServerName: want.name, InsecureSkipVerify: true, ClientSessionCache: cache}
+				c := mustDial(t, f, opts)
+				if _, _, ok := c.TLSState(); !ok {
+					t.Fatalf("session %d: no TLS", i)
+				}
+				if c.TLSResumed() != want.resumed || f.tlsState.DidResume != want.resumed {
+					t.Errorf("session %d to %s: resumed %v (server: %v), want %v", i, want.name, c.TLSResumed(), f.tlsState.DidResume, want.resumed)
+				}
+				if err := c.Quit(); err != nil {
+					t.Fatal(err)
+				}
+				f.check(t)
+			}
+		})
+	}
+}
+
 func TestStartTLSNotConfigured(t *testing.T) {
 	f := startFake(t, `
 S: 220 mx.test
