@@ -26,8 +26,8 @@ run: build
 demo: build
 	./bench/demo.sh
 
-# bench runs verifybench's short run (under 3 minutes): a generated world,
-# a real verifyd, five scenarios; writes bench/RESULTS.md, the plot and a
+# bench runs verifybench's short run (about 6 minutes): a generated world,
+# a real verifyd, nine scenarios; writes bench/RESULTS.md, the plot and a
 # JSON result in bench/results/. BENCHFLAGS passes flags (e.g. -full,
 # -compare OTHER_VERIFYD); see bench/README.md.
 bench:

@@ -55,8 +55,18 @@ type Options struct {
 	// real-time validations are in flight (the others wait their turn):
 	// real-time work, which a person waits for, has the first claim on
 	// the CPU and the network. Default DefaultBatchShare; negative: no
-	// limit.
+	// limit. It is the most: the share adapts below it to real-time
+	// pressure (see BatchSchedTarget).
 	BatchShare int
+	// BatchSchedTarget and BatchQueueTarget are the adaptive batch
+	// share's pressure signals: while real-time validations are in
+	// flight, the Go scheduler's p99 latency (runnable goroutines waiting
+	// for a CPU) above BatchSchedTarget, or a real-time validation that
+	// waited longer than BatchQueueTarget for a worker, shrinks the share.
+	// Defaults DefaultBatchSchedTarget and DefaultBatchQueueTarget;
+	// negative turns a signal off.
+	BatchSchedTarget time.Duration
+	BatchQueueTarget time.Duration
 	// StartTLS makes sessions use STARTTLS when the MX offers it
 	// (opportunistic, RFC 7435: certificates are not verified, a failed
 	// handshake is retried without TLS).
@@ -185,7 +195,7 @@ func New(opts Options) (*Engine, error) {
 		opts:     opts,
 		log:      opts.Logger.With("pkg", "probe"),
 		catchAll: newCatchAllCache(opts.CatchAllEntries, opts.CatchAllTTL, opts.Facts, opts.Logger.With("pkg", "probe")),
-		share:    newShare(max(opts.BatchShare, 0)),
+		share:    newShare(max(opts.BatchShare, 0), limiterOptions{SchedTarget: opts.BatchSchedTarget, QueueTarget: opts.BatchQueueTarget}),
 	}
 	if opts.StartTLS {
 		e.tlsSessions = tls.NewLRUClientSessionCache(tlsSessionHosts)

@@ -111,7 +111,9 @@ func (p *Pools) Verify(ctx context.Context, in address.Input) (*Result, error) {
 			ch <- nil
 			return
 		}
-		phase.Since(phase.Queue, submitted)
+		waited := time.Since(submitted)
+		phase.Observe(phase.Queue, waited)
+		p.engine.share.realtimeQueued(waited)
 		ch <- p.engine.VerifyInput(ctx, in)
 	})
 	if err != nil {

@@ -135,7 +135,7 @@ func ShortOptions() Options {
 		Config:               DefaultVerifydConfig(),
 		Credits:              1_000_000_000,
 		RequestTimeout:       30 * time.Second,
-		MaxTime:              10 * time.Minute,
+		MaxTime:              30 * time.Minute,
 		OutDir:               "bench/results",
 		Report:               "bench/RESULTS.md",
 		Plot:                 "bench/results/latency-throughput.svg",

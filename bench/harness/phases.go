@@ -32,6 +32,15 @@ type PhaseTime struct {
 	P99Ms float64 `json:"p99_ms,omitempty"`
 }
 
+// sampledGauges are the gauges a snapshot keeps beside the histograms'
+// sums and counts and the counters: scenario 4 follows the adaptive batch
+// share with them.
+var sampledGauges = map[string]bool{
+	"verifyd_probe_batch_limit":           true,
+	"verifyd_probe_batch_sessions":        true,
+	"verifyd_probe_sched_latency_seconds": true,
+}
+
 // metricsSnapshot is the sums and counts of verifyd's histograms.
 type metricsSnapshot map[string]float64
 
@@ -68,7 +77,7 @@ func parseMetrics(r io.Reader) (metricsSnapshot, error) {
 		if j := strings.IndexByte(base, '{'); j >= 0 {
 			base = base[:j]
 		}
-		if !strings.HasSuffix(base, "_sum") && !strings.HasSuffix(base, "_count") && !strings.HasSuffix(base, "_total") && !strings.HasSuffix(base, "_bucket") {
+		if !strings.HasSuffix(base, "_sum") && !strings.HasSuffix(base, "_count") && !strings.HasSuffix(base, "_total") && !strings.HasSuffix(base, "_bucket") && !sampledGauges[base] {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[i+1:], 64)

@@ -18,6 +18,8 @@ type Result struct {
 	Machine     Machine   `json:"machine"`
 	Git         string    `json:"git,omitempty"`
 	Interrupted bool      `json:"interrupted,omitempty"`
+	// TimedOut: the interruption was the run's time bound (MaxTime).
+	TimedOut bool `json:"timed_out,omitempty"`
 
 	// Processes are the children the run started, all stopped by its end.
 	Processes []ProcInfo `json:"processes,omitempty"`
@@ -238,6 +240,32 @@ type MixedResult struct {
 	// Singles p99 over it.
 	BaselineP99Ms float64 `json:"baseline_p99_ms,omitempty"`
 	P99Ratio      float64 `json:"p99_ratio,omitempty"`
+	// Alone is a batch of as many other addresses run first with nothing
+	// beside it; BatchRatio is Batch's completion time over Alone's, and
+	// Bulk99Ratio the same of the time to 99 % processed.
+	Alone       *BatchResult `json:"alone,omitempty"`
+	BatchRatio  float64      `json:"batch_ratio,omitempty"`
+	Bulk99Ratio float64      `json:"bulk99_ratio,omitempty"`
+	// Share is the adaptive batch share while the singles ran, from
+	// verifyd's /metrics (nil for a verifyd without it).
+	Share *ShareSamples `json:"share,omitempty"`
+}
+
+// ShareSamples follow verifyd's adaptive batch share (its gauges sampled
+// every 250 ms, its counters before and after).
+type ShareSamples struct {
+	Samples      int     `json:"samples"`
+	LimitMean    float64 `json:"limit_mean"`
+	LimitMin     float64 `json:"limit_min"`
+	SessionsMean float64 `json:"sessions_mean"`
+	// SchedMeanMaxMs is the highest Go scheduler mean latency the
+	// limiter read in an interval.
+	SchedMeanMaxMs float64 `json:"sched_mean_max_ms"`
+	// Backoffs by cause (sched, queue).
+	Backoffs map[string]float64 `json:"backoffs"`
+	// Phases are the engine's phases over the same time, the batch's
+	// and the singles' together: MeanMs is one occurrence's mean.
+	Phases []PhaseTime `json:"phases,omitempty"`
 }
 
 // AccuracyResult is scenario 5: verdicts against the world's expectations.
@@ -260,6 +288,10 @@ type Target struct {
 	// Met is nil when the figure could not be measured.
 	Met  *bool  `json:"met"`
 	Note string `json:"note,omitempty"`
+	// Relative: the figure depends on the machine's speed (a throughput,
+	// a time), so its target holds for the machine it was set on; a
+	// ratio measured in one run, or an agreement, holds on any machine.
+	Relative bool `json:"machine_relative"`
 }
 
 // Ratio is B's figure over A's.

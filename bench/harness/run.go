@@ -119,6 +119,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if ctx.Err() != nil {
 		r.res.Interrupted = true
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			r.res.TimedOut = true
 			r.res.Notes = append(r.res.Notes, fmt.Sprintf("the run's time bound (%s) ran out; later scenarios were skipped", o.MaxTime))
 		}
 	}
@@ -259,7 +260,11 @@ func (r *runner) run(ctx context.Context, work string) error {
 		}
 	}
 	if o.Profile {
-		r.res.Profiles = r.summarizeProfiles(ctx)
+		// The profiles taken are read even when the run's time bound ran
+		// out: they are what a partial run still has to say.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		r.res.Profiles = r.summarizeProfiles(pctx)
+		cancel()
 	}
 	for _, run := range r.runs {
 		run.Targets = targets(run, r.o)
@@ -425,7 +430,9 @@ func (r *runner) write() error {
 		return err
 	}
 	var errs []error
-	writeReport := !r.o.NoReport && !r.res.Interrupted && len(r.runs) > 0
+	// An interrupt (^C) leaves the report of the last whole run; a run
+	// whose time bound ran out writes its own, marked partial.
+	writeReport := !r.o.NoReport && (!r.res.Interrupted || r.res.TimedOut) && len(r.runs) > 0
 	soak := r.res.Soak != nil
 	plot := r.o.Plot
 	if soak {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -355,6 +356,17 @@ type runningBatch struct {
 	api   *batchAPI
 	res   *BatchResult
 	start time.Time
+	// bulk, when set, is closed once the job reads 99 % processed (or
+	// ends): scenario 4's singles run until then.
+	bulk     chan struct{}
+	bulkOnce sync.Once
+}
+
+// bulkDone closes rb.bulk, once.
+func (rb *runningBatch) bulkDone() {
+	if rb.bulk != nil {
+		rb.bulkOnce.Do(func() { close(rb.bulk) })
+	}
 }
 
 // uploadBatch sends POST /v1/batch as the demo account; on a 404 the
@@ -403,6 +415,7 @@ func (rb *runningBatch) wait(ctx context.Context, timeout time.Duration) {
 		every = 10 * time.Millisecond
 	}
 	lastSample := -1.0
+	defer rb.bulkDone()
 	for {
 		status, data, err := rb.api.do(ctx, "GET", "/v1/jobs/"+res.JobID, nil)
 		now := time.Since(rb.start).Seconds()
@@ -426,6 +439,7 @@ func (rb *runningBatch) wait(ctx context.Context, timeout time.Duration) {
 		res.Status, res.Processed = j.Status, j.Progress.Processed
 		if res.Seconds99 == 0 && res.Size > 0 && 100*j.Progress.Processed >= 99*res.Size {
 			res.Seconds99 = round3(now)
+			rb.bulkDone()
 		}
 		if now-lastSample >= 1 || j.Status == "completed" || j.Status == "failed" {
 			res.Progress = append(res.Progress, [2]float64{round3(now), float64(j.Progress.Processed)})
@@ -562,6 +576,14 @@ func (r *runner) scenarioMixed(ctx context.Context) error {
 	emails := make([]string, n)
 	// The other end of the pool from scenario 3's batch where it can be.
 	copy(emails, r.pool[len(r.pool)-n:])
+	// The batch alone, to compare the batch beside the singles with: as
+	// many addresses, the ones before them in the pool (so neither is
+	// served by the other's cache of domain facts more than by scenario
+	// 3's), when the pool has them.
+	var alone []string
+	if 2*n <= len(r.pool) {
+		alone = r.pool[len(r.pool)-2*n : len(r.pool)-n]
+	}
 	// Singles of addresses the world answers promptly: their p99 is then
 	// verifyd's, not a tarpit's.
 	var singles []string
@@ -573,6 +595,12 @@ func (r *runner) scenarioMixed(ctx context.Context) error {
 			}
 		}
 	}
+	// Asked again in turn for as long as the bulk takes (each a fresh
+	// validation, with its own charge and receipt), up to 20 times over.
+	var cycled []string
+	for range 20 {
+		cycled = append(cycled, singles...)
+	}
 	for _, i := range r.order(1) {
 		v, run := r.vds[i], r.runs[i]
 		if ctx.Err() != nil {
@@ -580,6 +608,10 @@ func (r *runner) scenarioMixed(ctx context.Context) error {
 		}
 		mr := &MixedResult{}
 		run.Scenarios.Mixed = mr
+		if alone != nil {
+			mr.Alone = r.batchAlone(ctx, v, alone)
+			pause(ctx)
+		}
 		mv, mw := StartMeter(v.Proc.PID), StartMeter(r.world.Proc.PID)
 		rb, err := r.uploadBatch(ctx, v, emails)
 		if err != nil {
@@ -600,16 +632,19 @@ func (r *runner) scenarioMixed(ctx context.Context) error {
 			r.logf("mixed %s: %s", v.Label, mr.Error)
 			continue
 		}
-		// Singles until the batch completes or they run out (their count
-		// and time bounds); the batch is waited for until then, and a
-		// moment more.
+		// Singles until the batch's bulk is done (99 % processed: what is
+		// left is the world's tarpits and greylisting), or they run out;
+		// then the batch is waited for until it completes.
+		rb.bulk = make(chan struct{})
 		sctx, cancel := context.WithCancel(ctx)
 		wctx, wcancel := context.WithCancel(ctx)
+		sampled := make(chan *ShareSamples, 1)
+		go func() { sampled <- sampleShare(sctx, v.Config.Metrics) }()
 		singlesDone := make(chan struct{})
 		var lv Level
 		go func() {
 			defer close(singlesDone)
-			lv, _ = r.freshLoad(sctx, v, "mixed", r.o.MixedConcurrency, singles, r.o.BatchTimeout, true)
+			lv, _ = r.freshLoad(sctx, v, "mixed", r.o.MixedConcurrency, cycled, r.o.BatchTimeout, true)
 		}()
 		waited := make(chan struct{})
 		go func() {
@@ -617,19 +652,15 @@ func (r *runner) scenarioMixed(ctx context.Context) error {
 			rb.wait(wctx, r.o.BatchTimeout)
 		}()
 		select {
-		case <-waited: // the batch ended: stop the singles
+		case <-rb.bulk: // the bulk is done: stop the singles
 			cancel()
 			<-singlesDone
-		case <-singlesDone: // the singles ran out: the batch gets 2 s more
-			select {
-			case <-waited:
-			case <-time.After(2 * time.Second):
-				wcancel()
-				<-waited
-			}
+		case <-singlesDone: // the singles ran out
 		}
+		<-waited
 		cancel()
 		wcancel()
+		mr.Share = <-sampled
 		uv, uw := mv.Stop(), mw.Stop()
 		rb.res.Verifyd = procUsage(uv, rb.res.Processed+lv.OK, true)
 		rb.res.World = procUsage(uw, 0, false)
@@ -647,15 +678,83 @@ func (r *runner) scenarioMixed(ctx context.Context) error {
 			mr.BaselineP99Ms = base.Prompt.P99
 			mr.P99Ratio = round3(lv.Latency.P99 / base.Prompt.P99)
 		}
+		if a := mr.Alone; a != nil && a.Status == "completed" && rb.res.Status == "completed" && a.CompletionSeconds > 0 {
+			mr.BatchRatio = round3(rb.res.CompletionSeconds / a.CompletionSeconds)
+			if a.Seconds99 > 0 && rb.res.Seconds99 > 0 {
+				mr.Bulk99Ratio = round3(rb.res.Seconds99 / a.Seconds99)
+			}
+		}
 		state := fmt.Sprintf("completed in %.1f s", rb.res.CompletionSeconds)
 		if rb.res.Status != "completed" {
 			state = fmt.Sprintf("%s, %d processed", rb.res.Status, rb.res.Processed)
 		}
-		r.logf("mixed %s: batch of %d %s; %d singles meanwhile at c=%d: p50 %.1f ms, p99 %.1f ms (%.2f× the p99 of such addresses without a batch)%s",
-			v.Label, n, state, lv.OK, lv.Concurrency, lv.Latency.P50, lv.Latency.P99, mr.P99Ratio, errorSuffix(mr.Error))
+		r.logf("mixed %s: batch of %d %s (%.2f× alone); %d singles meanwhile at c=%d: p50 %.1f ms, p99 %.1f ms (%.2f× the p99 of such addresses without a batch)%s",
+			v.Label, n, state, mr.BatchRatio, lv.OK, lv.Concurrency, lv.Latency.P50, lv.Latency.P99, mr.P99Ratio, errorSuffix(mr.Error))
 		pause(ctx)
 	}
 	return nil
+}
+
+// sampleShare samples the adaptive batch share's gauges at addr every
+// 250 ms until ctx ends; nil when verifyd has none.
+func sampleShare(ctx context.Context, addr string) *ShareSamples {
+	first, err := scrapeMetrics(addr)
+	if _, ok := first["verifyd_probe_batch_limit"]; err != nil || !ok {
+		return nil
+	}
+	s := &ShareSamples{LimitMin: first["verifyd_probe_batch_limit"]}
+	last := first
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if s.Samples > 0 {
+				s.LimitMean = round3(s.LimitMean / float64(s.Samples))
+				s.SessionsMean = round3(s.SessionsMean / float64(s.Samples))
+			}
+			s.Phases = phaseTimes(first, last, 1)
+			s.Backoffs = map[string]float64{}
+			for _, c := range []string{"sched", "queue"} {
+				k := `verifyd_probe_batch_limit_backoffs_total{cause="` + c + `"}`
+				s.Backoffs[c] = last[k] - first[k]
+			}
+			return s
+		case <-t.C:
+		}
+		m, err := scrapeMetrics(addr)
+		if err != nil {
+			continue
+		}
+		last = m
+		l := m["verifyd_probe_batch_limit"]
+		s.Samples++
+		s.LimitMean += l
+		s.LimitMin = min(s.LimitMin, l)
+		s.SessionsMean += m["verifyd_probe_batch_sessions"]
+		s.SchedMeanMaxMs = max(s.SchedMeanMaxMs, round3(1000*m["verifyd_probe_sched_latency_seconds"]))
+	}
+}
+
+// batchAlone runs a batch of emails on v with nothing beside it and
+// waits for it: scenario 4's yardstick.
+func (r *runner) batchAlone(ctx context.Context, v *Verifyd, emails []string) *BatchResult {
+	mv, mw := StartMeter(v.Proc.PID), StartMeter(r.world.Proc.PID)
+	rb, err := r.uploadBatch(ctx, v, emails)
+	if err != nil {
+		mv.Stop()
+		mw.Stop()
+		return &BatchResult{Size: len(emails), Error: err.Error()}
+	}
+	if rb.res.Skipped == "" && rb.res.Error == "" {
+		rb.wait(ctx, r.o.BatchTimeout)
+	}
+	uv, uw := mv.Stop(), mw.Stop()
+	rb.res.Verifyd = procUsage(uv, rb.res.Processed, true)
+	rb.res.World = procUsage(uw, 0, false)
+	r.logf("mixed %s: the batch of %d alone: %s in %.1f s, 99 %% processed at %.1f s%s",
+		v.Label, len(emails), rb.res.Status, rb.res.CompletionSeconds, rb.res.Seconds99, errorSuffix(rb.res.Error))
+	return rb.res
 }
 
 // baselineLevel is scenario 1's level at concurrency c, or nil.

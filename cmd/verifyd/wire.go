@@ -162,12 +162,14 @@ func open(cfg config.Config, log *slog.Logger) (_ *app, err error) {
 		HeloName:       cmp.Or(cfg.SMTP.HeloName, config.HostName()), // when the pool gives none
 		MailFrom:       cfg.SMTP.MailFrom,
 		CommandTimeout: cfg.SMTP.CommandTimeout, GreetingTimeout: cfg.SMTP.GreetingTimeout, MaxMXHosts: cfg.SMTP.MaxMXHosts,
-		BatchShare:     cfg.Probe.BatchShare,
-		SessionTimeout: cfg.SMTP.SessionTimeout,
-		StartTLS:       cfg.SMTP.StartTLS,
-		CatchAllTTL:    cfg.Probe.CatchAllTTL,
-		Facts:          a.facts(),
-		Logger:         log,
+		BatchShare:       cfg.Probe.BatchShare,
+		BatchSchedTarget: cfg.Probe.BatchSchedTarget,
+		BatchQueueTarget: cfg.Probe.BatchQueueTarget,
+		SessionTimeout:   cfg.SMTP.SessionTimeout,
+		StartTLS:         cfg.SMTP.StartTLS,
+		CatchAllTTL:      cfg.Probe.CatchAllTTL,
+		Facts:            a.facts(),
+		Logger:           log,
 	}); err != nil {
 		return nil, err
 	}

@@ -367,8 +367,15 @@ type Probe struct {
 	// BatchWorkers sizes the batch pool. Default 1024.
 	BatchWorkers int `toml:"batch_workers"`
 	// BatchShare is how many batch domains may be probed at once while
-	// real-time validations are in flight. Default 64; -1: no limit.
+	// real-time validations are in flight, at most: the share adapts
+	// below it to real-time pressure. Default 64; -1: no limit.
 	BatchShare int `toml:"batch_share"`
+	// BatchSchedTarget and BatchQueueTarget are the adaptive share's
+	// pressure signals (probe.Options): the Go scheduler's p99 latency
+	// and a real-time validation's wait for a worker. Defaults 2ms and
+	// 10ms; -1s turns a signal off.
+	BatchSchedTarget time.Duration `toml:"batch_sched_target"`
+	BatchQueueTarget time.Duration `toml:"batch_queue_target"`
 	// CatchAllTTL is how long a domain's catch-all finding is reused.
 	// Default 24h.
 	CatchAllTTL time.Duration `toml:"catch_all_ttl"`
@@ -578,15 +585,17 @@ func Defaults() Config {
 			SelfCheckEnforce:  true,
 		},
 		Probe: Probe{
-			RealtimeBudget:  server.DefaultRealtimeBudget,
-			RealtimeWorkers: probe.DefaultRealtimeWorkers,
-			BatchWorkers:    probe.DefaultBatchWorkers,
-			BatchShare:      probe.DefaultBatchShare,
-			CatchAllTTL:     probe.DefaultCatchAllTTL,
-			ListsDir:        "/etc/verifyd/lists",
-			CacheMaxAge:     server.DefaultCacheMaxAge,
-			AuthSignals:     true,
-			AuthConcurrency: authsig.DefaultConcurrency,
+			RealtimeBudget:   server.DefaultRealtimeBudget,
+			RealtimeWorkers:  probe.DefaultRealtimeWorkers,
+			BatchWorkers:     probe.DefaultBatchWorkers,
+			BatchShare:       probe.DefaultBatchShare,
+			BatchSchedTarget: probe.DefaultBatchSchedTarget,
+			BatchQueueTarget: probe.DefaultBatchQueueTarget,
+			CatchAllTTL:      probe.DefaultCatchAllTTL,
+			ListsDir:         "/etc/verifyd/lists",
+			CacheMaxAge:      server.DefaultCacheMaxAge,
+			AuthSignals:      true,
+			AuthConcurrency:  authsig.DefaultConcurrency,
 		},
 		Limits: Limits{
 			BatchMaxEmails:         server.DefaultMaxEmails,
@@ -940,6 +949,11 @@ func (c *Config) Validate() error {
 		add("probe.batch_share", "must be -1 (no limit) or at least 1, not %d", c.Probe.BatchShare)
 	}
 	atLeast("probe.batch_workers", c.Probe.BatchWorkers, 1)
+	for k, d := range map[string]time.Duration{"probe.batch_sched_target": c.Probe.BatchSchedTarget, "probe.batch_queue_target": c.Probe.BatchQueueTarget} {
+		if d == 0 || (d < 0 && d != -time.Second) {
+			add(k, "must be a positive duration, or -1s (not a signal), not %s", d)
+		}
+	}
 	positive("probe.catch_all_ttl", c.Probe.CatchAllTTL)
 	positive("probe.cache_max_age", c.Probe.CacheMaxAge)
 	atLeast("probe.auth_concurrency", c.Probe.AuthConcurrency, 1)
