@@ -101,3 +101,88 @@ func TestSchedReader(t *testing.T) {
 	}
 	t.Logf("mean with %d busy goroutines: %v", 8*runtime.GOMAXPROCS(0), busy)
 }
+
+// TestShareUnderCPUSaturation: with a real-time validation in flight and
+// batch work asking for room, a load that saturates every CPU (eight
+// goroutines a CPU, each running a millisecond at a time) brings the
+// batch share down to its floor; once the load stops, the share climbs
+// back to the full share. (TestBatchYieldsToRealtime checks that batch
+// sessions keep within the share.)
+func TestShareUnderCPUSaturation(t *testing.T) {
+	s := newShare(64, limiterOptions{})
+	s.realtimeStart()
+	defer s.realtimeEnd()
+	ctx := t.Context()
+	// Batch work: sessions that open, hold a moment and end, always
+	// more of them than the limit.
+	stopBatch := make(chan struct{})
+	var batch sync.WaitGroup
+	for range 96 {
+		batch.Add(1)
+		go func() {
+			defer batch.Done()
+			for {
+				select {
+				case <-stopBatch:
+					return
+				default:
+				}
+				if !s.batchStart(ctx) {
+					return
+				}
+				time.Sleep(2 * time.Millisecond)
+				s.batchEnd()
+			}
+		}()
+	}
+	limit := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.lim.limit()
+	}
+	stopLoad := make(chan struct{})
+	var load sync.WaitGroup
+	for range 8 * runtime.GOMAXPROCS(0) {
+		load.Add(1)
+		go func() {
+			defer load.Done()
+			for {
+				select {
+				case <-stopLoad:
+					return
+				default:
+				}
+				for start := time.Now(); time.Since(start) < time.Millisecond; {
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	floor := false
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if limit() == 16 {
+			floor = true
+			break
+		}
+	}
+	close(stopLoad)
+	load.Wait()
+	if !floor {
+		t.Errorf("the CPU saturated, yet the share stayed at %d (floor 16)", limit())
+	}
+	full := false
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if limit() == 64 {
+			full = true
+			break
+		}
+	}
+	close(stopBatch)
+	// Let the batch goroutines waiting for room go.
+	s.realtimeEnd()
+	batch.Wait()
+	s.realtimeStart()
+	if !full {
+		t.Errorf("the load stopped, yet the share stayed at %d (full 64)", limit())
+	}
+}

@@ -372,7 +372,7 @@ type Probe struct {
 	BatchShare int `toml:"batch_share"`
 	// BatchSchedTarget and BatchQueueTarget are the adaptive share's
 	// pressure signals (probe.Options): the Go scheduler's p99 latency
-	// and a real-time validation's wait for a worker. Defaults 2ms and
+	// and a real-time validation's wait for a worker. Defaults 100µs and
 	// 10ms; -1s turns a signal off.
 	BatchSchedTarget time.Duration `toml:"batch_sched_target"`
 	BatchQueueTarget time.Duration `toml:"batch_queue_target"`
