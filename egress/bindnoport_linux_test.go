@@ -46,4 +46,14 @@ func TestDialBindsWithoutPort(t *testing.T) {
 	if v != 1 {
 		t.Errorf("IP_BIND_ADDRESS_NO_PORT = %d, want 1", v)
 	}
+	// And no keepalive, whose four setsockopt calls a session of seconds
+	// does not need.
+	if err := raw.Control(func(fd uintptr) {
+		v, gerr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+	}); err != nil || gerr != nil {
+		t.Fatalf("SO_KEEPALIVE: %v %v", err, gerr)
+	}
+	if v != 0 {
+		t.Errorf("SO_KEEPALIVE = %d, want 0", v)
+	}
 }

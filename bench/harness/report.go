@@ -271,7 +271,7 @@ func levelTable(w io.Writer, res *Result, levels func(*RunResult) []Level, skipp
 	if fresh {
 		head += " p50 / p99 ms, prompt addresses | API overhead p50 / p99 ms |"
 	}
-	head += " verifyd CPU ms/req | verifyd cores | world cores | client cores | verifyd peak RSS MB |\n"
+	head += " verifyd CPU ms/req | verifyd syscalls/req | verifyd cores | world cores | client cores | verifyd peak RSS MB |\n"
 	p("%s", head)
 	cols := strings.Count(head, "|") - 1
 	p("|%s\n", strings.Repeat("---:|", cols))
@@ -306,7 +306,11 @@ func levelTable(w io.Writer, res *Result, levels func(*RunResult) []Level, skipp
 				p(" — |")
 			}
 		}
-		p(" %s | %.2f | %.2f | %.2f | %s |\n", fmtNum(lv.Verifyd.CPUPerRequestMs), lv.Verifyd.Cores, lv.World.Cores, lv.Client.Cores, fmtNum(lv.Verifyd.PeakRSSMB))
+		calls := "—"
+		if lv.SyscallsPerRequest > 0 {
+			calls = fmtNum(lv.SyscallsPerRequest)
+		}
+		p(" %s | %s | %.2f | %.2f | %.2f | %s |\n", fmtNum(lv.Verifyd.CPUPerRequestMs), calls, lv.Verifyd.Cores, lv.World.Cores, lv.Client.Cores, fmtNum(lv.Verifyd.PeakRSSMB))
 	}
 	p("\n")
 	for _, r := range rows {

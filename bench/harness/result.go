@@ -148,6 +148,9 @@ type Level struct {
 	Verifyd      ProcUsage    `json:"verifyd"`
 	World        ProcUsage    `json:"world"`
 	Client       ProcUsage    `json:"client"`
+	// SyscallsPerRequest is verifyd's system calls (perf's
+	// raw_syscalls:sys_enter) per successful request; 0 without perf.
+	SyscallsPerRequest float64 `json:"syscalls_per_request,omitempty"`
 	// Phases is where the fresh probes' time went, from verifyd's own
 	// metrics (absent when the binary exports none).
 	Phases []PhaseTime `json:"phases,omitempty"`

@@ -39,12 +39,14 @@ func (r *runner) measured(ctx context.Context, v *Verifyd, l Load, nested bool) 
 	mw := StartMeter(r.world.Proc.PID)
 	mc := StartMeter(os.Getpid())
 	prof := r.startProfile(v, l)
+	sc := startSyscalls(v.Proc.PID)
 	var before metricsSnapshot
 	if v.Config.Metrics != "" {
 		before, _ = scrapeMetrics(v.Config.Metrics)
 	}
 	st := l.Run(ctx)
 	uv, uw, uc := mv.Stop(), mw.Stop(), mc.Stop()
+	calls, callsOK := sc.stop()
 	prof()
 	var after metricsSnapshot
 	if before != nil {
@@ -66,6 +68,9 @@ func (r *runner) measured(ctx context.Context, v *Verifyd, l Load, nested bool) 
 	}
 	if len(lv.Errors) == 0 {
 		lv.Errors = nil
+	}
+	if callsOK && st.OK > 0 {
+		lv.SyscallsPerRequest = round3(calls / float64(st.OK))
 	}
 	if l.Path == "/v1/validate" {
 		lv.Phases = phaseTimes(before, after, st.OK)

@@ -329,6 +329,9 @@ func ratios(a, b *RunResult) []Ratio {
 				add(p+"p50 ms", la.Latency.P50, lb.Latency.P50, "lower")
 				add(p+"p99 ms", la.Latency.P99, lb.Latency.P99, "lower")
 				add(p+"verifyd CPU ms/request", la.Verifyd.CPUPerRequestMs, lb.Verifyd.CPUPerRequestMs, "lower")
+				if la.SyscallsPerRequest > 0 && lb.SyscallsPerRequest > 0 {
+					add(p+"verifyd syscalls/request", la.SyscallsPerRequest, lb.SyscallsPerRequest, "lower")
+				}
 				if overhead && la.Overhead != nil && lb.Overhead != nil {
 					add(p+"API overhead p99 ms", la.Overhead.P99, lb.Overhead.P99, "lower")
 				}
