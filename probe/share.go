@@ -12,9 +12,10 @@ import (
 )
 
 // share gives real-time validations the first claim on the machine: while
-// any is in flight, batch work may have at most limit SMTP sessions open
-// (more wait for one to end, or for the real-time ones to finish); with
-// none in flight, batch sessions are bounded only by the batch pool. A
+// real-time traffic is active (a validation in flight, or one ended less
+// than realtimeIdle ago), batch work may have at most limit SMTP sessions
+// open (more wait for one to end, or for the real-time traffic to stop);
+// otherwise batch sessions are bounded only by the batch pool. A
 // batch burst (a thousand domains' sessions at once) otherwise takes the
 // CPU and the network that single validations, each waited for by a
 // person, need: their p99 tripled during a batch (bench/RESULTS.md,
@@ -27,10 +28,11 @@ type share struct {
 
 	mu       sync.Mutex
 	realtime int           // real-time validations in flight
+	lastRT   time.Time     // when the last one ended
 	batch    int           // batch sessions open
 	waiting  int           // batch sessions waiting for room
 	changed  chan struct{} // closed when a count drops or the limit grows
-	maxBatch int           // most batch sessions open while real-time ran (tests)
+	maxBatch int           // most batch sessions open while real-time was active (tests)
 
 	// queued is the longest wait, in nanoseconds, of a real-time
 	// validation for a worker since the limiter's last look.
@@ -58,11 +60,22 @@ func (s *share) realtimeStart() {
 func (s *share) realtimeEnd() {
 	s.mu.Lock()
 	s.realtime--
-	if s.realtime == 0 {
-		s.wake()
-	}
+	s.lastRT = time.Now()
 	s.adjust()
 	s.mu.Unlock()
+}
+
+// realtimeIdle is how long real-time traffic stays active after its last
+// validation ends. A client's requests have gaps between the validations
+// (the API's credit hold and charge, the round trip, the client's own
+// work); a batch that took each gap as idleness would open sessions
+// without bound between two of them.
+const realtimeIdle = time.Second
+
+// active reports whether real-time traffic is active at now; s.mu is
+// held.
+func (s *share) active(now time.Time) bool {
+	return s.realtime > 0 || now.Sub(s.lastRT) < realtimeIdle
 }
 
 // realtimeQueued reports that a real-time validation waited d for a
@@ -80,15 +93,27 @@ func (s *share) realtimeQueued(d time.Duration) {
 func (s *share) batchStart(ctx context.Context) bool {
 	s.mu.Lock()
 	s.adjust()
-	for s.lim != nil && s.realtime > 0 && s.batch >= s.lim.limit() {
+	for s.lim != nil && s.batch >= s.lim.limit() && s.active(time.Now()) {
 		ch := s.changed
+		// With none in flight, real-time traffic ends by itself.
+		var idle <-chan time.Time
+		var t *time.Timer
+		if s.realtime == 0 {
+			t = time.NewTimer(time.Until(s.lastRT.Add(realtimeIdle)))
+			idle = t.C
+		}
 		s.waiting++
 		s.mu.Unlock()
 		var ok bool
 		select {
 		case <-ch:
 			ok = true
+		case <-idle:
+			ok = true
 		case <-ctx.Done():
+		}
+		if t != nil {
+			t.Stop()
 		}
 		s.mu.Lock()
 		s.waiting--
@@ -98,7 +123,7 @@ func (s *share) batchStart(ctx context.Context) bool {
 		}
 	}
 	s.batch++
-	if s.realtime > 0 {
+	if s.active(time.Now()) {
 		s.maxBatch = max(s.maxBatch, s.batch)
 	}
 	batchSessions.Inc()
@@ -134,7 +159,7 @@ func (s *share) adjust() {
 	q := time.Duration(s.queued.Swap(0))
 	// Demand: batch sessions wait, or the open ones use most of the limit.
 	demand := s.waiting > 0 || 2*s.batch >= s.lim.limit()
-	if s.lim.update(now, s.realtime > 0, demand, q) {
+	if s.lim.update(now, s.active(now), demand, q) {
 		s.wake()
 	}
 }

@@ -186,3 +186,34 @@ func TestShareUnderCPUSaturation(t *testing.T) {
 		t.Errorf("the load stopped, yet the share stayed at %d (full 64)", limit())
 	}
 }
+
+// TestShareRealtimeGap: the moment between two real-time validations (no
+// validation in flight, the API charging the last one) is not idleness:
+// a batch session beyond the share still waits, and goes once real-time
+// traffic has been quiet for realtimeIdle.
+func TestShareRealtimeGap(t *testing.T) {
+	s := newShare(4, limiterOptions{SchedTarget: -1, QueueTarget: -1})
+	s.realtimeStart()
+	for range 4 {
+		if !s.batchStart(t.Context()) {
+			t.Fatal("batchStart failed")
+		}
+	}
+	s.realtimeEnd()
+	opened := make(chan struct{})
+	go func() {
+		if s.batchStart(t.Context()) {
+			close(opened)
+		}
+	}()
+	select {
+	case <-opened:
+		t.Fatal("a fifth batch session opened right after a real-time validation ended")
+	case <-time.After(realtimeIdle / 5):
+	}
+	select {
+	case <-opened:
+	case <-time.After(10 * realtimeIdle):
+		t.Fatal("real-time traffic stopped, yet the batch session never opened")
+	}
+}

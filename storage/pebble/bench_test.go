@@ -235,3 +235,44 @@ func BenchmarkLookupCache(b *testing.B) {
 		i++
 	}
 }
+
+// The read every fresh validation of a valid or risky address makes since
+// outcomes are learned from (server/outcomes, Learned): the account's
+// latest evidence about the address, in an account with no outcomes (a
+// miss, the common case) and in one with 10,000 stored (a hit). Set
+// against verifyd's CPU per fresh probe (bench/RESULTS.md), it is what the
+// learning costs the hot path.
+func BenchmarkAddressEvidence(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		outcomes int
+	}{{"no-outcomes", 0}, {"10k-outcomes-hit", 10_000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			db := benchDB(b)
+			acct := benchAccounts(b, db, 1, 0)[0]
+			now := time.Now()
+			var outs []storage.Outcome
+			for i := range bc.outcomes {
+				outs = append(outs, storage.Outcome{EventID: fmt.Sprint("e", i), Email: fmt.Sprintf("user%d@example.com", i),
+					Event: storage.OutcomeHardBounce, At: now, Source: "api", SMTPCode: 550, Enhanced: "5.1.1"})
+				if len(outs) == 1000 {
+					if _, err := db.PutOutcomes(b.Context(), acct, outs); err != nil {
+						b.Fatal(err)
+					}
+					outs = outs[:0]
+				}
+			}
+			n := max(bc.outcomes, 1)
+			var i int
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				_, ok, err := db.AddressEvidence(b.Context(), acct, fmt.Sprintf("user%d@example.com", i%n))
+				if err != nil || ok != (bc.outcomes > 0) {
+					b.Fatalf("evidence %v, %v", ok, err)
+				}
+				i++
+			}
+		})
+	}
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/verifyd/verifyd/internal/pgtest"
 )
 
-func newPool(t *testing.T, srv *pgtest.Server, db string) *pgxpool.Pool {
+func newPool(t testing.TB, srv *pgtest.Server, db string) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
 	if err := srv.CreateDatabase(ctx, db); err != nil {
