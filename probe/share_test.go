@@ -67,13 +67,9 @@ func TestLimiterAIMD(t *testing.T) {
 	}
 }
 
-// TestSchedReader: with eight goroutines per CPU each running a
-// millisecond at a time, a runnable goroutine waits for several of them;
-// the reader's mean over that time shows it (and the first read, which
-// only sets the baseline, does not count what came before).
-func TestSchedReader(t *testing.T) {
-	var r schedReader
-	r.mean()
+// saturate keeps every CPU busy with eight goroutines a CPU, each running
+// a millisecond at a time, until the returned func is called.
+func saturate() (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 8 * runtime.GOMAXPROCS(0) {
@@ -92,10 +88,23 @@ func TestSchedReader(t *testing.T) {
 			}
 		}()
 	}
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// TestSchedReader: with eight goroutines per CPU each running a
+// millisecond at a time, a runnable goroutine waits for several of them;
+// the reader's mean over that time shows it (and the first read, which
+// only sets the baseline, does not count what came before).
+func TestSchedReader(t *testing.T) {
+	var r schedReader
+	r.mean()
+	stop := saturate()
 	time.Sleep(300 * time.Millisecond)
 	busy := r.mean()
-	close(done)
-	wg.Wait()
+	stop()
 	if busy < 500*time.Microsecond {
 		t.Errorf("%d goroutines a CPU running 1 ms at a time: scheduler mean %v, want at least 0.5 ms", 8, busy)
 	}
@@ -140,24 +149,7 @@ func TestShareUnderCPUSaturation(t *testing.T) {
 		defer s.mu.Unlock()
 		return s.lim.limit()
 	}
-	stopLoad := make(chan struct{})
-	var load sync.WaitGroup
-	for range 8 * runtime.GOMAXPROCS(0) {
-		load.Add(1)
-		go func() {
-			defer load.Done()
-			for {
-				select {
-				case <-stopLoad:
-					return
-				default:
-				}
-				for start := time.Now(); time.Since(start) < time.Millisecond; {
-				}
-				runtime.Gosched()
-			}
-		}()
-	}
+	stopLoad := saturate()
 	floor := false
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if limit() == 16 {
@@ -165,8 +157,7 @@ func TestShareUnderCPUSaturation(t *testing.T) {
 			break
 		}
 	}
-	close(stopLoad)
-	load.Wait()
+	stopLoad()
 	if !floor {
 		t.Errorf("the CPU saturated, yet the share stayed at %d (floor 16)", limit())
 	}
