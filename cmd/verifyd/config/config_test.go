@@ -99,6 +99,8 @@ func TestValidateTable(t *testing.T) {
 		{"mail from", func(c *Config) { c.SMTP.MailFrom = "nobody" }, "smtp.mail_from"},
 		{"helo", func(c *Config) { c.SMTP.HeloName = "a b" }, "smtp.helo_name"},
 		{"workers", func(c *Config) { c.Probe.RealtimeWorkers = 0 }, "probe.realtime_workers"},
+		{"sched target", func(c *Config) { c.Probe.BatchSchedTarget = 0 }, "probe.batch_sched_target"},
+		{"queue target", func(c *Config) { c.Probe.BatchQueueTarget = -5 * time.Millisecond }, "probe.batch_queue_target"},
 		{"timeout", func(c *Config) { c.SMTP.ConnectTimeout = 0 }, "smtp.connect_timeout"},
 		{"window", func(c *Config) { c.RateLimits.Window = -time.Second }, "rate_limits.window"},
 		{"metrics", func(c *Config) { c.Metrics.Listen = "9464" }, "metrics.listen"},
