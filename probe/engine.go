@@ -59,9 +59,9 @@ type Options struct {
 	// pressure (see BatchSchedTarget).
 	BatchShare int
 	// BatchSchedTarget and BatchQueueTarget are the adaptive batch
-	// share's pressure signals: while real-time validations are in
-	// flight, the Go scheduler's p99 latency (runnable goroutines waiting
-	// for a CPU) above BatchSchedTarget, or a real-time validation that
+	// share's pressure signals: while real-time traffic is active, the
+	// Go scheduler's mean latency (runnable goroutines waiting for a CPU)
+	// over an interval above BatchSchedTarget, or a real-time validation that
 	// waited longer than BatchQueueTarget for a worker, shrinks the share.
 	// Defaults DefaultBatchSchedTarget and DefaultBatchQueueTarget;
 	// negative turns a signal off.
@@ -339,8 +339,9 @@ func (e *Engine) tlsConfig(host string) *tls.Config {
 		CurvePreferences: []tls.CurveID{tls.X25519},
 		// Resumption (RFC 8446 §2.2; session tickets, RFC 5077, before
 		// TLS 1.3): the next session to host skips the certificate and
-		// its signature check, a fifth of a fresh probe's CPU. The cache
-		// is keyed by ServerName: one entry per MX host.
+		// its signature check, about half of the handshake's CPU
+		// (probe/README.md, "Sessions"). The cache is keyed by
+		// ServerName: one entry per MX host.
 		ClientSessionCache: e.tlsSessions,
 	}
 }

@@ -190,10 +190,10 @@ type limiterOptions struct {
 // limiter is an AIMD concurrency limit (additive increase, multiplicative
 // decrease), as in TCP's congestion avoidance (RFC 5681 §3.1) and the
 // AIMDLimit of Netflix's concurrency-limits library: every interval in
-// which real-time validations ran, pressure (the CPU's run queue or the
+// which real-time traffic was active, pressure (the CPU's run queue or the
 // real-time worker queue above its target) multiplies the limit by
 // backoff; no pressure, with batch work asking for more room, adds one
-// step. An interval with no real-time validation at all also adds a step:
+// step. An interval with no real-time traffic at all also adds a step:
 // idle real-time traffic lets the limit climb back to the full share.
 type limiter struct {
 	full, min int
@@ -239,7 +239,7 @@ func newLimiter(full int, o limiterOptions) *limiter {
 func (l *limiter) limit() int { return int(l.cur) }
 
 // update moves the limit once an interval has passed (now at l.next or
-// later): rt says whether real-time validations are in flight, demand
+// later): rt says whether real-time traffic is active (share.active), demand
 // whether batch work wants more room, queued the longest real-time queue
 // wait of the interval. It says whether the limit grew.
 func (l *limiter) update(now time.Time, rt, demand bool, queued time.Duration) bool {

@@ -371,7 +371,7 @@ type Probe struct {
 	// below it to real-time pressure. Default 64; -1: no limit.
 	BatchShare int `toml:"batch_share"`
 	// BatchSchedTarget and BatchQueueTarget are the adaptive share's
-	// pressure signals (probe.Options): the Go scheduler's p99 latency
+	// pressure signals (probe.Options): the Go scheduler's mean latency
 	// and a real-time validation's wait for a worker. Defaults 100µs and
 	// 10ms; -1s turns a signal off.
 	BatchSchedTarget time.Duration `toml:"batch_sched_target"`
