@@ -37,8 +37,8 @@
 //     address's health: totals by outcome and the last 32 outcomes.
 //  4. Cooldown. OutcomeGreylisted (a 4xx to RCPT), OutcomeRateLimited
 //     (421, the server closing the channel, RFC 5321 §3.8, or a 4.7.x
-//     "too many connections") and OutcomePolicy (a 5.7.x refusal of the
-//     prober; x.7.x is security or policy status, RFC 3463 §3.8) cool the
+//     "too many connections") and OutcomePolicy (a refusal of the prober
+//     itself, by its words or its place, not of a mailbox) cool the
 //     pair (address, destination)
 //     for GreylistCooldown × 2^repeats, at most MaxCooldown, with an
 //     EventCooldown or EventPolicyBlock. Such a reply on a pair already
@@ -46,8 +46,9 @@
 //     escalates it. OutcomeOK resets the pair's backoff; a pair left alone
 //     MaxCooldown past its cooldown starts over too. Retrying later,
 //     rather than at once, is RFC 5321 §4.5.4.1's rule for a sender.
-//     PolicyBlockThreshold policy blocks of one address within
-//     PolicyBlockWindow, whatever the destinations, raise an
+//     An address whose share of sessions blocked by policy, from at least
+//     PolicyBlockThreshold distinct destinations within PolicyBlockWindow,
+//     reaches ReputationShare and twice the rest of the pool's raises an
 //     EventReputation, the source of the reputation.warning webhook.
 //  5. Retry. In real time, the engine may wait for
 //     CooldownUntil(addr, dest) if it falls within the request's budget and

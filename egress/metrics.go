@@ -40,6 +40,8 @@ type addrMetrics struct {
 	outcomes  [numOutcomes]*metrics.Counter
 	cooldowns [numOutcomes]*metrics.Counter // only the cooling outcomes are set
 	disabled  *metrics.Gauge
+	// reputation counts the reputation warnings the address earned.
+	reputation *metrics.Counter
 }
 
 var (
@@ -56,9 +58,10 @@ func metricsFor(a netip.Addr) *addrMetrics {
 	}
 	l := addrLabel(a)
 	m := &addrMetrics{
-		sessions: metrics.GetOrCreateCounter(fmt.Sprintf(`verifyd_egress_sessions_total{addr=%q}`, l)),
-		inflight: metrics.GetOrCreateGauge(fmt.Sprintf(`verifyd_egress_inflight_sessions{addr=%q}`, l), nil),
-		disabled: metrics.GetOrCreateGauge(fmt.Sprintf(`verifyd_egress_address_disabled{addr=%q}`, l), nil),
+		sessions:   metrics.GetOrCreateCounter(fmt.Sprintf(`verifyd_egress_sessions_total{addr=%q}`, l)),
+		inflight:   metrics.GetOrCreateGauge(fmt.Sprintf(`verifyd_egress_inflight_sessions{addr=%q}`, l), nil),
+		disabled:   metrics.GetOrCreateGauge(fmt.Sprintf(`verifyd_egress_address_disabled{addr=%q}`, l), nil),
+		reputation: metrics.GetOrCreateCounter(fmt.Sprintf(`verifyd_egress_reputation_warnings_total{addr=%q}`, l)),
 	}
 	for o := range Outcome(numOutcomes) {
 		m.outcomes[o] = metrics.GetOrCreateCounter(fmt.Sprintf(`verifyd_egress_outcomes_total{addr=%q,outcome=%q}`, l, o))

@@ -44,11 +44,14 @@ type Options struct {
 	// ConnectTimeout bounds the TCP connect of Lease.DialContext (the
 	// context's deadline, when earlier, wins). Default 30 s.
 	ConnectTimeout time.Duration
-	// PolicyBlockThreshold policy blocks (OutcomePolicy) of one address
-	// within PolicyBlockWindow, across every destination, raise an
-	// EventReputation. Defaults 3 and 10 min.
+	// An address earns an EventReputation when, within PolicyBlockWindow,
+	// policy blocks (OutcomePolicy) came from at least PolicyBlockThreshold
+	// distinct destinations, ended at least ReputationShare of its
+	// sessions, and that share is at least twice the rest of the pool's
+	// (reputation.go). Defaults 3, 10 min and 0.05.
 	PolicyBlockThreshold int
 	PolicyBlockWindow    time.Duration
+	ReputationShare      float64
 	// SaveInterval is the period of the background loop: it saves the
 	// state to Store when it changed, forgets idle destinations and
 	// refreshes the active cooldown gauge. Default 10 s.
@@ -87,6 +90,7 @@ const (
 	DefaultConnectTimeout       = 30 * time.Second
 	DefaultPolicyBlockThreshold = 3
 	DefaultPolicyBlockWindow    = 10 * time.Minute
+	DefaultReputationShare      = 0.05
 	DefaultSaveInterval         = 10 * time.Second
 )
 
@@ -112,6 +116,9 @@ func (o *Options) Defaults() {
 	}
 	if o.PolicyBlockWindow == 0 {
 		o.PolicyBlockWindow = DefaultPolicyBlockWindow
+	}
+	if o.ReputationShare == 0 {
+		o.ReputationShare = DefaultReputationShare
 	}
 	if o.SaveInterval == 0 {
 		o.SaveInterval = DefaultSaveInterval
@@ -152,6 +159,9 @@ func (o *Options) Validate() error {
 	}
 	if o.PolicyBlockThreshold < 1 {
 		add("policy_block_threshold must be at least 1, not %d", o.PolicyBlockThreshold)
+	}
+	if o.ReputationShare < 0 || o.ReputationShare > 1 {
+		add("reputation_share must be between 0 and 1, not %v", o.ReputationShare)
 	}
 	if o.PolicyBlockWindow <= 0 {
 		add("policy_block_window must be positive, not %v", o.PolicyBlockWindow)

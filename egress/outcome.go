@@ -24,9 +24,9 @@ const (
 	// OutcomeRateLimited: the server limits the prober's connections or
 	// rate (421, or 4.7.x "too many connections"). Cools the pair.
 	OutcomeRateLimited
-	// OutcomePolicy: a 5.7.x refusal of the prober itself (smtpclient
-	// Policy), not of a mailbox. Cools the pair and counts towards the
-	// address's reputation threshold.
+	// OutcomePolicy: a refusal of the prober itself, not of a mailbox (by
+	// its words, its place or a control: probe/README.md). Cools the pair
+	// and counts towards the address's reputation (reputation.go).
 	OutcomePolicy
 	// OutcomeTempFail: another temporary failure (4xx outside RCPT).
 	OutcomeTempFail
@@ -106,8 +106,8 @@ const (
 	// EventPolicyBlock: Dest refused Addr by policy (5.7.x); the pair cools
 	// until Until. Reason is "policy".
 	EventPolicyBlock = "policy_block"
-	// EventReputation: Addr met PolicyBlockThreshold policy blocks within
-	// PolicyBlockWindow, across destinations; Reason says how many. This is
+	// EventReputation: Addr's share of sessions blocked by policy stands
+	// out from the pool's (reputation.go); Reason gives the figures. This is
 	// the event behind the reputation.warning webhook. The address stays in
 	// rotation: taking it out is the caller's decision (Disable).
 	EventReputation = "reputation"

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -66,8 +65,8 @@ type source struct {
 	checkedAt  time.Time // when; zero: never checked
 	disabledAt time.Time // when
 	recent     [recentLen]Recent
-	nrecent    int         // outcomes ever pushed into recent
-	policy     []time.Time // policy blocks within the window
+	nrecent    int        // outcomes ever pushed into recent
+	rep        reputation // sessions and policy blocks within the window
 }
 
 // serves reports whether s can reach dest: same family, or the system
@@ -475,31 +474,17 @@ func (l *Lease) Release(o Outcome) {
 	src.mu.Lock()
 	src.recent[src.nrecent%recentLen] = Recent{At: now, Dest: l.dest, Outcome: o}
 	src.nrecent++
+	src.rep.note(now, p.opts.PolicyBlockWindow, l.dest, o == OutcomePolicy)
+	src.mu.Unlock()
 	if o == OutcomePolicy {
-		if n := src.notePolicy(now, p.opts.PolicyBlockWindow); n >= p.opts.PolicyBlockThreshold {
-			src.policy = src.policy[:0]
-			evs = append(evs, Event{Kind: EventReputation, Addr: src.addr, At: now,
-				Reason: strconv.Itoa(n) + " policy blocks within " + p.opts.PolicyBlockWindow.String()})
+		if ev, ok := p.checkReputation(src, now); ok {
+			evs = append(evs, ev)
 		}
 	}
-	src.mu.Unlock()
 
 	p.markDirty()
 	p.sourceDone(src)
 	p.emit(evs...)
-}
-
-// notePolicy records a policy block at now and returns how many fall within
-// the window ending at now; src.mu is held.
-func (s *source) notePolicy(now time.Time, window time.Duration) int {
-	keep := s.policy[:0]
-	for _, t := range s.policy {
-		if now.Sub(t) < window {
-			keep = append(keep, t)
-		}
-	}
-	s.policy = append(keep, now)
-	return len(s.policy)
 }
 
 // backoff is the cooldown after repeats earlier ones in a row.

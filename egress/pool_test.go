@@ -678,7 +678,7 @@ func TestPolicyBlocksAndReputation(t *testing.T) {
 	if evs[0].Dest != ip("127.0.0.10") || !evs[0].Until.Equal(e.clk.Now().Add(-8*time.Minute+time.Minute)) {
 		t.Errorf("policy_block event: %+v", evs[0])
 	}
-	if r := evs[3]; r.Addr != ip("127.0.0.1") || r.Reason != "3 policy blocks within 10m0s" {
+	if r := evs[3]; r.Addr != ip("127.0.0.1") || r.Reason != "3 of 3 sessions refused by policy (100%) by 3 destinations within 10m0s" {
 		t.Errorf("reputation event: %+v", r)
 	}
 	// The pair cools: the next session to that MX leaves from the other address.
@@ -687,8 +687,8 @@ func TestPolicyBlocksAndReputation(t *testing.T) {
 	} else {
 		l.Release(OutcomeOK)
 	}
-	// The count starts over after the warning; blocks spread wider than
-	// the window never add up.
+	// One warning a window; blocks spread wider than the window never
+	// add up.
 	for range 4 {
 		e.clk.Advance(6 * time.Minute)
 		e.acquire(t, "127.0.0.13", "127.0.0.1").Release(OutcomePolicy)
@@ -832,4 +832,85 @@ func TestAcquireFrom(t *testing.T) {
 	if _, err := e.p.AcquireFrom(context.Background(), dest, ip("127.0.0.9")); !errors.Is(err, ErrNoAddress) {
 		t.Fatalf("unknown from: %v", err)
 	}
+}
+
+// TestReputationAgainstThePool: a reputation warning compares an address
+// with the rest of the pool, over distinct destinations. One odd server
+// refusing a busy address again and again, a few refusals among many
+// sessions, or refusals the whole pool meets alike raise none; an address
+// refused by many destinations that take the others raises one.
+func TestReputationAgainstThePool(t *testing.T) {
+	addrs := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
+	dest := func(i int) string { return netip.AddrFrom4([4]byte{127, 2, byte(i / 250), byte(i%250 + 1)}).String() }
+	// session runs one session from "from" to d with outcome o.
+	session := func(e *env, d, from string, o Outcome) {
+		e.acquire(t, d, from).Release(o)
+	}
+	t.Run("one odd server", func(t *testing.T) {
+		e := newEnv(t, addrs, func(o *Options) { o.GreylistCooldown, o.MaxCooldown = time.Second, time.Second })
+		for range 10 {
+			session(e, "127.0.0.10", "127.0.0.1", OutcomePolicy)
+			e.clk.Advance(2 * time.Second)
+		}
+		if got := kinds(e.rec.take()); slices.Contains(got, EventReputation) {
+			t.Fatalf("a warning from one server's refusals: %v", got)
+		}
+	})
+	t.Run("a few among many", func(t *testing.T) {
+		e := newEnv(t, addrs, nil)
+		for i := range 200 {
+			for _, a := range addrs {
+				o := OutcomeOK
+				if a == "127.0.0.1" && i%50 == 0 {
+					o = OutcomePolicy // 4 destinations of 200: 2 %
+				}
+				session(e, dest(i), a, o)
+			}
+		}
+		if got := kinds(e.rec.take()); slices.Contains(got, EventReputation) {
+			t.Fatalf("a warning from 2 %% of sessions: %v", got)
+		}
+	})
+	t.Run("the whole pool alike", func(t *testing.T) {
+		e := newEnv(t, addrs, nil)
+		for i := range 30 {
+			o := OutcomeOK
+			if i%3 == 0 {
+				o = OutcomePolicy // these servers refuse every prober
+			}
+			for _, a := range addrs {
+				session(e, dest(i), a, o)
+			}
+		}
+		if got := kinds(e.rec.take()); slices.Contains(got, EventReputation) {
+			t.Fatalf("a warning when every address is refused alike: %v", got)
+		}
+	})
+	t.Run("one address listed", func(t *testing.T) {
+		e := newEnv(t, addrs, nil)
+		for i := range 30 {
+			for _, a := range addrs {
+				o := OutcomeOK
+				if a == "127.0.0.2" && i%3 == 0 {
+					o = OutcomePolicy
+				}
+				session(e, dest(i), a, o)
+			}
+		}
+		evs := e.rec.take()
+		var rep []Event
+		for _, ev := range evs {
+			if ev.Kind == EventReputation {
+				rep = append(rep, ev)
+			}
+		}
+		if len(rep) != 1 || rep[0].Addr != ip("127.0.0.2") {
+			t.Fatalf("reputation events %+v, want one for 127.0.0.2", rep)
+		}
+		// The third block, at its 7th session: 3 of 7, against none of
+		// the 7 + 6 the others had by then.
+		if want := "3 of 7 sessions refused by policy (43%) by 3 destinations within 10m0s; the rest of the pool 0 of 13 (0%)"; rep[0].Reason != want {
+			t.Errorf("reason %q, want %q", rep[0].Reason, want)
+		}
+	})
 }

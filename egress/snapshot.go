@@ -27,7 +27,7 @@ type AddrStatus struct {
 	// end first.
 	Cooldowns []Cooldown `json:"cooldowns"`
 	// PolicyBlocks counts the policy blocks within the last
-	// PolicyBlockWindow not yet reported by an EventReputation.
+	// PolicyBlockWindow (to within a tenth of it).
 	PolicyBlocks int `json:"policy_blocks"`
 	// Draining: removed by SetAddresses, waiting for its sessions to end.
 	Draining bool `json:"draining"`
@@ -97,11 +97,8 @@ func (p *Pool) Snapshot() []AddrStatus {
 		for i := s.nrecent - n; i < s.nrecent; i++ {
 			st.Recent = append(st.Recent, s.recent[i%recentLen])
 		}
-		for _, t := range s.policy {
-			if now.Sub(t) < p.opts.PolicyBlockWindow {
-				st.PolicyBlocks++
-			}
-		}
+		_, blocked := s.rep.totals(now, p.opts.PolicyBlockWindow)
+		st.PolicyBlocks = int(blocked)
 		if st.Disabled {
 			st.DisabledReason, st.DisabledAt = s.reason, s.disabledAt
 		}
