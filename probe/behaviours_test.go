@@ -492,7 +492,9 @@ func providerBehaviours(host func(name, ip string, mod func(*world.Host)) *world
 			func(d *world.Domain) { d.Policy = world.PolicyCatchAll }, "zed", StatusRisky, ReasonCatchAll, "microsoft365"),
 		// Outlook.com: 550 5.5.0 for an unknown recipient.
 		one("hotmail.test", "hotmail-test.olc.protection.outlook.com", "outlook", nil, unknown(olc550), "zed", StatusInvalid, ReasonMailboxNotFound, "outlook"),
-		one("plain-550-550.test", "mx.plain-550-550.test", "", nil, unknown(olc550), "zed", StatusInvalid, ReasonSyntax, ProviderOther),
+		// Elsewhere 5.5.0 (other protocol status) says no more than a bare
+		// 550: the positive control reads it (postmaster accepted).
+		one("plain-550-550.test", "mx.plain-550-550.test", "", nil, unknown(olc550), "zed", StatusInvalid, ReasonMailboxNotFound, ProviderOther),
 		// Yahoo: believed to take every recipient at RCPT, so an
 		// acceptance proves nothing until this server refuses the random
 		// probe as no such mailbox (its bare 552, its "dd This user
@@ -506,17 +508,19 @@ func providerBehaviours(host func(name, ip string, mod func(*world.Host)) *world
 		one("yahoo-dd.test", "mta9.am0.yahoodns.net", "yahoo", nil, unknown(yahooDD), "zed", StatusInvalid, ReasonMailboxNotFound, "yahoo"),
 		one("yahoo-dd-ann.test", "mta10.am0.yahoodns.net", "yahoo", nil, unknown(yahooDD), "ann", StatusValid, ReasonOK, "yahoo"),
 		one("yahoo-disabled.test", "mta11.am0.yahoodns.net", "yahoo", nil, unknown(yahooOff), "zed", StatusInvalid, ReasonSMTPRejected, "yahoo"),
-		// The same wording from a host of no provider: a bare 554, read
-		// with the positive control.
+		// The same wording from a host of no provider: a bare 554 whose
+		// words say no such account, postmaster or not.
 		one("plain-dd.test", "mx.plain-dd.test", "", nil, unknown(yahooDD), "zed", StatusInvalid, ReasonMailboxNotFound, ProviderOther),
 		one("plain-dd-np.test", "mx.plain-dd-np.test", "", nil, func(d *world.Domain) { d.UnknownReply, d.NoPostmaster = yahooDD, true },
-			"zed", StatusUnknown, ReasonSMTPRejected, ProviderOther),
+			"zed", StatusInvalid, ReasonMailboxNotFound, ProviderOther),
 		// A one-recipient Yahoo host cannot be asked the random probe
 		// after the real one: the belief stands.
 		one("yahoo-onercpt.test", "mta12.am0.yahoodns.net", "yahoo", func(h *world.Host) { h.MaxRcpts = 1 }, nil,
 			"ann", StatusRisky, ReasonCatchAll, "yahoo"),
 		one("yahoo-552-zed.test", "mta7.am0.yahoodns.net", "yahoo", nil, unknown(yahoo552), "zed", StatusInvalid, ReasonMailboxNotFound, "yahoo"),
-		one("plain-552.test", "mx.plain-552.test", "", nil, unknown(yahoo552), "zed", StatusRisky, ReasonSMTPRejected, ProviderOther),
+		// Elsewhere a bare 552 is full (RFC 5321 §4.2.3), unless its words
+		// say otherwise: these say no such mailbox.
+		one("plain-552.test", "mx.plain-552.test", "", nil, unknown(yahoo552), "zed", StatusInvalid, ReasonMailboxNotFound, ProviderOther),
 		one("plain-552-ann.test", "mx.plain-552-ann.test", "", nil, unknown(yahoo552), "ann", StatusValid, ReasonOK, ProviderOther),
 		// A customer's own MX name: the greeting's host gives Yahoo away.
 		one("yahoo-vanity.test", "mx.yahoo-vanity.test", "yahoo", func(h *world.Host) {
@@ -536,7 +540,7 @@ func providerBehaviours(host func(name, ip string, mod func(*world.Host)) *world
 		}, unknown("550 5.7.1 Invalid recipient"), "ann", StatusValid, ReasonOK, "mimecast"),
 		one("mc-policy-np.test", "mx.mc-policy-np.test", "mimecast", func(h *world.Host) {
 			h.Greeting = "eu-smtp-inbound-2.mimecast.com ESMTP"
-		}, func(d *world.Domain) { d.UnknownReply, d.NoPostmaster = "550 5.7.1 Invalid recipient", true }, "ann", StatusRisky, ReasonCatchAll, "mimecast"),
+		}, func(d *world.Domain) { d.UnknownReply, d.NoPostmaster = "550 5.7.1 Invalid recipient", true }, "ann", StatusValid, ReasonOK, "mimecast"),
 		one("mc-all.test", "us-smtp-inbound-1.mimecast.com", "mimecast", nil, func(d *world.Domain) { d.Policy = world.PolicyCatchAll },
 			"zed", StatusRisky, ReasonCatchAll, "mimecast"),
 		one("cuda.test", "d123456a.ess.barracudanetworks.com", "barracuda", nil, unknown("550 cuda_nsu 5.1.1 <zed@cuda.test>... User unknown"),
@@ -545,8 +549,8 @@ func providerBehaviours(host func(name, ip string, mod func(*world.Host)) *world
 			"ann", StatusValid, ReasonOK, "barracuda"),
 		one("ironport.test", "mx1.hc1234-56.iphmx.com", "cisco", nil, nil, "ann", StatusValid, ReasonOK, "cisco"),
 		one("icloud.test", "mx01.mail.icloud.com", "icloud", nil, nil, "zed", StatusInvalid, ReasonMailboxNotFound, "icloud"),
-		// Yandex words "no such user" as 550 5.7.1: a policy code, read
-		// with the positive control (the text is not read).
+		// Yandex words "no such user" as 550 5.7.1: a generic policy
+		// code, whose words say it.
 		one("yandex.test", "mx.yandex.net", "yandex", nil, unknown("550 5.7.1 No such user!"), "zed", StatusInvalid, ReasonMailboxNotFound, "yandex"),
 		one("gmx.test", "mx00.gmx.net", "gmx", func(h *world.Host) {
 			h.Greeting = "gmx.net (mxgmx117) Nemesis ESMTP Service ready"
@@ -554,16 +558,15 @@ func providerBehaviours(host func(name, ip string, mod func(*world.Host)) *world
 	}
 }
 
-// TestPolicyRefusalStands: a server that answers 550 5.7.1 to unknown
-// recipients and to postmaster@ too (the positive control says the
-// refusal is about the prober) makes each refused egress address cool for
-// it; validations that ask again from the others and run out of
+// TestPolicyRefusalStands: a server that refuses the prober's addresses
+// in words about the client (Postfix's reject_rbl_client) makes each
+// refused egress address cool for it; validations that ask again from the others and run out of
 // budget or addresses keep the refusal as their answer (unknown /
 // smtp_rejected), never a timeout they did not meet.
 func TestPolicyRefusalStands(t *testing.T) {
 	h := &world.Host{Name: "mx.policy-stands.test", IP: "127.81.5.1", Latency: world.Duration(300 * time.Millisecond)}
-	d := &world.Domain{Name: "policy-stands.test", MX: mx(h.Name), Mailboxes: ok("ann"), UnknownReply: "550 5.7.1 No such user!",
-		NoPostmaster: true}
+	d := &world.Domain{Name: "policy-stands.test", MX: mx(h.Name), Mailboxes: ok("ann"),
+		UnknownReply: "554 5.7.1 Service unavailable; Client host [127.0.0.2] blocked using zen.spamhaus.org", NoPostmaster: true}
 	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{h}, domain: d}})
 	e := startEnv(t, w, envOptions{egress: egress.Options{Addresses: egressPool[:2], MaxCooldown: 2 * time.Second}})
 	var wg sync.WaitGroup
@@ -582,11 +585,11 @@ func TestPolicyRefusalStands(t *testing.T) {
 	wg.Wait()
 }
 
-// TestRecipientPolicyProvider: Yandex answers 550 5.7.1 to unknown
-// recipients. Where the positive control tells nothing more (postmaster
-// refused alike), those stay unknown / smtp_rejected (the code is policy),
-// but they do not cool the egress addresses for its MX, which serves many
-// domains: known mailboxes asked afterwards, of any of them, are valid.
+// TestRecipientPolicyProvider: Yandex answers 550 5.7.1 "No such user!" to
+// unknown recipients: a generic policy code whose words say no such
+// mailbox (invalid, though postmaster is refused alike), and no block of
+// the egress addresses for its MX, which serves many domains: known
+// mailboxes asked afterwards, of any of them, are valid.
 func TestRecipientPolicyProvider(t *testing.T) {
 	h := &world.Host{Name: "mx.yandex.net", IP: "127.81.5.2", Provider: "yandex"}
 	var doms []*world.Domain
@@ -600,8 +603,8 @@ func TestRecipientPolicyProvider(t *testing.T) {
 	defer cancel()
 	for i := range 4 {
 		email := fmt.Sprintf("nobody%d@ya-one.test", i)
-		if r := e.engine.Verify(ctx, email); r.Status != StatusUnknown || r.Reason != ReasonSMTPRejected {
-			t.Errorf("%s: %s/%s, want unknown/smtp_rejected", email, r.Status, r.Reason)
+		if r := e.engine.Verify(ctx, email); r.Status != StatusInvalid || r.Reason != ReasonMailboxNotFound {
+			t.Errorf("%s: %s/%s, want invalid/mailbox_not_found", email, r.Status, r.Reason)
 		}
 	}
 	for _, email := range []string{"ann@ya-one.test", "ann@ya-two.test"} {
@@ -761,15 +764,19 @@ func controlBehaviours(simple func(name, ip string, mod func(*world.Host), dmod 
 		// OpenSMTPD's virtual-user table: 524 5.2.4.
 		simple("smtpd.test", next(), nil, unknown(smtpd, false), "zed", StatusInvalid, ReasonMailboxNotFound),
 		simple("bare554.test", next(), nil, unknown(bare554, false), "zed", StatusInvalid, ReasonMailboxNotFound),
-		// postmaster refused alike: the refusal is about the prober.
+		// postmaster refused alike tells nothing (many domains have no
+		// postmaster): the codes' reading stands, and the words where
+		// they say something.
 		simple("exch-np.test", next(), nil, unknown(exchange, true), "zed", StatusUnknown, ReasonSMTPRejected),
 		simple("smtpd-np.test", next(), nil, unknown(smtpd, true), "zed", StatusUnknown, ReasonSMTPRejected),
-		simple("bare550-np.test", next(), nil, unknown("550 No such user here", true), "zed", StatusUnknown, ReasonSMTPRejected),
+		simple("bare550-np.test", next(), nil, unknown("550 No such user here", true), "zed", StatusInvalid, ReasonMailboxNotFound),
+		simple("exim-np.test", next(), nil, unknown("550 Unrouteable address", true), "zed", StatusInvalid, ReasonMailboxNotFound),
+		simple("opensmtpd-np.test", next(), nil, unknown("550 Invalid recipient: <zed@opensmtpd-np.test>", true), "zed", StatusInvalid, ReasonMailboxNotFound),
 		// A client blocked outright (postmaster refused too).
 		simple("blocked571.test", next(), nil, func(d *world.Domain) { d.Policy = world.PolicyReject }, "ann", StatusUnknown, ReasonSMTPRejected),
-		// One recipient per transaction: the control's random local part
-		// cannot be asked; the codes' reading stands.
-		simple("exch-onercpt.test", next(), func(h *world.Host) { h.MaxRcpts = 1 }, unknown(exchange, false), "zed", StatusUnknown, ReasonSMTPRejected),
+		// One recipient per transaction: the control asks one recipient
+		// per new transaction of the same session.
+		simple("exch-onercpt.test", next(), func(h *world.Host) { h.MaxRcpts = 1 }, unknown(exchange, false), "zed", StatusInvalid, ReasonMailboxNotFound),
 		simple("bare550-onercpt.test", next(), func(h *world.Host) { h.MaxRcpts = 1 }, unknown("550 No such user here", false), "zed", StatusInvalid, ReasonMailboxNotFound),
 		// Two per transaction: the control goes on in a new one.
 		simple("exch-tworcpt.test", next(), func(h *world.Host) { h.MaxRcpts = 2 }, unknown(exchange, false), "zed", StatusInvalid, ReasonMailboxNotFound),

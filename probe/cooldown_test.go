@@ -12,21 +12,23 @@ import (
 
 // cooldownWorld: a greylister that keeps a pair waiting ten minutes, a
 // host that refuses one client address by policy, a host that refuses
-// every client by policy, and a host that answers every connection 421.
+// both (in Postfix's words for check_client_access, "Client host rejected:
+// Access denied": about the client), and a host that answers every
+// connection 421.
 func cooldownWorld() *world.World {
 	ok := map[string]world.MailboxState{"ann": world.MailboxOK, "bob": world.MailboxOK}
 	w := &world.World{
 		Hosts: []*world.Host{
 			{Name: "mx.grey.test", IP: "127.81.0.1"},
 			{Name: "mx.picky.test", IP: "127.81.0.2", BlockedClients: []string{"127.0.0.2"}},
-			{Name: "mx.block.test", IP: "127.81.0.3"},
+			{Name: "mx.block.test", IP: "127.81.0.3", BlockedClients: []string{"127.0.0.2", "127.0.0.3"}},
 			{Name: "mx.busy.test", IP: "127.81.0.4", Mode: world.HostBusy},
 		},
 		Domains: []*world.Domain{
 			{Name: "grey.test", MX: []world.MX{{Pref: 10, Host: "mx.grey.test"}}, Policy: world.PolicyGreylist,
 				GreylistDelay: world.Duration(10 * time.Minute), Mailboxes: ok},
 			{Name: "picky.test", MX: []world.MX{{Pref: 10, Host: "mx.picky.test"}}, Mailboxes: ok},
-			{Name: "block.test", MX: []world.MX{{Pref: 10, Host: "mx.block.test"}}, Policy: world.PolicyReject, Mailboxes: ok},
+			{Name: "block.test", MX: []world.MX{{Pref: 10, Host: "mx.block.test"}}, Mailboxes: ok},
 			{Name: "busy.test", MX: []world.MX{{Pref: 10, Host: "mx.busy.test"}}, Mailboxes: ok},
 		},
 	}
@@ -127,5 +129,99 @@ func TestRealtimePolicyTriesAnotherAddress(t *testing.T) {
 	rs := e.engine.VerifyDomain(ctx, []string{"bob@block.test"}, netip.Addr{})
 	if rs[0].Evidence.SMTP != SMTPGreylisted || rs[0].RetryAt.IsZero() {
 		t.Errorf("batch after the blocks: %v, retry at %v; want a deferral", rs[0].Evidence.SMTP, rs[0].RetryAt)
+	}
+}
+
+// TestCooledPairNeverAnswers: an (egress, MX) pair cooling after a policy
+// block turns no answer into unknown while another egress address can
+// ask: a real-time validation and a batch both go out from the other
+// address and give the mailbox's own verdict, whichever address cools.
+func TestCooledPairNeverAnswers(t *testing.T) {
+	host := netip.MustParseAddr("127.81.6.1")
+	for _, cooled := range egressPool[:2] {
+		t.Run(cooled.String(), func(t *testing.T) { cooledPair(t, host, cooled) })
+	}
+}
+
+func cooledPair(t *testing.T, host, cooled netip.Addr) {
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{{Name: "mx.plain-cool.test", IP: host.String()}},
+		domain: &world.Domain{Name: "plain-cool.test", MX: mx("mx.plain-cool.test"), Mailboxes: ok("ann", "bob")}}})
+	e := startEnv(t, w, envOptions{egress: egress.Options{
+		Addresses: egressPool[:2], GreylistCooldown: 10 * time.Minute, MaxCooldown: 30 * time.Minute}})
+	l, err := e.pool.AcquireFrom(context.Background(), host, cooled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release(egress.OutcomePolicy)
+	if _, ok := e.pool.CooldownCause(cooled, host); !ok {
+		t.Fatalf("%s is not cooling for the host", cooled)
+	}
+	other := egressPool[0]
+	if cooled == other {
+		other = egressPool[1]
+	}
+	r, inBudget := realtime(t, e, "ann@plain-cool.test")
+	if r.Status != StatusValid || !inBudget || r.Egress != other {
+		t.Errorf("real time, %s cooling: %s/%s from %v; want valid from %v", cooled, r.Status, r.Reason, r.Egress, other)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	rs := e.engine.VerifyDomain(ctx, []string{"bob@plain-cool.test", "zed@plain-cool.test"}, netip.Addr{})
+	cancel()
+	if rs[0].Status != StatusValid || rs[1].Status != StatusInvalid || rs[0].Egress != other {
+		t.Errorf("batch, %s cooling: %s/%s and %s/%s from %v; want valid and invalid from %v", cooled,
+			rs[0].Status, rs[0].Reason, rs[1].Status, rs[1].Reason, rs[0].Egress, other)
+	}
+}
+
+// TestKnownGoodControl: a host refuses one egress address with a policy
+// code and no words that say why (550 5.7.1 Access denied), postmaster
+// included.
+// postmaster refused alike says nothing (many domains have none): the
+// refusal gives unknown / smtp_rejected and blames no egress address. Once
+// the host has accepted a recipient of the domain from the prober, that
+// known-good recipient refused alike shows the refusal is about the
+// prober: the address cools for the host, and another address answers.
+func TestKnownGoodControl(t *testing.T) {
+	blocked, welcome := egressPool[0], egressPool[1]
+	host := netip.MustParseAddr("127.81.6.2")
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{{Name: "mx.known-good.test", IP: host.String(),
+		BlockedClients: []string{blocked.String()}, BlockedReply: "550 5.7.1 Access denied"}},
+		domain: &world.Domain{Name: "known-good.test", MX: mx("mx.known-good.test"), Mailboxes: ok("ann")}}})
+	e := startEnv(t, w, envOptions{egress: egress.Options{Addresses: []netip.Addr{blocked},
+		GreylistCooldown: 10 * time.Minute, MaxCooldown: 30 * time.Minute}})
+	use := func(addrs ...netip.Addr) {
+		if _, _, err := e.pool.SetAddresses(addrs); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// No known-good recipient yet: the control tells nothing.
+	r, _ := realtime(t, e, "zed@known-good.test")
+	if r.Status != StatusUnknown || r.Reason != ReasonSMTPRejected {
+		t.Fatalf("zed, no known-good recipient: %s/%s, want unknown/smtp_rejected", r.Status, r.Reason)
+	}
+	if _, cooling := e.pool.CooldownCause(blocked, host); cooling {
+		t.Fatal("a policy code alone, postmaster refused alike, cooled the egress address")
+	}
+
+	// The host accepts ann from the welcome address: a known-good recipient.
+	use(welcome)
+	if r, _ := realtime(t, e, "ann@known-good.test"); r.Status != StatusValid {
+		t.Fatalf("ann from %s: %s/%s", welcome, r.Status, r.Reason)
+	}
+	// From the blocked address, ann is refused alike: about the prober.
+	use(blocked)
+	r, _ = realtime(t, e, "zed@known-good.test")
+	if r.Status != StatusUnknown || r.Reason != ReasonSMTPRejected {
+		t.Fatalf("zed from the blocked address alone: %s/%s, want unknown/smtp_rejected", r.Status, r.Reason)
+	}
+	if cause, cooling := e.pool.CooldownCause(blocked, host); !cooling || cause != egress.OutcomePolicy {
+		t.Fatalf("the blocked address: cooling %v, cause %v; want a policy block", cooling, cause)
+	}
+	// With both: the blocked address cools, the welcome one answers.
+	use(blocked, welcome)
+	r, _ = realtime(t, e, "zed@known-good.test")
+	if r.Status != StatusInvalid || r.Egress != welcome {
+		t.Fatalf("zed with both addresses: %s/%s from %v, want invalid from %v", r.Status, r.Reason, r.Egress, welcome)
 	}
 }

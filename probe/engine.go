@@ -116,6 +116,9 @@ type Engine struct {
 	opts     Options
 	log      *slog.Logger
 	catchAll *catchAllCache
+	// knownGood is a recipient each MX host accepted recently, for the
+	// positive control (control.go).
+	knownGood knownGood
 	// learnt is the providers the fleet learnt from greetings (nil on
 	// one box).
 	learnt *learntProviders

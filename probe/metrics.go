@@ -17,7 +17,7 @@ import (
 //	verifyd_probe_smtp_replies_total{class}      RCPT replies by class
 //	verifyd_probe_sessions_total{outcome}        SMTP sessions by how they ended
 //	verifyd_probe_policy_retries_total           real-time validations asked again from another
-//	                                             egress address after a 5.7.x block
+//	                                             egress address after a refusal about the prober
 //	verifyd_probe_provider_results_total{provider,status}
 //	                                             verdicts by the MX's provider (probe/provider.go;
 //	                                             "other": no fingerprint matched; "none": no SMTP session)
@@ -25,9 +25,14 @@ import (
 //	                                             "catch_all" (the random probe), "role" (postmaster@ and
 //	                                             abuse@ for the auth signals), "control" (the positive control)
 //	verifyd_probe_controls_total{reading}        refusals read with the positive control
-//	                                             (postmaster@ and a random local part): "mailbox"
-//	                                             (no such mailbox), "prober" (the server refuses
-//	                                             us), "none" (the control told nothing)
+//	                                             (postmaster@, a known-good recipient and a random
+//	                                             local part): "mailbox" (no such mailbox), "prober"
+//	                                             (the known-good recipient refused alike: the
+//	                                             server refuses us), "none" (it told nothing)
+//	verifyd_probe_refusals_total{by,about}       permanent refusals of RCPT by the step that read
+//	                                             them (reading.go): by "provider", "code", "wording",
+//	                                             or "ambiguous" (left to the control); about "us"
+//	                                             (the prober) or "mailbox"
 var (
 	rcptsSent = struct{ address, catchAll, role, control *metrics.Counter }{
 		metrics.NewCounter(`verifyd_probe_rcpts_total{kind="address"}`),
@@ -41,6 +46,13 @@ var (
 		metrics.NewCounter(`verifyd_probe_controls_total{reading="none"}`),
 	}
 	policyRetries = metrics.NewCounter("verifyd_probe_policy_retries_total")
+	// refusals is indexed by readBy (byControl: ambiguous), then aboutUs.
+	refusals = [4][2]*metrics.Counter{
+		byCode:     {metrics.NewCounter(`verifyd_probe_refusals_total{by="code",about="mailbox"}`), metrics.NewCounter(`verifyd_probe_refusals_total{by="code",about="us"}`)},
+		byProvider: {metrics.NewCounter(`verifyd_probe_refusals_total{by="provider",about="mailbox"}`), metrics.NewCounter(`verifyd_probe_refusals_total{by="provider",about="us"}`)},
+		byWording:  {metrics.NewCounter(`verifyd_probe_refusals_total{by="wording",about="mailbox"}`), metrics.NewCounter(`verifyd_probe_refusals_total{by="wording",about="us"}`)},
+		byControl:  {metrics.NewCounter(`verifyd_probe_refusals_total{by="ambiguous",about="mailbox"}`), metrics.NewCounter(`verifyd_probe_refusals_total{by="ambiguous",about="us"}`)},
+	}
 	// tlsHandshakes counts the STARTTLS handshakes that succeeded, by
 	// whether they resumed a session.
 	tlsHandshakes = map[bool]*metrics.Counter{
@@ -98,6 +110,23 @@ func countReply(c smtpclient.Class) {
 	if int(c) < len(replyCounters) {
 		replyCounters[c].Inc()
 	}
+}
+
+// countReading counts a permanent refusal by the step that read it.
+func countReading(rd rcptReading) {
+	switch rd.Class {
+	case smtpclient.Accepted, smtpclient.Greylisted, smtpclient.TempFail, smtpclient.TooManyRecipients, smtpclient.ServiceUnavailable:
+		return
+	}
+	by := rd.by
+	if rd.ambiguous {
+		by = byControl
+	}
+	about := 0
+	if rd.aboutUs {
+		about = 1
+	}
+	refusals[by][about].Inc()
 }
 
 func countSession(o egress.Outcome) {

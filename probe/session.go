@@ -30,6 +30,9 @@ type target struct {
 	// refusal is the reply of a refusal that may be about the prober
 	// (ambiguousRefusal), for the positive control to read.
 	refusal smtpclient.Reply
+	// aboutUs: the target's refusal is about the prober, not the mailbox
+	// (reading.go): a block of the egress address.
+	aboutUs bool
 }
 
 // probeOne runs the SMTP stage for one address, waiting out greylisting
@@ -231,7 +234,7 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			// The server's limit is known: send no RCPT it would refuse.
 			batch = batch[:perTx]
 		}
-		out := e.transaction(c, prov, e.mailFrom(helo), domain, batch)
+		out := e.transaction(c, prov, e.mailFrom(helo), host, domain, batch)
 		if out.perTx > 0 {
 			perTx = out.perTx
 		}
@@ -262,7 +265,7 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			countSession(out.egress)
 		}
 
-		if wait && out.egress == egress.OutcomePolicy && !out.greylisted && unsettle(pending, SMTPPolicy) {
+		if wait && out.egress == egress.OutcomePolicy && !out.greylisted && unsettleBlocked(pending) {
 			// Refused by policy (5.7.x at MAIL or RCPT): a block of this
 			// egress address, not an answer about the mailbox. The
 			// address now cools for this server; a real-time validation
@@ -306,7 +309,7 @@ type txOutcome struct {
 // random local part, after the real ones so it cannot spoil them. prov, the
 // host's provider when known, reads the replies it words its own way and
 // says what an acceptance proves.
-func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, domain string, pending []*target) txOutcome {
+func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, host, domain string, pending []*target) txOutcome {
 	utf8 := false
 	for _, t := range pending {
 		if t.addr.UTF8Local {
@@ -349,13 +352,14 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 	}
 	accepted := false
 	perMailbox := false // the server answers per mailbox: role probes mean something
-	policy := false     // a 5.7.x to a RCPT: perhaps a block of the egress address
 	var ambiguous []*target
+	now := e.opts.Now()
 	for i, res := range results {
 		t := pending[i]
-		cls, ruled := prov.classify(res.Reply, res.Class)
-		countReply(cls.Class)
-		switch cls.Class {
+		rd := readRcpt(prov, res.Reply, res.Class)
+		countReply(rd.Class)
+		countReading(rd)
+		switch rd.Class {
 		case smtpclient.Greylisted, smtpclient.TempFail:
 			t.grey = true
 			out.greylisted = true
@@ -371,18 +375,20 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 		case smtpclient.Accepted:
 			accepted = true
 			perMailbox = true
+			e.knownGood.put(host, domain, t.addr.ASCII(), now)
 		case smtpclient.NoMailbox:
 			perMailbox = true
 			// A domain that refuses one mailbox is not catch-all.
-			if !cls.Weak {
-				e.catchAll.put(domain, CatchAllNo, e.opts.Now())
+			if !rd.Weak || rd.by == byWording {
+				e.catchAll.put(domain, CatchAllNo, now)
 			}
 		}
-		if !ruled && ambiguousRefusal(res.Reply) {
+		if rd.ambiguous {
 			t.refusal = res.Reply
 			ambiguous = append(ambiguous, t)
 		}
-		t.r.Evidence.SMTP = rcptOutcome(cls)
+		t.aboutUs = rd.aboutUs
+		t.r.Evidence.SMTP = rcptOutcome(rd.Classification)
 		t.done = true
 		t.grey = false
 		out.progress = true
@@ -421,17 +427,18 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 	t = time.Now()
 	defer phase.Since(phase.Extra, t)
 	if (accepted || out.greylisted) && out.sessionOK {
-		e.probeCatchAll(c, prov, mailFrom, domain)
+		e.probeCatchAll(c, prov, mailFrom, host, domain)
 	}
 	if perMailbox && out.sessionOK && len(rest) == 0 && (prov == nil || prov.Recipients != AcceptsAll) {
 		e.probeRoleMailboxes(c, domain)
 	}
-	welcome := false // the server accepted postmaster from us: no block of ours
+	welcome := accepted // the server accepted a recipient from us: no block of ours
 	if len(ambiguous) > 0 && out.sessionOK {
-		welcome = e.readRefusals(c, mailFrom, domain, ambiguous)
+		welcome = e.readRefusals(c, mailFrom, host, domain, ambiguous) || welcome
 	}
+	policy := false // a refusal about the prober: a block of the egress address
 	for _, t := range pending {
-		if t.done && t.r.Evidence.SMTP == SMTPPolicy && !welcome {
+		if t.done && t.aboutUs && !welcome {
 			policy = true
 		}
 	}
@@ -453,11 +460,11 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, dom
 
 // probeCatchAll sends one RCPT with a random local part unless the domain's
 // finding is cached, and caches what it learns. A random local part
-// refused in a way that may be about the prober (ambiguousRefusal) and
-// not read as no such mailbox by its codes (a 5.7.x, a 5.2.4, a bare 554)
-// is read so only when the session then accepts postmaster@domain, the
-// positive control of readRefusals.
-func (e *Engine) probeCatchAll(c *smtpclient.Client, prov *Provider, mailFrom, domain string) {
+// refused in a way its codes and words leave ambiguous (a bare 554, a
+// generic 5.7.1, a 5.2.4) is read as no such mailbox only when the
+// session then accepts postmaster@domain or the host's known-good
+// recipient (control.go).
+func (e *Engine) probeCatchAll(c *smtpclient.Client, prov *Provider, mailFrom, host, domain string) {
 	now := e.opts.Now()
 	if e.catchAll.get(domain, now) != CatchAllUnknown {
 		return
@@ -470,111 +477,31 @@ func (e *Engine) probeCatchAll(c *smtpclient.Client, prov *Provider, mailFrom, d
 	}
 	// A refusal comes back as an *Error with its reply: that is the
 	// finding.
-	cls, ruled := prov.classify(reply, smtpclient.ClassifyRcpt(reply, 1))
+	rd := readRcpt(prov, reply, smtpclient.ClassifyRcpt(reply, 1))
 	switch {
-	case cls.Class == smtpclient.Accepted:
+	case rd.Class == smtpclient.Accepted:
 		e.catchAll.put(domain, CatchAllYes, now)
-	case cls.Class == smtpclient.NoMailbox:
-		// A bare 550 (Weak) to a random name still says no such mailbox.
+	case rd.Class == smtpclient.NoMailbox:
+		// A bare 550 (Weak) to a random name still says no such mailbox:
+		// the session took the real recipient just before.
 		e.catchAll.put(domain, CatchAllNo, now)
-	case !ruled && ambiguousRefusal(reply):
-		if pm, ok := e.askControl(c, mailFrom, []string{postmaster(domain)}); ok && pm[0].Class.Class == smtpclient.Accepted {
+	case rd.ambiguous:
+		addrs := []string{postmaster(domain)}
+		if good := e.knownGood.get(host, domain, now); good != "" {
+			addrs = append(addrs, good)
+		}
+		rs, ok := e.askControl(c, mailFrom, addrs)
+		welcome := false
+		for _, r := range rs {
+			welcome = welcome || ok && r.Class.Class == smtpclient.Accepted
+		}
+		if welcome {
 			controls.mailbox.Inc()
 			e.catchAll.put(domain, CatchAllNo, now)
 		} else {
 			controls.none.Inc()
 		}
 	}
-}
-
-// ambiguousRefusal reports a permanent refusal of a RCPT that may be about
-// the prober rather than the mailbox: a 5.7.x (security or policy), a
-// 5.2.4 (OpenSMTPD's virtual-user table, among others), or a bare 550 or
-// 554 with no enhanced code. readRefusals reads it with a positive control.
-func ambiguousRefusal(r smtpclient.Reply) bool {
-	if r.Code/100 != 5 {
-		return false
-	}
-	e := r.Enhanced
-	switch {
-	case e.Class != 5 || e.Subject == 0 && e.Detail == 0:
-		return r.Code == 550 || r.Code == 554
-	case e.Subject == 7:
-		return true
-	}
-	return e.Subject == 2 && e.Detail == 4
-}
-
-func postmaster(domain string) string { return "postmaster@" + domain }
-
-// readRefusals reads the refusals of ts that may be about the prober
-// (ambiguousRefusal) with a positive control: the session asks for a
-// recipient that must exist, postmaster@domain (RFC 5321 §4.5.1: every
-// server that delivers mail must accept it), and for a random local part
-// that cannot. A refusal the random local part gets too, word for word in
-// its codes, while postmaster is accepted, is the server's way of saying
-// "no such mailbox": SMTPNoMailbox, and the domain refuses unknown
-// recipients (CatchAllNo). A refusal postmaster gets too is about the
-// prober: a 5.7.x stays SMTPPolicy (the egress address cools as before),
-// any other SMTPRejected. Anything else (the control greylisted, cut by a
-// recipient limit, refused another way) teaches nothing and the codes'
-// own reading stands. probe/README.md says where this reading can be
-// wrong. welcome reports that postmaster was accepted: whatever the
-// refusals mean, they are no block of the egress address.
-func (e *Engine) readRefusals(c *smtpclient.Client, mailFrom, domain string, ts []*target) (welcome bool) {
-	rs, ok := e.askControl(c, mailFrom, []string{postmaster(domain), e.catchAll.probeLocal(domain) + "@" + domain})
-	if !ok {
-		controls.none.Add(len(ts))
-		return false
-	}
-	pm, random := rs[0], rs[1]
-	same := func(a, b smtpclient.Reply) bool { return a.Code == b.Code && a.Enhanced == b.Enhanced }
-	for _, t := range ts {
-		switch {
-		case pm.Class.Class == smtpclient.Accepted && same(random.Reply, t.refusal):
-			t.r.Evidence.SMTP = SMTPNoMailbox
-			e.catchAll.put(domain, CatchAllNo, e.opts.Now())
-			controls.mailbox.Inc()
-		case same(pm.Reply, t.refusal):
-			if t.r.Evidence.SMTP != SMTPPolicy {
-				t.r.Evidence.SMTP = SMTPRejected
-			}
-			controls.prober.Inc()
-		default:
-			controls.none.Inc()
-		}
-	}
-	return pm.Class.Class == smtpclient.Accepted
-}
-
-// askControl asks the session for addrs in the current transaction or,
-// when its recipient limit cuts them, in a new one (RSET, MAIL: one round
-// trip with PIPELINING). ok is false when not every address got an answer
-// that says something (a greylisting, a recipient limit, the session
-// ending).
-func (e *Engine) askControl(c *smtpclient.Client, mailFrom string, addrs []string) (_ []smtpclient.RcptResult, ok bool) {
-	rs, rest, err := c.RcptMany(addrs)
-	rcptsSent.control.Add(len(addrs) - len(rest))
-	if err == nil && len(rest) > 0 {
-		if c.Reset() != nil || c.MailPipelined(mailFrom, false) != nil {
-			return nil, false
-		}
-		var more []smtpclient.RcptResult
-		n := len(rest)
-		more, rest, err = c.RcptMany(rest)
-		rcptsSent.control.Add(n - len(rest))
-		rs = append(rs, more...)
-	}
-	if err != nil || len(rest) > 0 || len(rs) != len(addrs) {
-		return nil, false
-	}
-	for _, r := range rs {
-		switch r.Class.Class {
-		case smtpclient.Greylisted, smtpclient.TempFail, smtpclient.TooManyRecipients, smtpclient.ServiceUnavailable:
-			return nil, false
-		}
-	}
-	return rs, true
 }
 
 // rcptOutcome maps the classifier's verdict on a RCPT reply.
@@ -701,13 +628,13 @@ func (e *Engine) mailFrom(helo string) string {
 	return "verify@" + helo
 }
 
-// unsettle reopens the targets of ts that were settled with o, for another
-// session to answer; it reports whether there was one.
-func unsettle(ts []*target, o SMTPOutcome) bool {
+// unsettleBlocked reopens the targets of ts whose refusal was about the
+// prober, for another session to answer; it reports whether there was one.
+func unsettleBlocked(ts []*target) bool {
 	any := false
 	for _, t := range ts {
-		if t.done && t.r.Evidence.SMTP == o {
-			t.done = false
+		if t.done && t.aboutUs {
+			t.done, t.aboutUs = false, false
 			any = true
 		}
 	}

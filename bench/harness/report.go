@@ -234,7 +234,11 @@ func writeMarkdown(w io.Writer, res *Result, jsonRel, plotRel string) {
 		p("A = `%s`, B = `%s`, run alternately against the same world (the order flips from step to step). A ratio above 1 is better where higher is better, and worse where lower is better.\n\n", res.Runs[0].Binary, res.Runs[1].Binary)
 		p("| figure | A | B | B/A | better |\n|---|---:|---:|---:|---|\n")
 		for _, r := range res.Ratios {
-			p("| %s | %s | %s | %.3f | %s |\n", r.Figure, fmtNum(r.A), fmtNum(r.B), r.Ratio, r.Better)
+			ratio := "—" // A is 0: no ratio
+			if r.A != 0 {
+				ratio = fmt.Sprintf("%.3f", r.Ratio)
+			}
+			p("| %s | %s | %s | %s | %s |\n", r.Figure, fmtNum(r.A), fmtNum(r.B), ratio, r.Better)
 		}
 		p("\n")
 	}

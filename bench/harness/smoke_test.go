@@ -158,6 +158,13 @@ func TestSmoke(t *testing.T) {
 	if rw.Error != "" || rw.Single == nil || rw.Batch == nil || rw.Single.Total != rw.Addresses || rw.Batch.Total != rw.Addresses || len(rw.Single.Groups) == 0 {
 		t.Errorf("realworld %+v", rw)
 	}
+	// What the world saw of the egress addresses and what the pool
+	// recorded: sessions and RCPTs per address from the world's log,
+	// policy blocks and reputation warnings from verifyd.
+	if w, e := rw.SingleWorld, rw.SingleEgress; w == nil || w.Sessions <= 0 || w.RCPTs <= 0 || e == nil || e.PolicyFrom == "" || e.ReputationFrom == "" ||
+		rw.BatchWorld == nil || rw.BatchWorld.Sessions <= 0 || rw.BatchEgress == nil {
+		t.Errorf("realworld cost: singles %+v %+v, batch %+v %+v", rw.SingleWorld, rw.SingleEgress, rw.BatchWorld, rw.BatchEgress)
+	}
 	var fr FairnessResult
 	if err := json.Unmarshal(run.Scenarios["fairness"], &fr); err != nil {
 		t.Fatal(err)
@@ -193,7 +200,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# verifybench results", "## Targets", "## 1. Fresh single validations", "## 5. Accuracy", "## 6. Real-world mix", "## 7. Fairness between accounts", "## 8. Fleet", "By kind of server and mailbox", "expected ↓ / got →", filepath.Base(files[0])} {
+	for _, want := range []string{"# verifybench results", "## Targets", "## 1. Fresh single validations", "## 5. Accuracy", "## 6. Real-world mix", "sessions refusing the client / 10k", "## 7. Fairness between accounts", "## 8. Fleet", "By kind of server and mailbox", "expected ↓ / got →", filepath.Base(files[0])} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -280,7 +280,59 @@ func targets(run *RunResult, o Options) []Target {
 		}
 	}
 	ts = append(ts, t)
+	ts = append(ts, egressTargets(rw)...)
 	return ts
+}
+
+// egressTargets are issue 35's targets of the real-world mix: no host of
+// it refuses one egress address more than another, so no address earns a
+// reputation warning, and the egress pool's policy blocks are at most the
+// sessions in which a host refused the client itself.
+func egressTargets(rw *RealWorldResult) []Target {
+	rep := Target{Name: "reputation warnings, real-world mix", Figure: "scenario 6: the egress pool's reputation warnings, singles and batch",
+		Unit: "per 10k addresses", Target: "0 (issue 35: no host of the mix refuses one egress address more than another)"}
+	pol := Target{Name: "policy blocks, real-world mix", Figure: "scenario 6: the egress pool's policy blocks, singles and batch",
+		Unit: "per 10k addresses", Target: "at most the sessions in which a host refused the client itself (the world's session log)"}
+	switch {
+	case rw == nil:
+		rep.Note, pol.Note = "did not run", "did not run"
+		return []Target{rep, pol}
+	case rw.Skipped != "":
+		rep.Note, pol.Note = "skipped: "+rw.Skipped, "skipped: "+rw.Skipped
+		return []Target{rep, pol}
+	case rw.SingleEgress == nil || rw.BatchEgress == nil:
+		rep.Note, pol.Note = "verifyd's /metrics was not read over both phases", "verifyd's /metrics was not read over both phases"
+		return []Target{rep, pol}
+	}
+	n := float64(rw.Single.totalOr(0) + rw.Batch.totalOr(0))
+	per10k := func(v int64) float64 {
+		if n == 0 {
+			return 0
+		}
+		return round3(float64(v) * 10000 / n)
+	}
+	se, be := rw.SingleEgress, rw.BatchEgress
+	warnings, blocks := se.ReputationWarnings+be.ReputationWarnings, se.PolicyBlocks+be.PolicyBlocks
+	rep.Value, rep.Met = per10k(warnings), met(warnings == 0)
+	rep.Note = fmt.Sprintf("singles %d, batch %d (from %s)", se.ReputationWarnings, be.ReputationWarnings, se.ReputationFrom)
+	pol.Value = per10k(blocks)
+	pol.Note = fmt.Sprintf("singles %d, batch %d (from %s)", se.PolicyBlocks, be.PolicyBlocks, se.PolicyFrom)
+	if sw, bw := rw.SingleWorld, rw.BatchWorld; sw != nil && bw != nil {
+		refused := sw.Refused + bw.Refused
+		pol.Met = met(blocks <= refused)
+		pol.Note += fmt.Sprintf("; sessions in which a host refused the client: singles %d, batch %d (%.1f per 10k addresses)", sw.Refused, bw.Refused, per10k(refused))
+	} else {
+		pol.Note += "; the world served no session counters to compare with"
+	}
+	return []Target{rep, pol}
+}
+
+// totalOr is c's total, or def without c.
+func (c *Confusion) totalOr(def int) int {
+	if c == nil {
+		return def
+	}
+	return c.Total
 }
 
 func skippedWhy(ran bool, why func() string) string {
@@ -368,6 +420,29 @@ func ratios(a, b *RunResult) []Ratio {
 	}
 	if aa, ab := a.Scenarios.Accuracy, b.Scenarios.Accuracy; aa != nil && ab != nil && aa.Single != nil && ab.Single != nil {
 		add("verdict agreement %", round3(100*aa.Single.Agreement()), round3(100*ab.Single.Agreement()), "higher")
+	}
+	if ra, rb := a.Scenarios.RealWorld, b.Scenarios.RealWorld; ra != nil && rb != nil {
+		for _, ph := range []struct {
+			name   string
+			ca, cb *Confusion
+			wa, wb *WorldCost
+			ea, eb *EgressCost
+		}{
+			{"real-world singles", ra.Single, rb.Single, ra.SingleWorld, rb.SingleWorld, ra.SingleEgress, rb.SingleEgress},
+			{"real-world batch", ra.Batch, rb.Batch, ra.BatchWorld, rb.BatchWorld, ra.BatchEgress, rb.BatchEgress},
+		} {
+			if ph.ca != nil && ph.cb != nil && ph.ca.Total > 0 && ph.cb.Total > 0 {
+				add(ph.name+" verdict agreement %", round3(100*ph.ca.Agreement()), round3(100*ph.cb.Agreement()), "higher")
+			}
+			if ph.wa != nil && ph.wb != nil {
+				add(ph.name+" sessions/address", ph.wa.Sessions, ph.wb.Sessions, "lower")
+				add(ph.name+" RCPTs/address", ph.wa.RCPTs, ph.wb.RCPTs, "lower")
+			}
+			if ph.ea != nil && ph.eb != nil {
+				add(ph.name+" policy blocks/10k addresses", ph.ea.PolicyBlocksPer10k, ph.eb.PolicyBlocksPer10k, "lower")
+				add(ph.name+" reputation warnings/10k addresses", ph.ea.ReputationWarningsPer10k, ph.eb.ReputationWarningsPer10k, "lower")
+			}
+		}
 	}
 	return out
 }

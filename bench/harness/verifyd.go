@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/verifyd/verifyd/storage/pebble"
@@ -40,6 +41,21 @@ type Verifyd struct {
 	CreditsVia string
 
 	procs *Procs
+	// reputationLogs counts the egress pool's reputation warnings in
+	// verifyd's log (ReputationLogs).
+	reputationLogs atomic.Int64
+}
+
+// ReputationLogs returns how many reputation warnings verifyd has logged
+// since the harness started it: its egress pool logs each as a line whose
+// msg is "egress reputation". Binaries without the counter
+// verifyd_egress_reputation_warnings_total are measured by it.
+func (v *Verifyd) ReputationLogs() int64 { return v.reputationLogs.Load() }
+
+// isReputationLog reports whether a line of verifyd's log is a reputation
+// warning of the egress pool, in the JSON or the text format.
+func isReputationLog(line string) bool {
+	return strings.Contains(line, `"msg":"egress reputation"`) || strings.Contains(line, `msg="egress reputation"`)
 }
 
 var (
@@ -95,6 +111,9 @@ func (v *Verifyd) start(ctx context.Context) error {
 			}
 		},
 		func(line string) {
+			if isReputationLog(line) {
+				v.reputationLogs.Add(1)
+			}
 			if m := apiRE.FindStringSubmatch(line); m != nil {
 				select {
 				case api <- m[1]:

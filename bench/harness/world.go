@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -33,6 +34,9 @@ type WorldOptions struct {
 	Extra []string `json:"extra,omitempty"`
 	// DNS is the address mailworld serves DNS on; port 0 picks one.
 	DNS string `json:"dns"`
+	// Stats, when set, is the loopback "ip:port" mailworld serves its
+	// session log's counters on (-stats), for World.Stats.
+	Stats string `json:"-"`
 }
 
 // args returns mailworld's command line.
@@ -59,6 +63,9 @@ func (o WorldOptions) args(expected, worldFile string) []string {
 	if o.Profile != "" {
 		a = append(a, "-profile", o.Profile)
 	}
+	if o.Stats != "" {
+		a = append(a, "-stats", o.Stats)
+	}
 	return append(a, o.Extra...)
 }
 
@@ -76,6 +83,24 @@ type World struct {
 	Expect map[string]world.Expectation
 	// W is the generated world, as mailworld saved it.
 	W *world.World
+	// StatsAddr is where mailworld serves its session counters; empty
+	// when it was not asked to.
+	StatsAddr string
+}
+
+// Stats reads the world's session counters (mailworld -stats).
+func (w *World) Stats(ctx context.Context) (world.LogStats, error) {
+	if w.StatsAddr == "" {
+		return world.LogStats{}, fmt.Errorf("mailworld serves no session counters")
+	}
+	return world.FetchStats(ctx, w.StatsAddr)
+}
+
+// mailworldServesStats reports whether the mailworld binary bin has the
+// -stats flag (one built before it has not).
+func mailworldServesStats(ctx context.Context, bin string) bool {
+	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput()
+	return strings.Contains(string(out), "-stats")
 }
 
 // Slow reports whether the world holds a probe of email for seconds by
@@ -119,7 +144,7 @@ func StartWorld(ctx context.Context, procs *Procs, bin, dir string, o WorldOptio
 	if err != nil {
 		return nil, err
 	}
-	w := &World{Proc: p, DNS: m[2]}
+	w := &World{Proc: p, DNS: m[2], StatsAddr: o.Stats}
 	w.Domains, _ = strconv.Atoi(m[1])
 	w.Hosts, _ = strconv.Atoi(m[3])
 	w.SMTPPort, _ = strconv.Atoi(m[4])

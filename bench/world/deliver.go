@@ -347,7 +347,7 @@ func (v vars) expand(text string) string {
 // mtaStyles are the providers' wordings, by Host.Provider ("" and the
 // providers not listed: Postfix's). Sources: the providers' published
 // error pages (support.google.com/mail/answer/6596, aka.ms/EXOSmtpErrors),
-// and the replies probe/provider.go reads.
+// and the providers' replies of Replies.
 var mtaStyles = map[string]mtaStyle{
 	"": {
 		delivered: styledReply{250, "2.0.0", "250 2.0.0 Ok: queued as {queue}"},

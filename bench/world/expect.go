@@ -1,10 +1,7 @@
 package world
 
 import (
-	"fmt"
 	"net/netip"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -31,16 +28,20 @@ const (
 	ReasonConnection      = "connection_error"
 )
 
-// Expect returns the verdict a correct verifier reaches for email in w, by
-// the engine's decision table (probe/README.md), given that greylisted
-// recipients are retried until accepted. The world knows nothing of the
-// disposable, role and spamtrap lists: the caller sets those from what it
-// generated (see Generate). An address whose domain the world does not serve
-// gets unknown/connection_error: the world's DNS refuses such names, which a
-// resolver sees as a temporary failure. Generate refines what Expect cannot
-// know: a valid role address has reason role_based, a listed disposable
-// domain gives disposable/disposable_domain, a spamtrap gives spamtrap with no
-// reason (the spec's reasons have none for it).
+// Expect returns the verdict a careful verifier reaches for email in w,
+// from what the world's servers do and what their replies mean, given
+// that greylisted recipients are retried until accepted. It is written
+// from the behaviour of the mail software the world plays (its
+// documentation and source), apart from any verifier's rules and code,
+// so that a verifier can be found wrong by it. The world knows nothing of
+// the disposable, role and spamtrap lists: the caller sets those from
+// what it generated (see Generate). An address whose domain the world
+// does not serve gets unknown/connection_error: the world's DNS refuses
+// such names, which a resolver sees as a temporary failure. Generate
+// refines what Expect cannot know: a valid role address has reason
+// role_based, a listed disposable domain gives disposable/disposable_domain,
+// a spamtrap gives spamtrap with no reason (the spec's reasons have none
+// for it).
 //
 // The table, in the order it is applied:
 //
@@ -73,21 +74,47 @@ const (
 //	  shown it checks recipients (see below)  risky     catch_all
 //	known mailbox (greylisted, over quota
 //	  at delivery, or neither)                valid     ok
-//	unknown mailbox, a refusal that may be
-//	  policy, read by the positive control    invalid   mailbox_not_found
-//	                                          (postmaster accepted), unknown
-//	                                          smtp_rejected (refused alike)
-//	unknown mailbox: Domain.UnknownReply      the provider's code or wording,
-//	                                          else its code and enhanced code
-//	unknown mailbox (550 5.1.1)               invalid   mailbox_not_found
+//	unknown mailbox: what the host's refusal says (unknownSays):
+//	  no such mailbox                         invalid   mailbox_not_found
+//	  disabled, no relay for the domain       invalid   smtp_rejected
+//	  full                                    risky     smtp_rejected
+//	  bad address syntax                      invalid   syntax_error
+//	  temporary (4xx)                         unknown   timeout
+//	  about the client                        unknown   smtp_rejected
+//	  nothing, postmaster@ the domain
+//	    accepted                              invalid   mailbox_not_found
+//	  nothing, postmaster refused alike       unknown   smtp_rejected
+//
+// What a refusal of an unknown local part says is, in this order: the
+// domain's Domain.UnknownSays; for a permanent refusal (5xx), the entry
+// of Replies whose words it has (the world's record of real servers'
+// replies and what their software means by them, each with its source:
+// Exim's "550 Unrouteable address", OpenSMTPD's "550 Invalid recipient",
+// Postfix's "User unknown in virtual mailbox table", Yandex's "550 5.7.1
+// No such user!", ...), whatever postmaster does; else what its codes
+// alone say (codesSay: RFC 3463's codes that name one cause; a bare 550
+// or 554, X.0.0 and the policy codes X.7.x say nothing). The default
+// reply, 550 5.1.1, says no such mailbox. A refusal that says nothing is
+// read against postmaster@ the domain, which RFC 5321 §4.5.1 says must
+// exist: accepted from the same client, the refusal is about the local
+// part; refused too (Domain.NoPostmaster: many virtual domains have no
+// postmaster), a careful verifier knows no more than the refusal, and
+// "postmaster refused alike" is no sign that the refusal is about the
+// client (only a refusal about the client, or of every recipient, is).
+// Other recipients known to exist would tell as much as postmaster, but
+// which of them a verifier has met depends on the list and its order,
+// which Expect does not know. Postmaster can be asked in a transaction of
+// its own, so a host that takes one recipient per transaction, or
+// greylists, does not hide it.
 //
 // A host believed to accept every recipient or a gateway (Host.Provider,
-// ProviderFacts) has shown it checks recipients when its reply to an
-// unknown local part reads as no such mailbox (by its codes, its
-// provider's wording or the positive control: see control) and it takes
-// more than one recipient per transaction (so the random probe can go
-// after the real one). Every host accepts postmaster@ its domains (RFC
-// 5321 §4.5.1) unless Domain.NoPostmaster.
+// ProviderFacts) has shown it checks recipients when its refusal of an
+// unknown local part reads as no such mailbox (above) and it takes more
+// than one recipient per transaction (so the random probe can go after
+// the real one; this rule of the catch-all expectation is kept as it
+// was, though a random probe in a transaction of its own would tell as
+// much). Every host accepts postmaster@ its domains (RFC 5321 §4.5.1)
+// unless Domain.NoPostmaster.
 //
 // MX targets that are IP literals are skipped (RFC 5321 §5.1: not a host
 // name); a CNAME at an MX target is followed. Expect assumes the prober's
@@ -162,9 +189,11 @@ func (w *World) expectSMTP(email string) Expectation {
 	}
 	switch d.Mailboxes[local] {
 	case MailboxRestricted:
-		// The positive control tells nothing: postmaster is accepted,
-		// a random local part refused otherwise (assumed: the domain's
-		// unknown reply is not 550 5.7.1 too).
+		// The mailbox exists and takes mail only from senders it knows
+		// ("only internal senders accepted"): the words are about the
+		// sender, and its refusal is not the domain's refusal of a
+		// local part it does not know (assumed: the domain's unknown
+		// reply is another).
 		return set(StatusUnknown, ReasonSMTPRejected)
 	case MailboxDisabled, MailboxNullMX:
 		return set(StatusInvalid, ReasonSMTPRejected)
@@ -177,176 +206,74 @@ func (w *World) expectSMTP(email string) Expectation {
 		e.CatchAll = true
 		return set(StatusRisky, ReasonCatchAll)
 	}
-	unknown := unknownReading(d, host)
-	ctl := control(d, host)
+	unknown := unknownVerdict(d, host)
 	if _, ok := d.Mailboxes[local]; ok {
 		pf := Providers[host.Provider]
 		// A host believed to accept every recipient, or a gateway, shows
-		// it checks recipients by refusing the random probe as no such
-		// mailbox (by its codes, its provider's wording, or the positive
-		// control); one that cannot be asked (one recipient per
-		// transaction) or refuses otherwise has not shown it.
-		shown := host.MaxRcpts != 1 && (unknown.Status == StatusInvalid && unknown.Reason == ReasonMailboxNotFound || ctl == controlMailbox)
+		// it checks recipients by refusing the random probe in a way
+		// that reads as no such mailbox (unknownVerdict); one that cannot
+		// be asked (one recipient per transaction) or refuses otherwise
+		// has not shown it.
+		shown := host.MaxRcpts != 1 && unknown.Status == StatusInvalid && unknown.Reason == ReasonMailboxNotFound
 		if (pf.AcceptsAll || pf.Gateway) && !shown {
 			e.CatchAll = true
 			return set(StatusRisky, ReasonCatchAll)
 		}
 		return set(StatusValid, ReasonOK)
 	}
-	switch ctl {
-	case controlMailbox:
-		return set(StatusInvalid, ReasonMailboxNotFound)
-	case controlProber:
-		return set(StatusUnknown, ReasonSMTPRejected)
-	}
 	return set(unknown.Status, unknown.Reason)
 }
 
-// The positive control's readings (control).
-const (
-	controlNone    = iota // not asked, or it told nothing: the codes decide
-	controlMailbox        // postmaster accepted, a random local part refused alike: no such mailbox
-	controlProber         // postmaster refused alike: the refusal is about the prober
-)
-
-// control is how the prober's positive control reads host's refusal of a
-// local part d does not know (probe/README.md, "Refusals that may be
-// policy"). A refusal that may be about the prober — a 5.7.x, a 5.2.4, a
-// bare 550 or 554, not a wording of the host's provider — is read by
-// asking the same session for postmaster@d, which RFC 5321 §4.5.1 says
-// must exist, and for a random local part, which gets the same refusal
-// here. It tells nothing when the host takes one recipient per
-// transaction or greylists every new (client, recipient) pair.
-func control(d *Domain, host *Host) int {
-	r := parseReplyLine(styled(host, unknownLine(d)))
-	if !ambiguousRefusal(r) || ruled(host.Provider, r) || host.MaxRcpts == 1 || d.Policy == PolicyGreylist {
-		return controlNone
-	}
-	if d.NoPostmaster {
-		return controlProber // postmaster gets the same refusal
-	}
-	return controlMailbox
-}
-
-// ambiguousRefusal is the engine's rule for a refusal that may be about the
-// prober.
-func ambiguousRefusal(r smtpReply) bool {
-	if r.code/100 != 5 {
-		return false
-	}
-	switch {
-	case r.enh == "" || strings.HasSuffix(r.enh, ".0.0"):
-		return r.code == 550 || r.code == 554
-	case strings.HasPrefix(r.enh, "5.7."):
-		return true
-	}
-	return r.enh == "5.2.4"
-}
-
-// ruled reports whether provider reads r by a rule of its own.
-func ruled(provider string, r smtpReply) bool {
-	pf := Providers[provider]
-	key := strconv.Itoa(r.code)
-	if r.enh != "" {
-		key += " " + r.enh
-	}
-	if slices.Contains(pf.NoMailbox, key) {
-		return true
-	}
-	_, ok := pf.wording(r)
-	return ok
-}
-
-// unknownLine is d's reply to RCPT for a local part it does not know.
-func unknownLine(d *Domain) string {
-	if d.UnknownReply == "" {
-		return replyNoSuchUser.line
-	}
-	return d.UnknownReply
-}
-
-// styled is line as host words it (Host.Replies: a bare host drops the
-// enhanced code).
-func styled(host *Host, line string) string {
-	if host.Replies != RepliesBare {
-		return line
-	}
-	code, rest, _ := strings.Cut(line, " ")
-	if f, text, ok := strings.Cut(rest, " "); ok && isEnhanced(f) {
-		rest = text
-	}
-	return code + " " + rest
-}
-
-// unknownReading is the verdict on a local part d does not know, from the
-// reply its host gives (Domain.UnknownReply, else 550 5.1.1): the host's
-// provider's own wording first, then the reply code and enhanced code as
-// RFC 5321 and RFC 3463 define them, never other text.
-func unknownReading(d *Domain, host *Host) Expectation {
+// unknownVerdict is the verdict on a local part d does not know, from
+// what host's refusal of it says (unknownSays): a refusal that says no
+// such mailbox is invalid whatever else the host does; one about the
+// client says nothing of the mailbox; one that says nothing is read
+// against a recipient that must exist, postmaster@d (RFC 5321 §4.5.1):
+// the host accepts it from the same client, so the refusal is about the
+// local part — no such mailbox; the host refuses it too (no postmaster
+// for the domain, against the RFC, as many virtual domains have), and a
+// careful verifier knows no more than the refusal.
+func unknownVerdict(d *Domain, host *Host) Expectation {
 	set := func(status, reason string) Expectation { return Expectation{Status: status, Reason: reason} }
-	if d.UnknownReply == "" && host.Replies != RepliesBare {
+	switch unknownSays(d, host) {
+	case SaysNoMailbox:
 		return set(StatusInvalid, ReasonMailboxNotFound)
-	}
-	r := parseReplyLine(styled(host, unknownLine(d)))
-	if w, ok := Providers[host.Provider].wording(r); ok {
-		return set(w.Status, w.Reason)
-	}
-	if r.enh != "" && strings.HasSuffix(r.enh, ".0.0") {
-		r.enh = "" // "other or undefined": no more than the bare code
-	}
-	key := strconv.Itoa(r.code)
-	if r.enh != "" {
-		key += " " + r.enh
-	}
-	if slices.Contains(Providers[host.Provider].NoMailbox, key) {
-		return set(StatusInvalid, ReasonMailboxNotFound)
-	}
-	class, subject, detail := 0, 0, 0
-	if r.enh != "" {
-		fmt.Sscanf(r.enh, "%d.%d.%d", &class, &subject, &detail)
-	}
-	switch {
-	case r.code == 421:
-		return set(StatusUnknown, ReasonConnection)
-	case subject == 5 && detail == 3:
-		return set(StatusUnknown, ReasonConnection) // the recipient limit
-	case subject == 2 && detail == 2, r.enh == "" && r.code == 552:
-		return set(StatusRisky, ReasonSMTPRejected) // mailbox full
-	case r.code/100 == 4:
-		return set(StatusUnknown, ReasonTimeout) // deferred past the retries
-	case r.code/100 != 5:
-		return set(StatusUnknown, ReasonSMTPRejected)
-	case r.enh == "":
-		switch r.code {
-		case 550, 551, 553:
-			return set(StatusInvalid, ReasonMailboxNotFound)
-		case 500, 501, 502, 504:
-			return set(StatusInvalid, ReasonSyntax)
-		}
-		return set(StatusUnknown, ReasonSMTPRejected)
-	case subject == 1:
-		switch detail {
-		case 2, 10:
-			return set(StatusInvalid, ReasonSMTPRejected)
-		case 3:
-			return set(StatusInvalid, ReasonSyntax)
-		case 7, 8:
-			return set(StatusUnknown, ReasonSMTPRejected)
-		}
-		return set(StatusInvalid, ReasonMailboxNotFound)
-	case subject == 2 && detail == 1:
+	case SaysDisabled, SaysNoRelay:
 		return set(StatusInvalid, ReasonSMTPRejected)
-	case subject == 4 && detail == 1:
-		return set(StatusInvalid, ReasonMailboxNotFound)
-	case subject == 5:
+	case SaysFull:
+		return set(StatusRisky, ReasonSMTPRejected)
+	case SaysSyntax:
 		return set(StatusInvalid, ReasonSyntax)
+	case SaysDeferred:
+		return set(StatusUnknown, ReasonTimeout) // deferred past the retries
+	case SaysClient:
+		return set(StatusUnknown, ReasonSMTPRejected)
+	}
+	if postmasterAccepted(d) {
+		return set(StatusInvalid, ReasonMailboxNotFound)
 	}
 	return set(StatusUnknown, ReasonSMTPRejected)
 }
 
+// postmasterAccepted reports whether d's hosts accept postmaster@d from a
+// client they serve: a known mailbox of that name that takes mail, or
+// the RFC 5321 §4.5.1 postmaster every domain has unless NoPostmaster.
+func postmasterAccepted(d *Domain) bool {
+	st, ok := d.Mailboxes["postmaster"]
+	if !ok {
+		return !d.NoPostmaster
+	}
+	switch st {
+	case MailboxOK, MailboxGreylist, MailboxOverQuota:
+		return true
+	}
+	return false
+}
+
 // ProviderFacts is what the world knows of a real provider a host can play
 // (Host.Provider), from the provider's documentation and the public record
-// of its replies (sources in probe/README.md, "Providers").
+// of its replies. What its replies to RCPT mean is in Replies, beside the
+// replies themselves.
 type ProviderFacts struct {
 	// AcceptsAll: the provider's MX accepts every recipient at RCPT and
 	// refuses unknown ones after DATA: an acceptance proves nothing.
@@ -355,32 +282,23 @@ type ProviderFacts struct {
 	// customer's choice: an acceptance proves a mailbox only once the
 	// gateway has refused a random local part as no such mailbox.
 	Gateway bool
-	// NoMailbox are the replies ("code" or "code enhanced") the provider
-	// gives to a mailbox that does not exist where RFC 3463 says
-	// something else.
+	// NoMailbox and Wordings list the provider's refusals of an unknown
+	// recipient whose codes say less than their words, as codes ("code"
+	// or "code enhanced") and as fragments of text. Expect does not read
+	// them: a reply's meaning is in Replies. They are kept for
+	// probe.TestProvidersAgreeWithWorld, which compares the engine's
+	// provider table with them.
 	NoMailbox []string
-	// Wordings are the provider's own ways of refusing at RCPT whose
-	// codes say less (probe.ReplyRule's Text).
-	Wordings []Wording
+	Wordings  []Wording
 }
 
-// Wording is a reply of a provider's read by its text: a reply with Code
-// whose text contains Text (lower case) means Status and Reason.
+// Wording is a reply of a provider's by its text: a reply with Code
+// whose text contains Text (lower case) means Status and Reason
+// (ProviderFacts.Wordings).
 type Wording struct {
 	Code           int
 	Text           string
 	Status, Reason string
-}
-
-// wording returns the provider's wording r is, if any.
-func (pf ProviderFacts) wording(r smtpReply) (Wording, bool) {
-	text := strings.ToLower(r.line)
-	for _, w := range pf.Wordings {
-		if w.Code == r.code && strings.Contains(text, w.Text) {
-			return w, true
-		}
-	}
-	return Wording{}, false
 }
 
 // Providers are the providers a host can play, by Host.Provider.

@@ -1,6 +1,7 @@
 package world
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -72,6 +73,12 @@ type Session struct {
 	RoundTrips int
 	// Outcome is how the session ended: one of the Outcome constants.
 	Outcome string
+	// RefusedClient is set when the host refused the client itself, for
+	// good, in this session: a 554 greeting (Host.Mode blocked), a 5xx to
+	// MAIL FROM by its Host.MailPolicy, or a RCPT refused for every
+	// recipient (Domain.Policy reject, Host.BlockedClients). A verifier's
+	// policy block of its address is warranted in such a session only.
+	RefusedClient bool
 }
 
 // LogStats are counters over every session a SessionLog was given since it
@@ -79,13 +86,18 @@ type Session struct {
 type LogStats struct {
 	// Sessions is how many sessions were logged; Dropped how many of them
 	// the bound pushed out.
-	Sessions, Dropped uint64
+	Sessions uint64 `json:"sessions"`
+	Dropped  uint64 `json:"dropped"`
 	// Rcpts is how many RCPT TO commands the sessions carried.
-	Rcpts uint64
+	Rcpts uint64 `json:"rcpts"`
 	// Outcomes counts the sessions per Outcome.
-	Outcomes map[string]uint64
-	// Clients counts the sessions per client address.
-	Clients map[string]uint64
+	Outcomes map[string]uint64 `json:"outcomes"`
+	// Clients counts the sessions per client address, ClientRcpts the
+	// RCPT TO commands they carried, ClientRefused those in which the
+	// host refused the client itself (Session.RefusedClient).
+	Clients       map[string]uint64 `json:"clients"`
+	ClientRcpts   map[string]uint64 `json:"client_rcpts"`
+	ClientRefused map[string]uint64 `json:"client_refused"`
 }
 
 // SessionLog records the SMTP sessions of a world, keeping the most recent
@@ -103,6 +115,8 @@ type SessionLog struct {
 	rcpts    uint64
 	outcomes map[string]uint64
 	clients  map[string]uint64
+	crcpts   map[string]uint64 // RCPTs per client
+	refused  map[string]uint64 // sessions refusing the client, per client
 	waiters  []logWaiter
 }
 
@@ -122,6 +136,8 @@ func NewSessionLogLimit(limit int) *SessionLog {
 		limit:    max(limit, 1),
 		outcomes: map[string]uint64{},
 		clients:  map[string]uint64{},
+		crcpts:   map[string]uint64{},
+		refused:  map[string]uint64{},
 	}
 }
 
@@ -144,6 +160,12 @@ func (l *SessionLog) Add(s Session) {
 	l.rcpts += uint64(len(s.Rcpts))
 	l.outcomes[s.Outcome]++
 	l.clients[s.Client]++
+	if len(s.Rcpts) > 0 {
+		l.crcpts[s.Client] += uint64(len(s.Rcpts))
+	}
+	if s.RefusedClient {
+		l.refused[s.Client]++
+	}
 	if len(l.waiters) > 0 {
 		kept := l.waiters[:0]
 		for _, w := range l.waiters {
@@ -191,20 +213,15 @@ func (l *SessionLog) Len() int {
 func (l *SessionLog) Stats() LogStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := LogStats{
-		Sessions: l.total,
-		Dropped:  l.dropped,
-		Rcpts:    l.rcpts,
-		Outcomes: make(map[string]uint64, len(l.outcomes)),
-		Clients:  make(map[string]uint64, len(l.clients)),
+	return LogStats{
+		Sessions:      l.total,
+		Dropped:       l.dropped,
+		Rcpts:         l.rcpts,
+		Outcomes:      maps.Clone(l.outcomes),
+		Clients:       maps.Clone(l.clients),
+		ClientRcpts:   maps.Clone(l.crcpts),
+		ClientRefused: maps.Clone(l.refused),
 	}
-	for k, v := range l.outcomes {
-		st.Outcomes[k] = v
-	}
-	for k, v := range l.clients {
-		st.Clients[k] = v
-	}
-	return st
 }
 
 // Reset forgets every session and zeroes the counters. Sessions still open
@@ -218,6 +235,8 @@ func (l *SessionLog) Reset() {
 	l.total, l.dropped, l.rcpts = 0, 0, 0
 	clear(l.outcomes)
 	clear(l.clients)
+	clear(l.crcpts)
+	clear(l.refused)
 }
 
 // Wait waits until at least n sessions have been logged since the log was

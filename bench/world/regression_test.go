@@ -46,11 +46,14 @@ func regressionDigest(o GenOptions) (world, verdicts string, err error) {
 
 // regressionDigests are the digests of regressionConfigs' worlds and
 // verdicts made before the world could deliver mail: with the delivery
-// behaviours off, nothing a benchmark measured may change.
+// behaviours off, nothing a benchmark measured may change. The real-world
+// profile's were made again when its self-hosted servers got the stock
+// wordings of Exim, Postfix and OpenSMTPD, with and without postmaster
+// (issue 35).
 var regressionDigests = map[string][2]string{
 	"mailworld defaults": {"58ea7b188145041c", "f55974093134a8ad"},
 	"every behaviour":    {"87865e07ab5d1c68", "336b37a375eb7986"},
-	"realworld":          {"656d0f64c4b0c566", "3b856fb3eb24a600"},
+	"realworld":          {"62c53529c77595a6", "39ec49e7e02bae22"},
 }
 
 func TestExpectRegression(t *testing.T) {

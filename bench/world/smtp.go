@@ -422,6 +422,7 @@ var (
 	replyDisabled     = smtpReply{550, "5.2.1", "550 5.2.1 mailbox disabled"}
 	replyGreylisted   = smtpReply{450, "4.2.0", "450 4.2.0 greylisted, try again later"}
 	replyPolicy       = smtpReply{550, "5.7.1", "550 5.7.1 rejected by policy"}
+	replyClientBlock  = smtpReply{554, "5.7.1", "554 5.7.1 Client host rejected: Access denied"}
 	replyTooManyRcpts = smtpReply{452, "4.5.3", "452 4.5.3 too many recipients"}
 	replyUTF8         = smtpReply{553, "5.6.7", "553 5.6.7 UTF-8 addresses not supported"}
 	replyBadSyntax    = smtpReply{553, "5.1.3", "553 5.1.3 mailbox name not allowed"}
@@ -438,6 +439,7 @@ var (
 // lower-case.
 // unknown is true when the reply says the local part is not known.
 func (s *SMTPServers) rcptReply(client string, d *Domain, local, domain string) (r smtpReply, unknown bool) {
+	addr := local + "@" + domain
 	local = strings.ToLower(unquoteLocal(local))
 	passed := false // the pair has waited out its greylisting
 	switch d.Policy {
@@ -454,8 +456,11 @@ func (s *SMTPServers) rcptReply(client string, d *Domain, local, domain string) 
 		if d.Policy == PolicyCatchAll || local == "postmaster" && !d.NoPostmaster { // RFC 5321 §4.5.1
 			return replyRcptOK, false
 		}
-		if d.UnknownReply != "" {
-			return parseReplyLine(d.UnknownReply), true
+		if line := d.UnknownReply; line != "" {
+			if strings.IndexByte(line, '{') >= 0 {
+				line = strings.NewReplacer("{addr}", addr, "{domain}", domain).Replace(line)
+			}
+			return parseReplyLine(line), true
 		}
 		return replyNoSuchUser, true
 	}
@@ -649,6 +654,7 @@ func (s *session) run() string {
 // blocked greets with 554 (RFC 5321 §3.1) and then refuses every command
 // but QUIT, as a server that will not serve this client.
 func (s *session) blocked() string {
+	s.rec.RefusedClient = true
 	s.reply("BANNER", "554 5.7.1 "+s.hs.host.Banner+" no SMTP service for you here\r\n")
 	for {
 		line, err := s.readLine(maxCommandLine)
@@ -1061,6 +1067,9 @@ func (s *session) mailFrom(arg []byte) {
 		return
 	}
 	if r := s.mailPolicy(path); r != "" {
+		if r[0] == '5' {
+			s.rec.RefusedClient = true
+		}
 		s.replyLine("MAIL", s.styled(r))
 		return
 	}
@@ -1159,8 +1168,16 @@ func (s *session) rcptTo(arg []byte) string {
 	case d == nil:
 		s.rcptDone(path, replyNoDomain)
 	case slices.Contains(s.hs.host.BlockedClients, s.rec.Client):
-		s.rcptDone(path, replyPolicy)
+		s.rec.RefusedClient = true
+		r := replyClientBlock
+		if s.hs.host.BlockedReply != "" {
+			r = parseReplyLine(s.hs.host.BlockedReply)
+		}
+		s.rcptDone(path, r)
 	default:
+		if d.Policy == PolicyReject {
+			s.rec.RefusedClient = true
+		}
 		r, unknown := s.srv.rcptReply(s.rec.Client, d, local, ascii)
 		if unknown && s.hs.host.AcceptFirst > 0 {
 			s.hs.mu.Lock()

@@ -827,6 +827,63 @@ func TestSessionLogContents(t *testing.T) {
 	}
 }
 
+// TestSessionRefusedClient: the log marks the sessions in which a host
+// refused the client itself (a 554 greeting, a MAIL FROM policy, a domain
+// that refuses every recipient, a blocked client), and counts sessions,
+// RCPTs and such sessions per client; a refusal of a mailbox is not one.
+func TestSessionRefusedClient(t *testing.T) {
+	tw := startWorld(t, []*Host{
+		{Name: "mx.plain.test"},
+		{Name: "mx.blocked.test", Mode: HostBlocked},
+		{Name: "mx.nonull.test", MailPolicy: MailRefuseNull},
+		{Name: "mx.bl.test", BlockedClients: []string{clientB}},
+	}, []*Domain{
+		{Name: "plain.test", MX: []MX{{10, "mx.plain.test"}}, UnknownReply: "550 5.7.1 Access denied", NoPostmaster: true},
+		{Name: "reject.test", MX: []MX{{10, "mx.plain.test"}}, Policy: PolicyReject},
+		{Name: "bl.test", MX: []MX{{10, "mx.bl.test"}}},
+	})
+	ip := func(i int) string { return tw.w.Hosts[i].IP }
+	session := func(host int, from, mail string, rcpts ...string) {
+		rc := tw.greeted(t, ip(host), from)
+		rc.cmd("MAIL FROM:<" + mail + ">")
+		for _, r := range rcpts {
+			rc.cmd("RCPT TO:<" + r + ">")
+		}
+		rc.expect("QUIT", "221")
+	}
+	session(0, clientA, "probe@verifyd.test", "zed@plain.test", "postmaster@plain.test") // a mailbox refused: no
+	session(0, clientA, "probe@verifyd.test", "zed@reject.test")                         // every recipient refused
+	session(2, clientA, "", "zed@plain.test")                                            // null sender refused (the RCPT gets 503)
+	session(2, clientB, "probe@verifyd.test", "zed@plain.test")                          // a sender it takes
+	session(3, clientB, "probe@verifyd.test", "ann@bl.test")                             // a blocked client
+	session(3, clientC, "probe@verifyd.test", "ann@bl.test")
+	rc := tw.raw(t, ip(1), clientC)
+	if got := rc.reply(); !strings.HasPrefix(got, "554 ") {
+		t.Fatalf("banner %q", got)
+	}
+	rc.expect("QUIT", "221")
+	if !tw.srv.Log().Wait(7, 5*time.Second) {
+		t.Fatal("sessions not logged")
+	}
+	var refused []bool
+	for _, s := range tw.srv.Log().Sessions() {
+		refused = append(refused, s.RefusedClient)
+	}
+	if want := []bool{false, true, true, false, true, false, true}; fmt.Sprint(refused) != fmt.Sprint(want) {
+		t.Errorf("refused %v, want %v", refused, want)
+	}
+	st := tw.srv.Log().Stats()
+	for _, c := range []struct {
+		client                   string
+		sessions, rcpts, refused uint64
+	}{{clientA, 3, 4, 2}, {clientB, 2, 2, 1}, {clientC, 2, 1, 1}} {
+		if st.Clients[c.client] != c.sessions || st.ClientRcpts[c.client] != c.rcpts || st.ClientRefused[c.client] != c.refused {
+			t.Errorf("%s: %d sessions, %d RCPTs, %d refusing it; want %d, %d, %d", c.client,
+				st.Clients[c.client], st.ClientRcpts[c.client], st.ClientRefused[c.client], c.sessions, c.rcpts, c.refused)
+		}
+	}
+}
+
 func TestSMTPDebugTranscript(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))

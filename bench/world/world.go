@@ -190,9 +190,14 @@ type Host struct {
 	// 452 4.5.3; RSET, EHLO and STARTTLS start a new count); 0 for no cap.
 	MaxRcpts int `json:"max_rcpts,omitempty"`
 	// BlockedClients are client addresses the host refuses by policy: every
-	// RCPT from one of them gets 550 5.7.1, whatever the domain (a block
+	// RCPT from one of them gets BlockedReply, whatever the domain (a block
 	// list of the host's own, which says nothing of the mailbox).
 	BlockedClients []string `json:"blocked_clients,omitempty"`
+	// BlockedReply is the reply line to a blocked client's RCPT; default
+	// Postfix's check_client_access REJECT, "554 5.7.1 Client host
+	// rejected: Access denied" (smtpd_check.c), whose words say the
+	// refusal is about the client.
+	BlockedReply string `json:"blocked_reply,omitempty"`
 	// MaxConnsPerClient caps the concurrent sessions from one client address
 	// (the others get 421 4.7.0 and are closed); 0 for no cap.
 	MaxConnsPerClient int `json:"max_conns_per_client,omitempty"`
@@ -304,9 +309,17 @@ type Domain struct {
 	Mailboxes map[string]MailboxState `json:"mailboxes,omitempty"`
 	// UnknownReply, when set, is the whole reply line to RCPT for a local
 	// part the domain does not know, instead of "550 5.1.1 no such user":
-	// "550 5.7.1 User unknown" (a server that misuses 5.7.x), "550 No
-	// such user here" (no enhanced code).
+	// "550 Unrouteable address" (Exim), "550 Invalid recipient:
+	// <{addr}>" (OpenSMTPD; {addr} is replaced by the recipient as the
+	// client gave it, {domain} by its domain). What it means is
+	// UnknownSays, or the entry of Replies with its words, or what its
+	// codes say (Expect).
 	UnknownReply string `json:"unknown_reply,omitempty"`
+	// UnknownSays is what UnknownReply means, for a reply of the world
+	// file's own whose meaning Replies does not have: "no_mailbox",
+	// "client", "nothing", "full", "disabled", "no_relay", "syntax",
+	// "deferred" (Says). Empty: from Replies or the codes.
+	UnknownSays Says `json:"unknown_says,omitempty"`
 	// UnknownUser is what becomes of mail for a local part the domain does
 	// not know once a host has accepted it: with PolicyCatchAll (every
 	// local part accepted at RCPT, Expect risky/catch_all) only.
@@ -556,6 +569,9 @@ func (w *World) Validate() error {
 			default:
 				add("domains[%d] %s: mailbox %q has unknown state %q", i, d.Name, lp, st)
 			}
+		}
+		if d.UnknownSays != "" && (!validSays(d.UnknownSays) || d.UnknownReply == "") {
+			add("domains[%d] %s: unknown_says %q needs unknown_reply and must be one of no_mailbox, client, nothing, full, disabled, no_relay, syntax, deferred", i, d.Name, d.UnknownSays)
 		}
 		switch d.UnknownUser {
 		case UnknownUserDefault:

@@ -10,6 +10,8 @@
 //	mailworld -gen ... -no-serve                generate and save only
 //	mailworld -gen ... -rdap 127.0.53.1:8043 -whois 127.0.53.1:4343
 //	                                            also serve registration dates
+//	mailworld -gen ... -stats 127.0.0.1:8099    also serve the session log's
+//	                                            counters per client (JSON)
 //
 // Point a verifier at it with its DNS upstream set to the -dns address and
 // its SMTP port set to the world's port (default 2525). mailworld runs until
@@ -47,6 +49,7 @@ func run() error {
 		smtpPort    = flag.Int("smtp-port", 0, "SMTP port of every host (default: the world's, 2525)")
 		rdapAddr    = flag.String("rdap", "", "serve the domains' registration dates over RDAP (HTTP) on this loopback ip:port")
 		whoisAddr   = flag.String("whois", "", "serve the domains' registration dates over WHOIS on this loopback ip:port")
+		statsAddr   = flag.String("stats", "", "serve the session log's counters per client as JSON (GET /stats) over HTTP on this loopback ip:port")
 		verbose     = flag.Bool("v", false, "log every session at debug level")
 		o           world.GenOptions
 	)
@@ -135,6 +138,14 @@ func run() error {
 	}
 	if r.WHOIS != nil {
 		fmt.Fprintf(os.Stderr, "mailworld: WHOIS on %s\n", r.WHOIS.Addr())
+	}
+	if *statsAddr != "" {
+		st, err := world.StartStats(r.Log(), *statsAddr)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		fmt.Fprintf(os.Stderr, "mailworld: session counters at http://%s/stats\n", st.Addr())
 	}
 
 	sig := make(chan os.Signal, 1)

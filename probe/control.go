@@ -1,0 +1,177 @@
+package probe
+
+import (
+	"sync"
+	"time"
+
+	"github.com/verifyd/verifyd/probe/smtpclient"
+)
+
+// The positive control reads a refusal whose code and words leave it
+// ambiguous (ambiguousRefusal): is it about the mailbox or about the
+// prober? The session asks, in the same transaction, for
+//
+//   - postmaster@domain, which RFC 5321 §4.5.1 says every domain that
+//     takes mail must accept (many virtual domains have none: a refusal of
+//     it says nothing);
+//   - a recipient of the domain this MX host accepted from the prober
+//     recently (a known-good recipient, knownGood), when there is one; and
+//   - a random local part, which cannot exist.
+//
+// The readings, for a target refused with reply R:
+//
+//   - postmaster or the known-good recipient accepted, and the random local
+//     part refused with R's codes: R is the host's "no such mailbox"
+//     (SMTPNoMailbox; the domain refuses unknown recipients);
+//   - the known-good recipient refused with R's codes: R is about the
+//     prober (the only reading that cools the egress address);
+//   - anything else, postmaster refused alike included: the control tells
+//     nothing and the codes' reading stands.
+
+// knownGoodTTL is how long an accepted recipient serves as a host's
+// known-good recipient: short, since a mailbox can go away, and a known-good
+// recipient refused alike is read as a block of the prober.
+const knownGoodTTL = time.Hour
+
+// knownGoodMax bounds the (host, domain) pairs remembered; beyond it the
+// cache starts over.
+const knownGoodMax = 4096
+
+// knownGood remembers, per MX host and domain, one recipient the host
+// accepted from the prober recently. Per domain: a host's domains may have
+// policies of their own, and the control asks whether this domain takes
+// mail from the prober.
+type knownGood struct {
+	mu sync.Mutex
+	m  map[knownGoodKey]knownGoodEntry
+}
+
+type knownGoodEntry struct {
+	addr string
+	at   time.Time
+}
+
+type knownGoodKey struct{ host, domain string }
+
+// get returns the known-good recipient of domain at host at now ("" when
+// none).
+func (k *knownGood) get(host, domain string, now time.Time) string {
+	k.mu.Lock()
+	e, ok := k.m[knownGoodKey{host, domain}]
+	k.mu.Unlock()
+	if !ok || now.Sub(e.at) >= knownGoodTTL {
+		return ""
+	}
+	return e.addr
+}
+
+// put records that host accepted addr, of domain, at now.
+func (k *knownGood) put(host, domain, addr string, now time.Time) {
+	key := knownGoodKey{host, domain}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil || len(k.m) >= knownGoodMax {
+		if _, ok := k.m[key]; !ok {
+			k.m = make(map[knownGoodKey]knownGoodEntry, 64)
+		}
+	}
+	k.m[key] = knownGoodEntry{addr: addr, at: now}
+}
+
+// forget drops the known-good recipient of domain at host when it is addr.
+func (k *knownGood) forget(host, domain, addr string) {
+	key := knownGoodKey{host, domain}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if e, ok := k.m[key]; ok && e.addr == addr {
+		delete(k.m, key)
+	}
+}
+
+func postmaster(domain string) string { return "postmaster@" + domain }
+
+// readRefusals reads the ambiguous refusals of ts, addresses of domain, with
+// the positive control (see above), at MX host host. welcome reports that postmaster or the
+// known-good recipient was accepted: whatever the refusals mean, they are
+// no block of the egress address.
+func (e *Engine) readRefusals(c *smtpclient.Client, mailFrom, host, domain string, ts []*target) (welcome bool) {
+	now := e.opts.Now()
+	addrs := []string{postmaster(domain), e.catchAll.probeLocal(domain) + "@" + domain}
+	good := e.knownGood.get(host, domain, now)
+	for _, t := range ts {
+		if good == t.addr.ASCII() {
+			e.knownGood.forget(host, domain, good) // refused now: known good no longer
+			good = ""
+		}
+	}
+	if good != "" {
+		addrs = append(addrs, good)
+	}
+	rs, ok := e.askControl(c, mailFrom, addrs)
+	if !ok {
+		controls.none.Add(len(ts))
+		return false
+	}
+	pm, random := rs[0], rs[1]
+	accepted := pm.Class.Class == smtpclient.Accepted
+	var kg *smtpclient.RcptResult
+	if good != "" {
+		kg = &rs[2]
+		if kg.Class.Class == smtpclient.Accepted {
+			accepted = true
+			e.knownGood.put(host, domain, good, now)
+		}
+	}
+	same := func(a, b smtpclient.Reply) bool { return a.Code == b.Code && a.Enhanced == b.Enhanced }
+	for _, t := range ts {
+		switch {
+		case accepted && same(random.Reply, t.refusal):
+			t.r.Evidence.SMTP = SMTPNoMailbox
+			e.catchAll.put(domain, CatchAllNo, now)
+			controls.mailbox.Inc()
+		case kg != nil && same(kg.Reply, t.refusal):
+			// A recipient this host took minutes ago is refused alike:
+			// the host refuses the prober.
+			t.r.Evidence.SMTP = SMTPPolicy
+			t.aboutUs = true
+			controls.prober.Inc()
+		default:
+			controls.none.Inc()
+		}
+	}
+	return accepted
+}
+
+// askControl asks the session for addrs in the current transaction and,
+// when the server's recipient limit cuts them, in new ones (RSET, MAIL:
+// one round trip with PIPELINING), one transaction per cut, so that a host
+// that takes one recipient per transaction can be asked too. ok is false
+// when not every address got an answer that says something (a
+// greylisting, the session ending).
+func (e *Engine) askControl(c *smtpclient.Client, mailFrom string, addrs []string) (_ []smtpclient.RcptResult, ok bool) {
+	rs, rest, err := c.RcptMany(addrs)
+	rcptsSent.control.Add(len(addrs) - len(rest))
+	for err == nil && len(rest) > 0 {
+		if c.Reset() != nil || c.MailPipelined(mailFrom, false) != nil {
+			return nil, false
+		}
+		var more []smtpclient.RcptResult
+		n := len(rest)
+		more, rest, err = c.RcptMany(rest)
+		rcptsSent.control.Add(n - len(rest))
+		if len(more) == 0 {
+			return nil, false // not even one recipient in a new transaction
+		}
+		rs = append(rs, more...)
+	}
+	if err != nil || len(rest) > 0 || len(rs) != len(addrs) {
+		return nil, false
+	}
+	for _, r := range rs {
+		switch r.Class.Class {
+		case smtpclient.Greylisted, smtpclient.TempFail, smtpclient.TooManyRecipients, smtpclient.ServiceUnavailable:
+			return nil, false
+		}
+	}
+	return rs, true
+}
