@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 export CGO_ENABLED ?= 1
 
-.PHONY: all build run test lint vet demo bench lists clean browser screenshots postgres
+.PHONY: all build run test lint vet demo bench lists clean browser screenshots postgres mta
 
 all: build
 
@@ -62,11 +62,13 @@ lint: vet $(STATICCHECK)
 # "make postgres" installs them when missing, VERIFYD_PG_TESTS=require
 # likewise. Then it runs the allocation tests (Test...DoNotAllocate) once
 # more without -race, whose instrumentation allocates (they skip under
-# it): ALLOC_PKGS are the packages that have one.
+# it): ALLOC_PKGS are the packages that have one. The real-MTA tests
+# (internal/mtatest, probe/realmta) run Postfix, Exim and OpenSMTPD from
+# Debian's packages: "make mta" unpacks them, VERIFYD_MTA_TESTS=require.
 ALLOC_PKGS = $(sort $(dir $(shell grep -rl --include='*_test.go' --exclude-dir=.git \
 	'func Test[A-Za-z0-9_]*DoNotAllocate' .)))
-test: lint systemd-verify browser postgres package-test monitoring-check
-	VERIFYD_BROWSER_TESTS=require VERIFYD_PG_TESTS=require $(GO) test -race -shuffle=on -count=1 ./...
+test: lint systemd-verify browser postgres mta package-test monitoring-check
+	VERIFYD_BROWSER_TESTS=require VERIFYD_PG_TESTS=require VERIFYD_MTA_TESTS=require $(GO) test -race -shuffle=on -count=1 ./...
 	$(GO) test -count=1 -run 'DoNotAllocate' $(ALLOC_PKGS)
 
 # browser installs Debian's chromium with apt-get when no chromium is on
@@ -81,6 +83,13 @@ browser:
 # never use the package's cluster: each starts its own (internal/pgtest).
 postgres:
 	@./internal/pgtest/install.sh
+
+# mta unpacks Debian's postfix, exim4 and opensmtpd, and postgrey, into
+# ~/.cache/verifyd/mta (apt-get download, dpkg -x: they conflict with one
+# another, so none is installed; root on Debian only). The tests run each
+# in namespaces of its own (internal/mtatest).
+mta:
+	@./internal/mtatest/install.sh
 
 # screenshots runs the dashboard's browser test and keeps a screenshot of
 # every page in docs/dashboard/ (docs/dashboard.md shows them).

@@ -144,7 +144,7 @@ func New(opts Options) (*Pool, error) {
 // sleeps until the token is due. Both waits end with ctx (its error is
 // returned) or Close (ErrClosed).
 func (p *Pool) Acquire(ctx context.Context, dest, prefer netip.Addr) (*Lease, error) {
-	return p.acquire(ctx, dest, prefer, false)
+	return p.acquire(ctx, dest, prefer, pickPrefer)
 }
 
 // AcquireFrom is Acquire restricted to the pool address from: it waits for
@@ -154,10 +154,27 @@ func (p *Pool) Acquire(ctx context.Context, dest, prefer netip.Addr) (*Lease, er
 // it: greylisters key on the client address, so a retry from another
 // address would be greylisted anew.
 func (p *Pool) AcquireFrom(ctx context.Context, dest, from netip.Addr) (*Lease, error) {
-	return p.acquire(ctx, dest, from.Unmap(), true)
+	return p.acquire(ctx, dest, from.Unmap(), pickOnly)
 }
 
-func (p *Pool) acquire(ctx context.Context, dest, prefer netip.Addr, only bool) (*Lease, error) {
+// AcquireExcept is Acquire from any pool address but not: ErrNoAddress when
+// no other address can serve dest, a *CoolingError while every other one
+// cools for it. A refusal that may be about the address that met it is
+// asked again from another one with it.
+func (p *Pool) AcquireExcept(ctx context.Context, dest, not netip.Addr) (*Lease, error) {
+	return p.acquire(ctx, dest, not.Unmap(), pickExcept)
+}
+
+// pickMode is what pick does with its prefer address.
+type pickMode uint8
+
+const (
+	pickPrefer pickMode = iota // prefer it when it has a free slot
+	pickOnly                   // it is the sole candidate
+	pickExcept                 // any address but it
+)
+
+func (p *Pool) acquire(ctx context.Context, dest, prefer netip.Addr, mode pickMode) (*Lease, error) {
 	dest = dest.WithZone("").Unmap()
 	if !dest.IsValid() || dest.IsUnspecified() {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidDest, dest)
@@ -174,7 +191,7 @@ func (p *Pool) acquire(ctx context.Context, dest, prefer netip.Addr, only bool) 
 		}
 		now := p.now()
 		ds := p.lockDest(dest, now)
-		c := p.pick(ds, dest, prefer, only, now)
+		c := p.pick(ds, dest, prefer, mode, now)
 		if c.src == nil {
 			switch {
 			case c.eligible == 0:
@@ -256,9 +273,9 @@ type choice struct {
 	cause    Outcome // of the cooldown that ends at earliest
 }
 
-// pick chooses the address for a session to dest; ds is locked.
-// With only, prefer is the sole candidate.
-func (p *Pool) pick(ds *destState, dest, prefer netip.Addr, only bool, now time.Time) choice {
+// pick chooses the address for a session to dest; ds is locked. mode says
+// what prefer is: preferred, the sole candidate, or excluded.
+func (p *Pool) pick(ds *destState, dest, prefer netip.Addr, mode pickMode, now time.Time) choice {
 	srcs := *p.sources.Load()
 	n := len(srcs)
 	var c choice
@@ -267,7 +284,7 @@ func (p *Pool) pick(ds *destState, dest, prefer netip.Addr, only bool, now time.
 	start := int(ds.rr % uint32(n))
 	for i := range n {
 		s := srcs[(start+i)%n]
-		if only && s.addr != prefer {
+		if mode == pickOnly && s.addr != prefer || mode == pickExcept && s.addr == prefer {
 			continue
 		}
 		if !s.serves(dest) || s.draining.Load() || s.disabled.Load() {

@@ -914,3 +914,28 @@ func TestReputationAgainstThePool(t *testing.T) {
 		}
 	})
 }
+
+// TestAcquireExcept: any address but the one named; ErrNoAddress when it
+// is the only one, a *CoolingError when every other one cools.
+func TestAcquireExcept(t *testing.T) {
+	e := newEnv(t, []string{"127.0.0.1", "127.0.0.2"}, nil)
+	for range 4 {
+		l, err := e.p.AcquireExcept(context.Background(), ip(mx), ip("127.0.0.1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Addr() != ip("127.0.0.2") {
+			t.Fatalf("AcquireExcept(127.0.0.1) leased %s", l.Addr())
+		}
+		l.Release(OutcomeOK)
+	}
+	e.acquire(t, mx, "127.0.0.2").Release(OutcomeGreylisted)
+	var ce *CoolingError
+	if _, err := e.p.AcquireExcept(context.Background(), ip(mx), ip("127.0.0.1")); !errors.As(err, &ce) {
+		t.Fatalf("the other address cooling: %v, want a *CoolingError", err)
+	}
+	one := newEnv(t, []string{"127.0.0.1"}, nil)
+	if _, err := one.p.AcquireExcept(context.Background(), ip(mx), ip("127.0.0.1")); !errors.Is(err, ErrNoAddress) {
+		t.Fatalf("no other address: %v, want ErrNoAddress", err)
+	}
+}

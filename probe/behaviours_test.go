@@ -768,7 +768,7 @@ func controlBehaviours(simple func(name, ip string, mod func(*world.Host), dmod 
 		// postmaster): the codes' reading stands, and the words where
 		// they say something.
 		simple("exch-np.test", next(), nil, unknown(exchange, true), "zed", StatusUnknown, ReasonSMTPRejected),
-		simple("smtpd-np.test", next(), nil, unknown(smtpd, true), "zed", StatusUnknown, ReasonSMTPRejected),
+		simple("smtpd-np.test", next(), nil, unknown(smtpd, true), "zed", StatusInvalid, ReasonMailboxNotFound),
 		simple("bare550-np.test", next(), nil, unknown("550 No such user here", true), "zed", StatusInvalid, ReasonMailboxNotFound),
 		simple("exim-np.test", next(), nil, unknown("550 Unrouteable address", true), "zed", StatusInvalid, ReasonMailboxNotFound),
 		simple("opensmtpd-np.test", next(), nil, unknown("550 Invalid recipient: <zed@opensmtpd-np.test>", true), "zed", StatusInvalid, ReasonMailboxNotFound),

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -22,9 +23,15 @@ import (
 //
 //   - postmaster or the known-good recipient accepted, and the random local
 //     part refused with R's codes: R is the host's "no such mailbox"
-//     (SMTPNoMailbox; the domain refuses unknown recipients);
+//     (SMTPNoMailbox; the domain refuses unknown recipients). For a code
+//     that names no cause, "alike" takes the same words too;
 //   - the known-good recipient refused with R's codes: R is about the
 //     prober (the only reading that cools the egress address);
+//   - postmaster or the known-good recipient accepted, and the random
+//     local part refused otherwise: R is not the host's "no such
+//     mailbox"; it says nothing of the mailbox (unknown / smtp_rejected),
+//     and the session asks once more from another egress address, in case
+//     it was about the one that asked;
 //   - anything else, postmaster refused alike included: the control tells
 //     nothing and the codes' reading stands.
 
@@ -122,24 +129,65 @@ func (e *Engine) readRefusals(c *smtpclient.Client, mailFrom, host, domain strin
 			e.knownGood.put(host, domain, good, now)
 		}
 	}
-	same := func(a, b smtpclient.Reply) bool { return a.Code == b.Code && a.Enhanced == b.Enhanced }
 	for _, t := range ts {
 		switch {
-		case accepted && same(random.Reply, t.refusal):
+		case accepted && sameRefusal(random.Reply, t.refusal):
 			t.r.Evidence.SMTP = SMTPNoMailbox
 			e.catchAll.put(domain, CatchAllNo, now)
 			controls.mailbox.Inc()
-		case kg != nil && same(kg.Reply, t.refusal):
+		case kg != nil && sameRefusal(kg.Reply, t.refusal):
 			// A recipient this host took minutes ago is refused alike:
 			// the host refuses the prober.
 			t.r.Evidence.SMTP = SMTPPolicy
 			t.aboutUs = true
 			controls.prober.Inc()
+		case accepted && random.Class.Class != smtpclient.Accepted:
+			// The host says "no such mailbox" otherwise: this refusal
+			// is something else, about the address or about the
+			// prober (Exim's "Administrative prohibition", a DNSBL
+			// deny its ACL puts after postmaster and the recipient
+			// check). No verdict on the mailbox; the session asks
+			// once more from another egress address.
+			t.r.Evidence.SMTP = SMTPRejected
+			t.unexplained = true
+			controls.unexplained.Inc()
 		default:
 			controls.none.Inc()
 		}
 	}
 	return accepted
+}
+
+// sameRefusal reports whether a and b are the same refusal: the same code
+// and enhanced code and, where the code names no cause (bare, x.0.0 or a
+// generic one), the same words, addresses and numbers aside.
+func sameRefusal(a, b smtpclient.Reply) bool {
+	if a.Code != b.Code || a.Enhanced != b.Enhanced {
+		return false
+	}
+	if specificCode(a.Enhanced) {
+		return true
+	}
+	return words(a.Text()) == words(b.Text())
+}
+
+// words is text's words, lower case, without the addresses and the
+// words with digits (a queue id, an IP address, a timestamp) servers put
+// in one reply and not the next.
+func words(text string) string {
+	var b strings.Builder
+	for _, f := range strings.FieldsFunc(text, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == '<' || r == '>' || r == '[' || r == ']' || r == '(' || r == ')' || r == ',' || r == ';' || r == ':'
+	}) {
+		if strings.ContainsAny(f, "@0123456789") {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strings.ToLower(strings.TrimRight(f, ".!")))
+	}
+	return b.String()
 }
 
 // askControl asks the session for addrs in the current transaction and,
@@ -171,6 +219,9 @@ func (e *Engine) askControl(c *smtpclient.Client, mailFrom string, addrs []strin
 		switch r.Class.Class {
 		case smtpclient.Greylisted, smtpclient.TempFail, smtpclient.TooManyRecipients, smtpclient.ServiceUnavailable:
 			return nil, false
+		}
+		if w, _ := smtpclient.ReadWording(r.Reply.Text()); w == smtpclient.WordingTooManyRecipients {
+			return nil, false // a 552 "too many recipients": the transaction's, no answer
 		}
 	}
 	return rs, true

@@ -28,7 +28,9 @@ import (
 //	                                             (postmaster@, a known-good recipient and a random
 //	                                             local part): "mailbox" (no such mailbox), "prober"
 //	                                             (the known-good recipient refused alike: the
-//	                                             server refuses us), "none" (it told nothing)
+//	                                             server refuses us), "unexplained" (not the host's
+//	                                             no-such-mailbox reply: asked again from another
+//	                                             egress address), "none" (it told nothing)
 //	verifyd_probe_refusals_total{by,about}       permanent refusals of RCPT by the step that read
 //	                                             them (reading.go): by "provider", "code", "wording",
 //	                                             or "ambiguous" (left to the control); about "us"
@@ -40,9 +42,10 @@ var (
 		metrics.NewCounter(`verifyd_probe_rcpts_total{kind="role"}`),
 		metrics.NewCounter(`verifyd_probe_rcpts_total{kind="control"}`),
 	}
-	controls = struct{ mailbox, prober, none *metrics.Counter }{
+	controls = struct{ mailbox, prober, unexplained, none *metrics.Counter }{
 		metrics.NewCounter(`verifyd_probe_controls_total{reading="mailbox"}`),
 		metrics.NewCounter(`verifyd_probe_controls_total{reading="prober"}`),
+		metrics.NewCounter(`verifyd_probe_controls_total{reading="unexplained"}`),
 		metrics.NewCounter(`verifyd_probe_controls_total{reading="none"}`),
 	}
 	policyRetries = metrics.NewCounter("verifyd_probe_policy_retries_total")

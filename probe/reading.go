@@ -88,6 +88,11 @@ func readRcpt(prov *Provider, r smtpclient.Reply, cls smtpclient.Classification)
 	case smtpclient.WordingDisabled:
 		rd.Classification = smtpclient.Classification{Class: smtpclient.Disabled}
 		return rd
+	case smtpclient.WordingTooManyRecipients:
+		// A cut of the transaction (RFC 5321 §4.5.3.1.10: a 552 for
+		// too many recipients is to be treated as temporary).
+		rd.Classification = smtpclient.Classification{Class: smtpclient.TooManyRecipients}
+		return rd
 	case smtpclient.WordingNoRelay:
 		// The host does not take mail for the domain: no mail reaches
 		// the address through it (RFC 5321 §3.6.2's relaying refused).

@@ -33,6 +33,11 @@ type target struct {
 	// aboutUs: the target's refusal is about the prober, not the mailbox
 	// (reading.go): a block of the egress address.
 	aboutUs bool
+	// unexplained: the positive control showed the refusal is not the
+	// host's "no such mailbox" (control.go); again: it was reopened to be
+	// asked once more from another egress address, its first answer
+	// standing if none can ask; retried: it was.
+	unexplained, again, retried bool
 }
 
 // probeOne runs the SMTP stage for one address, waiting out greylisting
@@ -129,7 +134,8 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 		t.r.Session.Provider = prov.name()
 	}
 	noTLS := false
-	perTx := 0 // the server's recipients per transaction, once learnt
+	perTx := 0           // the server's recipients per transaction, once learnt
+	var avoid netip.Addr // an unexplained refusal is asked again from any address but this
 	for {
 		pending := pendingTargets(ts)
 		if len(pending) == 0 {
@@ -138,7 +144,19 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 		var lease *egress.Lease
 		var err error
 		waited := time.Now()
-		if prefer.IsValid() {
+		if avoid.IsValid() {
+			lease, err = e.opts.Egress.AcquireExcept(ctx, ip, avoid)
+			if err != nil {
+				// No other address may ask now: the first answers stand.
+				for _, t := range pending {
+					if t.again {
+						t.again, t.done = false, true
+					}
+				}
+				avoid = netip.Addr{}
+				continue
+			}
+		} else if prefer.IsValid() {
 			// A retry goes out from the address the recipients were
 			// greylisted from, or not at all until it may.
 			lease, err = e.opts.Egress.AcquireFrom(ctx, ip, prefer)
@@ -285,6 +303,14 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 				}
 			}
 		}
+		if again := reopenUnexplained(pending); again && !out.greylisted {
+			policyRetries.Inc()
+			avoid, prefer = lease.Addr(), netip.Addr{}
+			continue
+		}
+		for _, t := range pending {
+			t.again = false // answered from the other address
+		}
 		if !out.progress && !out.greylisted {
 			// Nothing was learnt and nothing will be by asking again.
 			settle(pendingTargets(ts), SMTPBusy, time.Time{}, prefer)
@@ -366,7 +392,14 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, hos
 			out.egress = egress.OutcomeGreylisted
 			continue
 		case smtpclient.TooManyRecipients:
-			continue // in rest too; the next session takes it
+			// In rest too when the code said so; said in words (a 552
+			// "too many recipients"), it is left pending here. Either
+			// way the next transaction takes it, with no more than
+			// the server took in this one.
+			if out.perTx == 0 && i > 0 {
+				out.perTx = i
+			}
+			continue
 		case smtpclient.ServiceUnavailable:
 			// 421 in the middle of the RCPTs: the server is closing the
 			// session; this one and the rest go to the next.
@@ -387,7 +420,7 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, hos
 			t.refusal = res.Reply
 			ambiguous = append(ambiguous, t)
 		}
-		t.aboutUs = rd.aboutUs
+		t.aboutUs, t.unexplained = rd.aboutUs, false
 		t.r.Evidence.SMTP = rcptOutcome(rd.Classification)
 		t.done = true
 		t.grey = false
@@ -626,6 +659,20 @@ func (e *Engine) mailFrom(helo string) string {
 		return e.opts.MailFrom
 	}
 	return "verify@" + helo
+}
+
+// reopenUnexplained reopens the targets of ts whose refusal the control
+// could not explain and that were not asked again yet, to be asked once
+// more from another egress address; it reports whether there was one.
+func reopenUnexplained(ts []*target) bool {
+	any := false
+	for _, t := range ts {
+		if t.done && t.unexplained && !t.retried {
+			t.done, t.again, t.retried = false, true, true
+			any = true
+		}
+	}
+	return any
 }
 
 // unsettleBlocked reopens the targets of ts whose refusal was about the

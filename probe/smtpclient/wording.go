@@ -38,6 +38,11 @@ const (
 	// relay access denied, relaying denied, not in my list of allowed
 	// rcpthosts.
 	WordingNoRelay
+	// WordingTooManyRecipients: the transaction has had as many
+	// recipients as the server takes (RFC 5321 §4.5.3.1.10: a 552 for too
+	// many recipients is to be treated as temporary): the rest go into a
+	// new transaction.
+	WordingTooManyRecipients
 )
 
 var wordingNames = [...]string{
@@ -47,6 +52,8 @@ var wordingNames = [...]string{
 	WordingFull:      "full",
 	WordingDisabled:  "disabled",
 	WordingNoRelay:   "no_relay",
+
+	WordingTooManyRecipients: "too_many_recipients",
 }
 
 // String returns the wording's snake_case name, as used in logs and metrics.
@@ -88,6 +95,8 @@ type WordingRule struct {
 func wordingRank(w Wording) uint8 {
 	switch w {
 	case WordingAboutUs:
+		return 7
+	case WordingTooManyRecipients:
 		return 6
 	case WordingNone:
 		return 5
@@ -124,8 +133,9 @@ func wordingRank(w Wording) uint8 {
 // sender or a blocklist is about the prober even when it names the mailbox
 // too: Exim's "Unrouteable address ... Sender verify failed" is about our
 // sender, and Postfix's "Sender address rejected: User unknown in local
-// recipient table" about our MAIL FROM); then the greylisting rows
-// (WordingNone); then WordingNoRelay, WordingDisabled, WordingFull and
+// recipient table" about our MAIL FROM); then WordingTooManyRecipients (a
+// cut of the transaction, whatever else the text says); then the
+// greylisting rows (WordingNone); then WordingNoRelay, WordingDisabled, WordingFull and
 // WordingNoMailbox, most specific first. Within the winning class the
 // earliest row of the table wins. The returned rule belongs to the table
 // and must not be modified.
@@ -619,6 +629,15 @@ var wordingTable = []WordingRule{
 		Example:  "550 5.1.0 <bounce@example.com> sender rejected. Refer to Error Codes section at https://www.cox.com/residential/support/email-error-codes.html for more information. AUP#CDRBL",
 	},
 
+	// ---- too many recipients: the transaction's, not the mailbox's ----
+	{
+		Phrases:  []string{"too many bad recipients", "too many recipients"},
+		Class:    WordingTooManyRecipients,
+		Software: "Exim (recipients_max_reject: \"552 too many recipients\"; Debian's exim4-config acl_check_rcpt: \"Rejected for too many bad recipients\"); RFC 5321; Postfix and OpenSMTPD say it with 452/451 4.5.3",
+		Source:   "RFC 5321 §4.5.3.1.10 (\"552 Too many recipients\", to be treated as temporary); exim src/src/smtp_in.c recipients_max_reject; Debian exim4-config conf.d/acl/30_exim4-config_check_rcpt (CHECK_RCPT_NO_FAIL_TOO_MANY_BAD_RCPT)",
+		Example:  "550 Rejected for too many bad recipients",
+		Note:     "About the transaction: the same recipients asked in a new transaction get their own answers.",
+	},
 	// ---- greylisting: recognised and left unread ----
 	{
 		Phrases:  []string{"greylist*", "graylist*"},
@@ -801,7 +820,15 @@ var wordingTable = []WordingRule{
 		Software: "OpenSMTPD; also Mimecast (\"550 Invalid Recipient\")",
 		Source:   "OpenSMTPD usr.sbin/smtpd/lka_session.c lka_resume (\"550 Invalid recipient\") and smtp_session.c (\"%s: <%s>\"); https://community.mimecast.com/s/article/Mimecast-SMTP-Error-Codes-842605754",
 		Example:  "550 Invalid recipient: <x@example.com>",
-		Note:     "OpenSMTPD says so both for an unknown user and for a recipient no rule accepts; its virtual-table misses say \"524 5.2.4 Mailing list expansion problem\", left unread.",
+		Note:     "OpenSMTPD says so both for an unknown user and for a recipient no rule accepts.",
+	},
+	{
+		Phrases:  []string{"mailing list expansion problem"},
+		Class:    WordingNoMailbox,
+		Software: "OpenSMTPD (an address its virtual table does not have)",
+		Source:   "OpenSMTPD usr.sbin/smtpd/lka_session.c lka_expand (no alias for a virtual domain's user: LKA_PERMFAIL with \"524 5.2.4 Mailing list expansion problem\"); seen from OpenSMTPD 6.8.0p2 in probe/realmta",
+		Example:  "524 5.2.4 Mailing list expansion problem: <x@example.com>",
+		Note:     "RFC 3463's words for X.2.4; a real list whose expansion fails cannot take mail either.",
 	},
 	{
 		Phrases:  []string{"no such user here"},

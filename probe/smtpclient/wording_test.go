@@ -64,7 +64,8 @@ func TestWordingString(t *testing.T) {
 	for w, want := range map[Wording]string{
 		WordingNone: "none", WordingNoMailbox: "no_mailbox", WordingAboutUs: "about_us",
 		WordingFull: "full", WordingDisabled: "disabled", WordingNoRelay: "no_relay",
-		Wording(42): "wording(42)",
+		WordingTooManyRecipients: "too_many_recipients",
+		Wording(42):              "wording(42)",
 	} {
 		if got := w.String(); got != want {
 			t.Errorf("Wording(%d).String() = %q, want %q", w, got, want)
@@ -259,6 +260,18 @@ func TestReadWordingDisabled(t *testing.T) {
 	})
 }
 
+// TestReadWordingTooManyRecipients: a refusal of the transaction's
+// recipient count, in the words of Exim's recipients_max_reject and of
+// Debian's exim4-config (both seen from the real Exim 4.96 in probe/realmta).
+func TestReadWordingTooManyRecipients(t *testing.T) {
+	for _, text := range []string{"too many recipients", "Rejected for too many bad recipients", "Too many recipients: Too many recipients",
+		"Error: too many recipients"} {
+		if w, _ := ReadWording(text); w != WordingTooManyRecipients {
+			t.Errorf("%q: %v, want too_many_recipients", text, w)
+		}
+	}
+}
+
 func TestReadWordingNoRelay(t *testing.T) {
 	checkWordings(t, []wordingCase{
 		{"554 5.7.1 <kijitora@example.com>: Relay access denied", WordingNoRelay, "relay access denied", "sisimai lhost-amazonses-21.eml"},
@@ -291,13 +304,11 @@ func TestReadWordingLeavesAmbiguousUnread(t *testing.T) {
 		"550 Requested action not taken: mailbox unavailable",                                                                    // RFC 5321's stock text
 		"550 <x@example.com>: Requested action not taken: mailbox unavailable",                                                   // GMX
 		"mailbox unavailable",
-		"550 Administrative prohibition",                            // Exim's deny without a message
-		"524 5.2.4 Mailing list expansion problem: <x@example.com>", // OpenSMTPD virtual miss
-		"452 4.3.1 Insufficient system storage",                     // Postfix queue
+		"550 Administrative prohibition",        // Exim's deny without a message
+		"452 4.3.1 Insufficient system storage", // Postfix queue
 		"452 Insufficient system storage",
 		"550-5.2.1 The user you are trying to contact is receiving mail at a rate that\n550 5.2.1 prevents additional messages from being delivered.", // Gmail, about the recipient
 		"450 User is receiving mail too quickly", // Yahoo
-		"452 4.5.3 Error: too many recipients",   // postfix, the transaction's limit
 		"554 5.7.1 Delivery not authorized, message refused",
 		"550 5.7.1 Message rejected",
 		"554 Transaction failed",
@@ -617,6 +628,7 @@ func renderWordings() string {
 		title string
 	}{
 		{WordingAboutUs, "about the prober (the client, its IP address, the sender)"},
+		{WordingTooManyRecipients, "the transaction's recipients are too many: a new transaction asks again"},
 		{WordingNone, "greylisting: recognised, read as nothing"},
 		{WordingNoRelay, "the host does not take mail for the domain"},
 		{WordingDisabled, "the mailbox exists and takes no mail"},
