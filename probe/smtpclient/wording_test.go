@@ -442,7 +442,7 @@ var wordingSink Wording
 
 // TestReadWordingDoesNotAllocate: ReadWording runs on every refusal of a
 // RCPT, so it must not allocate, whatever the text.
-func TestReadWordingDoesNotAllocate(t *testing.T) {
+func TestReadWordingDoNotAllocate(t *testing.T) {
 	if raceEnabled() {
 		t.Skip("the race detector's instrumentation allocates")
 	}
