@@ -440,7 +440,7 @@ func raceEnabled() bool {
 
 var wordingSink Wording
 
-// TestReadWordingDoesNotAllocate: ReadWording runs on every refusal of a
+// TestReadWordingDoNotAllocate: ReadWording runs on every refusal of a
 // RCPT, so it must not allocate, whatever the text.
 func TestReadWordingDoNotAllocate(t *testing.T) {
 	if raceEnabled() {
