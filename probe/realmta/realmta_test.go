@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/verifyd/verifyd/bench/world"
 	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/internal/leaktest"
 	"github.com/verifyd/verifyd/internal/mtatest"
 	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/resolver"
@@ -139,7 +139,7 @@ func TestMain(m *testing.M) {
 		printReport()
 	}
 	if code == 0 {
-		if leaked := waitLeaks(10 * time.Second); leaked != "" {
+		if leaked := leaktest.Leaked(10 * time.Second); leaked != "" {
 			fmt.Fprintf(os.Stderr, "goroutines left behind:\n%s\n", leaked)
 			code = 1
 		}
@@ -162,28 +162,6 @@ func needMTAs(t *testing.T) {
 		t.Fatalf("mtatest: %s (make mta unpacks the packages)", skipReason)
 	}
 	t.Skipf("mtatest: %s (make mta unpacks the packages; VERIFYD_MTA_TESTS=require fails instead)", skipReason)
-}
-
-func waitLeaks(d time.Duration) string {
-	deadline := time.Now().Add(d)
-	for {
-		buf := make([]byte, 8<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		var leaked []string
-		for _, g := range strings.Split(string(buf), "\n\n") {
-			if strings.Contains(g, "github.com/verifyd/verifyd/") && !strings.Contains(g, "realmta.TestMain") &&
-				!strings.Contains(g, "realmta.waitLeaks") {
-				leaked = append(leaked, g)
-			}
-		}
-		if len(leaked) == 0 {
-			return ""
-		}
-		if time.Now().After(deadline) {
-			return strings.Join(leaked, "\n\n")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // A verdict is a status and the reasons that may go with it: one, or
