@@ -160,7 +160,7 @@ func (o *Options) Validate() error {
 	if o.PolicyBlockThreshold < 1 {
 		add("policy_block_threshold must be at least 1, not %d", o.PolicyBlockThreshold)
 	}
-	if o.ReputationShare < 0 || o.ReputationShare > 1 {
+	if !(o.ReputationShare >= 0 && o.ReputationShare <= 1) { // NaN too
 		add("reputation_share must be between 0 and 1, not %v", o.ReputationShare)
 	}
 	if o.PolicyBlockWindow <= 0 {

@@ -25,6 +25,9 @@ type Pool struct {
 	log   *slog.Logger
 	rate  float64 // new sessions/s per destination; 0: no cap
 	burst float64
+	// started is the pool's start by its clock: reputation buckets count
+	// from it.
+	started time.Time
 
 	// dial makes a connection for Lease.DialContext; tests replace it.
 	dial func(ctx context.Context, d *net.Dialer, network, address string) (net.Conn, error)
@@ -103,6 +106,7 @@ func New(opts Options) (*Pool, error) {
 			return d.DialContext(ctx, network, address)
 		},
 	}
+	p.started = p.now()
 	if opts.MaxRatePerHost > 0 {
 		p.rate = opts.MaxRatePerHost
 		p.burst = max(1, opts.MaxRatePerHost)
@@ -491,7 +495,7 @@ func (l *Lease) Release(o Outcome) {
 	src.mu.Lock()
 	src.recent[src.nrecent%recentLen] = Recent{At: now, Dest: l.dest, Outcome: o}
 	src.nrecent++
-	src.rep.note(now, p.opts.PolicyBlockWindow, l.dest, o == OutcomePolicy)
+	src.rep.note(now, p.started, p.opts.PolicyBlockWindow, l.dest, o == OutcomePolicy)
 	src.mu.Unlock()
 	if o == OutcomePolicy {
 		if ev, ok := p.checkReputation(src, now); ok {

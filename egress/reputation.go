@@ -41,9 +41,11 @@ type reputation struct {
 	warnedAt time.Time                // of the last warning
 }
 
-// roll moves the buckets to now, emptying those that fell out.
-func (r *reputation) roll(now time.Time, width time.Duration) {
-	e := now.UnixNano() / int64(width)
+// roll moves the buckets to now, emptying those that fell out. Bucket
+// numbers count from base, the pool's start, by the monotonic clock: a step
+// of the wall clock neither freezes nor stretches the window.
+func (r *reputation) roll(now, base time.Time, width time.Duration) {
+	e := int64(now.Sub(base) / width)
 	if e <= r.epoch {
 		return
 	}
@@ -58,9 +60,9 @@ func (r *reputation) roll(now time.Time, width time.Duration) {
 }
 
 // note counts a session that ended at now, blocked by dest's policy or not.
-func (r *reputation) note(now time.Time, window time.Duration, dest netip.Addr, blocked bool) {
+func (r *reputation) note(now, base time.Time, window time.Duration, dest netip.Addr, blocked bool) {
 	width := bucketWidth(window)
-	r.roll(now, width)
+	r.roll(now, base, width)
 	i := r.epoch % repBuckets
 	r.sessions[i]++
 	if !blocked {
@@ -95,8 +97,8 @@ func (r *reputation) prune(now time.Time, window time.Duration) {
 
 // totals are the sessions and the blocked ones within the window ending at
 // now.
-func (r *reputation) totals(now time.Time, window time.Duration) (sessions, blocked uint64) {
-	r.roll(now, bucketWidth(window))
+func (r *reputation) totals(now, base time.Time, window time.Duration) (sessions, blocked uint64) {
+	r.roll(now, base, bucketWidth(window))
 	for i := range repBuckets {
 		sessions += uint64(r.sessions[i])
 		blocked += uint64(r.blocked[i])
@@ -117,7 +119,7 @@ func (p *Pool) checkReputation(src *source, now time.Time) (Event, bool) {
 	src.mu.Lock()
 	src.rep.prune(now, window)
 	dests := len(src.rep.dests)
-	s, k := src.rep.totals(now, window)
+	s, k := src.rep.totals(now, p.started, window)
 	recent := !src.rep.warnedAt.IsZero() && now.Sub(src.rep.warnedAt) < window
 	src.mu.Unlock()
 	if recent || dests < p.opts.PolicyBlockThreshold || s == 0 {
@@ -133,7 +135,7 @@ func (p *Pool) checkReputation(src *source, now time.Time) (Event, bool) {
 			continue
 		}
 		o.mu.Lock()
-		a, b := o.rep.totals(now, window)
+		a, b := o.rep.totals(now, p.started, window)
 		o.mu.Unlock()
 		rs, rk = rs+a, rk+b
 	}

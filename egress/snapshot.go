@@ -97,7 +97,7 @@ func (p *Pool) Snapshot() []AddrStatus {
 		for i := s.nrecent - n; i < s.nrecent; i++ {
 			st.Recent = append(st.Recent, s.recent[i%recentLen])
 		}
-		_, blocked := s.rep.totals(now, p.opts.PolicyBlockWindow)
+		_, blocked := s.rep.totals(now, p.started, p.opts.PolicyBlockWindow)
 		st.PolicyBlocks = int(blocked)
 		if st.Disabled {
 			st.DisabledReason, st.DisabledAt = s.reason, s.disabledAt

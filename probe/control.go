@@ -98,9 +98,10 @@ func (k *knownGood) forget(host, domain, addr string) {
 func postmaster(domain string) string { return "postmaster@" + domain }
 
 // readRefusals reads the ambiguous refusals of ts, addresses of domain, with
-// the positive control (see above), at MX host host. welcome reports that postmaster or the
-// known-good recipient was accepted: whatever the refusals mean, they are
-// no block of the egress address.
+// the positive control (see above), at MX host host. welcome reports that
+// postmaster or the known-good recipient was accepted and no known-good
+// recipient was refused like a target: whatever the refusals mean, they
+// are no block of the egress address.
 func (e *Engine) readRefusals(c *smtpclient.Client, mailFrom, host, domain string, ts []*target) (welcome bool) {
 	now := e.opts.Now()
 	addrs := []string{postmaster(domain), e.catchAll.probeLocal(domain) + "@" + domain}
@@ -129,18 +130,21 @@ func (e *Engine) readRefusals(c *smtpclient.Client, mailFrom, host, domain strin
 			e.knownGood.put(host, domain, good, now)
 		}
 	}
+	blocked := false
 	for _, t := range ts {
 		switch {
+		case kg != nil && kg.Class.Class != smtpclient.Accepted && sameRefusal(kg.Reply, t.refusal):
+			// A recipient this host took within the hour is refused
+			// alike: the host refuses the prober, whatever postmaster
+			// got (Exim's stock ACL accepts postmaster before a DNSBL
+			// deny).
+			t.r.Evidence.SMTP = SMTPPolicy
+			t.aboutUs, blocked = true, true
+			controls.prober.Inc()
 		case accepted && sameRefusal(random.Reply, t.refusal):
 			t.r.Evidence.SMTP = SMTPNoMailbox
 			e.catchAll.put(domain, CatchAllNo, now)
 			controls.mailbox.Inc()
-		case kg != nil && sameRefusal(kg.Reply, t.refusal):
-			// A recipient this host took minutes ago is refused alike:
-			// the host refuses the prober.
-			t.r.Evidence.SMTP = SMTPPolicy
-			t.aboutUs = true
-			controls.prober.Inc()
 		case accepted && random.Class.Class != smtpclient.Accepted:
 			// The host says "no such mailbox" otherwise: this refusal
 			// is something else, about the address or about the
@@ -155,7 +159,7 @@ func (e *Engine) readRefusals(c *smtpclient.Client, mailFrom, host, domain strin
 			controls.none.Inc()
 		}
 	}
-	return accepted
+	return accepted && !blocked
 }
 
 // sameRefusal reports whether a and b are the same refusal: the same code
@@ -173,8 +177,10 @@ func sameRefusal(a, b smtpclient.Reply) bool {
 
 // words is text's words, lower case, without the addresses and the
 // words with digits (a queue id, an IP address, a timestamp) servers put
-// in one reply and not the next.
+// in one reply and not the next. Only the first KiB is read: a server's
+// text is the server's to make long.
 func words(text string) string {
+	text = text[:min(len(text), 1024)]
 	var b strings.Builder
 	for _, f := range strings.FieldsFunc(text, func(r rune) bool {
 		return r == ' ' || r == '\t' || r == '<' || r == '>' || r == '[' || r == ']' || r == '(' || r == ')' || r == ',' || r == ';' || r == ':'

@@ -21,8 +21,8 @@ import (
 //
 // A refusal is about the prober (the egress address, the sender) only when
 // something says so: its words, a specific code about the sender or the
-// client (x.1.7, x.1.8, x.7.x other than x.7.0 and x.7.1), a refusal at the
-// greeting, EHLO or MAIL, or a known-good recipient refused alike. Only
+// client (aboutUsCode), a refusal at the greeting, EHLO or MAIL, or a
+// known-good recipient refused alike. Only
 // such a refusal cools the (egress, MX) pair and counts towards the
 // address's reputation; a policy code alone does not.
 
@@ -63,10 +63,9 @@ func readRcpt(prov *Provider, r smtpclient.Reply, cls smtpclient.Classification)
 	}
 	e := r.Enhanced
 	if specificCode(e) {
-		rd.aboutUs = rd.Class == smtpclient.Policy
+		rd.aboutUs = rd.Class == smtpclient.Policy && aboutUsCode(e)
 		if e.Subject == 7 && e.Detail == 13 { // user account disabled (RFC 5248's registry)
 			rd.Class, rd.Weak = smtpclient.Disabled, false
-			rd.aboutUs = false
 		}
 		return rd
 	}
@@ -132,6 +131,24 @@ func specificCode(e smtpclient.Enhanced) bool {
 		return false
 	}
 	return true
+}
+
+// aboutUsCode reports the specific codes that name the sender or the
+// client: x.1.7 and x.1.8 (the sender's address, RFC 3463), x.7.20 to
+// x.7.29 (the sender's authentication, reverse DNS: RFC 7372, RFC 8601's
+// registry entries), and Microsoft's x.7.500 to x.7.799 (the sending IP
+// address or tenant banned or blocked). Other specific x.7 codes may
+// refuse one recipient — x.7.2 a list's expansion, x.7.17 and x.7.18 an
+// owner change, Microsoft's x.7.129 and x.7.133-136 a group that takes mail
+// from its own people only — and blame no egress address.
+func aboutUsCode(e smtpclient.Enhanced) bool {
+	switch e.Subject {
+	case 1:
+		return e.Detail == 7 || e.Detail == 8
+	case 7:
+		return e.Detail >= 20 && e.Detail <= 29 || e.Detail >= 500 && e.Detail <= 799
+	}
+	return false
 }
 
 // ambiguousRefusal reports a permanent refusal of a RCPT whose code may be

@@ -1,8 +1,12 @@
 package probe
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/verifyd/verifyd/bench/world"
+	"github.com/verifyd/verifyd/egress"
 	"github.com/verifyd/verifyd/probe/smtpclient"
 )
 
@@ -36,6 +40,12 @@ func TestReadRcpt(t *testing.T) {
 			"Postfix smtpd_check.c, reject_rbl_client", want{class: smtpclient.Policy, aboutUs: true}},
 		{"550 5.7.26 This mail has been blocked because the sender is unauthenticated.",
 			"Gmail, DMARC (RFC 7372 x.7.26: multiple authentication checks failed)", want{class: smtpclient.Policy, aboutUs: true}},
+		{"550 5.7.23 SPF validation failed", "RFC 7372 x.7.23: the sender's SPF", want{class: smtpclient.Policy, aboutUs: true}},
+		{"550 5.7.606 Access denied, banned sending IP [192.0.2.1]", "Microsoft 365, x.7.606-649: the sending IP", want{class: smtpclient.Policy, aboutUs: true}},
+		// A specific policy code about one recipient blames no egress
+		// address.
+		{"550 5.7.129 RESOLVER.RST.RestrictedToRecipientsPermission; not authorized to send to this group",
+			"Microsoft 365 x.7.129: a group that takes mail from its own people only", want{class: smtpclient.Policy}},
 		// The mailbox exists and takes no mail.
 		{"552 5.2.2 Mailbox full", "RFC 3463 x.2.2", want{class: smtpclient.Full}},
 		{"550 5.7.13 User account disabled", "RFC 5248's registry: x.7.13", want{class: smtpclient.Disabled}},
@@ -59,5 +69,51 @@ func TestReadRcpt(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%q (%s): %+v, want %+v", c.reply, c.source, got, c.want)
 		}
+	}
+}
+
+// TestRelayDeniedFromBackup: "Relay access denied" from a domain's only
+// MX says no mail reaches the address (invalid / smtp_rejected); from a
+// host met after the preferred MX could not be reached, it may be a backup
+// MX that relays for the domain only when told to, and says nothing of
+// the address (unknown / smtp_rejected).
+func TestRelayDeniedFromBackup(t *testing.T) {
+	const relay = "554 5.7.1 <{addr}>: Relay access denied"
+	only := &world.Host{Name: "mx.relay-only.test", IP: "127.81.9.1"}
+	down := &world.Host{Name: "mx1.relay-backup.test", IP: "127.81.9.2", Mode: world.HostRefuse}
+	backup := &world.Host{Name: "mx2.relay-backup.test", IP: "127.81.9.3"}
+	w := behaviourWorld(t, []behaviour{
+		{hosts: []*world.Host{only}, domain: &world.Domain{Name: "relay-only.test", MX: mx(only.Name), UnknownReply: relay}},
+		{hosts: []*world.Host{down, backup}, domain: &world.Domain{Name: "relay-backup.test", MX: mx(down.Name, backup.Name), UnknownReply: relay}},
+	})
+	e := startEnv(t, w, envOptions{})
+	for _, c := range []struct {
+		email  string
+		status Status
+	}{{"ann@relay-only.test", StatusInvalid}, {"ann@relay-backup.test", StatusUnknown}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		r := e.engine.Verify(ctx, c.email)
+		cancel()
+		if r.Status != c.status || r.Reason != ReasonSMTPRejected {
+			t.Errorf("%s: %s/%s, want %s/smtp_rejected", c.email, r.Status, r.Reason, c.status)
+		}
+	}
+}
+
+// TestPolicyAtMailTriesAnotherAddress: a refusal at MAIL FROM (550 5.7.23,
+// the sender's SPF) is about the prober: the address cools for the host
+// and a real-time validation asks again from the other one; both refused,
+// the answer is unknown / smtp_rejected after one session from each.
+func TestPolicyAtMailTriesAnotherAddress(t *testing.T) {
+	h := &world.Host{Name: "mx.spf-mail.test", IP: "127.81.9.4", MailPolicy: world.MailRequireSPF}
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{h}, domain: &world.Domain{Name: "spf-mail.test", MX: mx(h.Name), Mailboxes: ok("ann")}}})
+	e := startEnv(t, w, envOptions{egress: egress.Options{Addresses: egressPool[:2], GreylistCooldown: time.Minute}})
+	r, inBudget := realtime(t, e, "ann@spf-mail.test")
+	if r.Status != StatusUnknown || r.Reason != ReasonSMTPRejected || !inBudget {
+		t.Fatalf("%s/%s within the budget %v, want unknown/smtp_rejected", r.Status, r.Reason, inBudget)
+	}
+	e.run.Log().Wait(2, 10*time.Second)
+	if ss := e.run.Log().Sessions(); len(ss) != 2 || ss[0].Client == ss[1].Client {
+		t.Errorf("sessions %+v: want one from each address", ss)
 	}
 }

@@ -38,6 +38,9 @@ type target struct {
 	// asked once more from another egress address, its first answer
 	// standing if none can ask; retried: it was.
 	unexplained, again, retried bool
+	// backup: an MX address before this one could not be used, so this
+	// host may be a backup MX that relays for the domain only when told.
+	backup bool
 }
 
 // probeOne runs the SMTP stage for one address, waiting out greylisting
@@ -83,6 +86,11 @@ hosts:
 				break hosts
 			}
 			tried++
+			if tried > 1 {
+				for _, t := range ts {
+					t.backup = true
+				}
+			}
 			next, out := e.sessions(ctx, host, ip, domain, ts, wait, prefer)
 			// mx_host names the host whose answer made a verdict, not
 			// the first MX when another one gave it.
@@ -146,14 +154,10 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 		waited := time.Now()
 		if avoid.IsValid() {
 			lease, err = e.opts.Egress.AcquireExcept(ctx, ip, avoid)
+			avoid = netip.Addr{}
 			if err != nil {
 				// No other address may ask now: the first answers stand.
-				for _, t := range pending {
-					if t.again {
-						t.again, t.done = false, true
-					}
-				}
-				avoid = netip.Addr{}
+				keepFirst(pending)
 				continue
 			}
 		} else if prefer.IsValid() {
@@ -214,6 +218,10 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			f := dialFailure(err)
 			lease.Release(f.egress)
 			countSession(f.egress)
+			// A second question that cannot be asked leaves the first
+			// answer standing.
+			keepFirst(pending)
+			pending = pendingTargets(pending)
 			switch {
 			case f.retryPlain && !noTLS:
 				noTLS = true
@@ -303,7 +311,7 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 				}
 			}
 		}
-		if again := reopenUnexplained(pending); again && !out.greylisted {
+		if !out.greylisted && reopenUnexplained(pending) {
 			policyRetries.Inc()
 			avoid, prefer = lease.Addr(), netip.Addr{}
 			continue
@@ -383,6 +391,12 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, hos
 	for i, res := range results {
 		t := pending[i]
 		rd := readRcpt(prov, res.Reply, res.Class)
+		if rd.Class == smtpclient.BadDomain && rd.by == byWording && t.backup {
+			// "Relay access denied" from a host met after a preferred
+			// MX failed: a backup MX that does not relay for the
+			// domain now says nothing of the address.
+			rd.Classification = smtpclient.Classification{Class: smtpclient.Unknown}
+		}
 		countReply(rd.Class)
 		countReading(rd)
 		switch rd.Class {
@@ -439,6 +453,7 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, hos
 			for _, t := range pending {
 				if !t.done && !t.grey {
 					t.r.Evidence.SMTP = f.smtp
+					t.aboutUs = f.egress == egress.OutcomePolicy
 					t.done = true
 					out.progress = true
 				}
@@ -579,6 +594,10 @@ func failedCommand(err error, pending []*target) txOutcome {
 	var se *smtpclient.Error
 	out.sessionOK = errors.As(err, &se) && se.Code != smtpclient.CodeServiceUnavailable
 	settle(pending, f.smtp, time.Time{}, netip.Addr{})
+	for _, t := range pending {
+		// A refusal at MAIL is about the sender or the client.
+		t.aboutUs = f.egress == egress.OutcomePolicy
+	}
 	return out
 }
 
@@ -659,6 +678,16 @@ func (e *Engine) mailFrom(helo string) string {
 		return e.opts.MailFrom
 	}
 	return "verify@" + helo
+}
+
+// keepFirst settles the targets of ts reopened to be asked again from
+// another address with their first answer.
+func keepFirst(ts []*target) {
+	for _, t := range ts {
+		if t.again {
+			t.again, t.done = false, true
+		}
+	}
 }
 
 // reopenUnexplained reopens the targets of ts whose refusal the control
