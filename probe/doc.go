@@ -21,8 +21,13 @@
 //     cooldowns), greets, uses STARTTLS when offered, sends MAIL FROM and the
 //     real RCPT TO, then, when that was accepted and the domain's catch-all
 //     finding is not cached, one RCPT with a random local part — after the
-//     real one, so it cannot spoil it — and QUIT. Replies are classified by
-//     code and RFC 3463 enhanced status, never by their text.
+//     real one, so it cannot spoil it — and QUIT. A refusal of RCPT is read
+//     (reading.go) by the provider's rules, a specific RFC 3463 enhanced
+//     status, the reply's words (smtpclient.ReadWording), the positive
+//     control (control.go: postmaster@, a known-good recipient and a random
+//     local part in the same session) and last the bare code; only a
+//     refusal something shows to be about the prober cools the egress
+//     address.
 //  5. Greylisting: a 4xx on RCPT cools the (egress address, MX) pair in the
 //     pool; Verify waits out the cooldown and retries from the same address
 //     (greylisters remember the client address) while the context's
