@@ -1,7 +1,10 @@
 // Package smtpclient is the prober's SMTP client: it walks a session far
 // enough to learn whether a server takes mail for an address, and
-// classifies every reply by its code and enhanced status code, never by
-// its text. It sends no message: there is no DATA.
+// classifies every reply by its code and enhanced status code (Classify,
+// never by its text). Apart, ReadWording reads a reply's text against a
+// table of the stock wordings of MTAs and providers (WORDINGS.md), for the
+// engine's refusals whose codes say too little. It sends no message: there
+// is no DATA.
 //
 // # The session
 //
