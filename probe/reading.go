@@ -52,8 +52,7 @@ type rcptReading struct {
 // readRefusals', on what this leaves ambiguous.
 func readRcpt(prov *Provider, r smtpclient.Reply, cls smtpclient.Classification) rcptReading {
 	if c, ruled := prov.classify(r, cls); ruled {
-		rd := rcptReading{Classification: c, by: byProvider}
-		return rd
+		return rcptReading{Classification: c, by: byProvider}
 	}
 	rd := rcptReading{Classification: cls}
 	if r.Code/100 != 5 {

@@ -655,7 +655,7 @@ var wordingTable = []WordingRule{
 		Software: "Postfix (reject_unauth_destination); also iCloud, Microsoft 365 (\"550 5.7.64 TenantAttribution; Relay Access Denied\")",
 		Source:   "postfix/src/smtpd/smtpd_check.c reject_unauth_destination (\"Relay access denied\"); reply in postfix/src/smtpd/smtpd_check.ref; iCloud's quoted in sisimai rhost/for-apple.go; https://learn.microsoft.com/en-us/exchange/troubleshoot/email-delivery/ndr/relay-access-denied-smtp",
 		Example:  "554 5.7.1 <foo@example.com>: Recipient address rejected: Relay access denied",
-		Note:     "Microsoft 365's 5.7.64 refuses a sending server its connector does not recognise: the specific code, read first by the engine, makes it a refusal of the prober.",
+		Note:     "Microsoft 365's 5.7.64 refuses a sending server its connector does not recognise: the specific code, read first by the engine, makes it a policy refusal that blames no egress address.",
 	},
 	{
 		Phrases:  []string{"relaying denied"},
