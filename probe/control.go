@@ -107,7 +107,7 @@ func (e *Engine) readRefusals(c *smtpclient.Client, mailFrom, host, domain strin
 	addrs := []string{postmaster(domain), e.catchAll.probeLocal(domain) + "@" + domain}
 	good := e.knownGood.get(host, domain, now)
 	for _, t := range ts {
-		if good == t.addr.ASCII() {
+		if good == t.addr.Rcpt() {
 			e.knownGood.forget(host, domain, good) // refused now: known good no longer
 			good = ""
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -262,7 +261,7 @@ func (e *Engine) plan(ctx context.Context, r *Result, addr address.Address) plan
 	ev.Role = l.IsRole(addr.Local)
 	ev.Free = l.IsFree(addr.ASCIIDomain)
 	ev.Disposable = l.IsDisposable(addr.ASCIIDomain)
-	ev.Spamtrap = l.IsSpamtrap(strings.ToLower(addr.ASCII()))
+	ev.Spamtrap = l.IsSpamtrap(addr.Rcpt())
 	r.Checks.IsRoleBased = ev.Role
 	r.Checks.IsFreeProvider = ev.Free
 	r.Checks.IsDisposable = ev.Disposable

@@ -368,7 +368,7 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, hos
 	}
 	rcpts := make([]string, len(pending))
 	for i, t := range pending {
-		rcpts[i] = t.addr.ASCII()
+		rcpts[i] = t.addr.Rcpt()
 	}
 	t := time.Now()
 	results, rest, err := c.RcptMany(rcpts)
@@ -422,7 +422,7 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, hos
 		case smtpclient.Accepted:
 			accepted = true
 			perMailbox = true
-			e.knownGood.put(host, domain, t.addr.ASCII(), now)
+			e.knownGood.put(host, domain, t.addr.Rcpt(), now)
 		case smtpclient.NoMailbox:
 			perMailbox = true
 			// A domain that refuses one mailbox is not catch-all.

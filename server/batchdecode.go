@@ -9,7 +9,6 @@ import (
 
 	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/server/httpapi"
-	"github.com/verifyd/verifyd/storage"
 )
 
 // MaxListName is spec §2.2's limit on listName, in characters.
@@ -182,22 +181,22 @@ func skipRest(dec *json.Decoder, depth int) error {
 	return nil
 }
 
-// normalize parses each address once (address.NewInput: the form
-// /v1/validate verifies too) and drops repeats, compared lower-cased
-// (storage.CacheEmail: spec §2.2's unique lower-cased addresses), keeping
-// the first spelling and its place. The local part keeps its case: RFC
-// 5321 §2.4 lets the receiving host tell "Ann" from "ann", so the address
-// verified and reported is the one uploaded, not a lower-cased other.
+// normalize lower-cases and parses each address once
+// (address.NewLowerInput) and drops repeats, keeping the first place:
+// spec §2.2, "Lower-cased and de-duplicated by the service". The stored
+// rows, results.csv, the job's counts and credits_reserved all use the
+// lower-cased address; the engine asks for it in RCPT TO as a single
+// validation does (address.Address.Rcpt; server/README.md, "Address
+// case").
 func normalize(emails []string) []string {
 	seen := make(map[string]struct{}, len(emails))
 	out := make([]string, 0, len(emails))
 	for _, e := range emails {
-		in := address.NewInput(e)
-		k := storage.CacheEmail(in.Email)
-		if _, dup := seen[k]; dup {
+		in := address.NewLowerInput(e)
+		if _, dup := seen[in.Email]; dup {
 			continue
 		}
-		seen[k] = struct{}{}
+		seen[in.Email] = struct{}{}
 		out = append(out, in.Email)
 	}
 	return out

@@ -95,14 +95,17 @@ func TestDecodeBatchLimits(t *testing.T) {
 	}
 }
 
-// TestNormalize: repeats are found lower-cased, among every spelling of
-// an address (a quoted local part that needs no quotes, an IDN domain in
-// A-labels); the first spelling is kept, its local part's case too, with
-// its domain folded; a string that is no address is kept as given.
+// TestNormalize: spec §2.2, "Lower-cased and de-duplicated by the
+// service": every address lower-cased, its local part too (Unicode
+// letters as well); repeats dropped among every spelling of an address (a
+// quoted local part that needs no quotes, an IDN domain in A-labels), the
+// first place kept; a string that is no address is lower-cased and kept;
+// one that is not UTF-8 has its ASCII letters lower-cased, its bad bytes
+// kept (so it stays no address).
 func TestNormalize(t *testing.T) {
 	got := normalize([]string{"Ann@X.test", "bob@x.test", "ann@x.TEST", `"ann"@x.test`, "ÉVE@x.test", "éve@x.test",
-		"u@XN--BCHER-KVA.de", "u@bücher.de", "junk", "JUNK"})
-	want := []string{"Ann@x.test", "bob@x.test", "ÉVE@x.test", "u@bücher.de", "junk"}
+		"u@XN--BCHER-KVA.de", "u@bücher.de", "junk", "JUNK", `"John Doe"@x.test`, "A\xffB@x.test"})
+	want := []string{"ann@x.test", "bob@x.test", "éve@x.test", "u@bücher.de", "junk", `"john doe"@x.test`, "a\xffb@x.test"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("%q, want %q", got, want)
 	}

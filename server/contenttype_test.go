@@ -8,7 +8,7 @@ import (
 )
 
 // TestValidateContentType: POST /v1/validate reads a body declared JSON
-// only (or undeclared); any other type answers 415 in the envelope,
+// only (or undeclared); any other type answers 400 BAD_REQUEST in the envelope,
 // after authentication, before idempotency, and charges nothing.
 func TestValidateContentType(t *testing.T) {
 	e := startServer(t, nil)
@@ -35,8 +35,8 @@ func TestValidateContentType(t *testing.T) {
 			m, ok := is[0].(map[string]any)
 			return m, ok
 		}()
-		if r.status != 415 || code != httpapi.CodeBadRequest || !strings.Contains(msg, "application/json") || first["path"] != "Content-Type" {
-			t.Errorf("%q: %d %s, want 415 BAD_REQUEST naming Content-Type", ct, r.status, r.body)
+		if r.status != 400 || code != httpapi.CodeBadRequest || !strings.Contains(msg, "application/json") || first["path"] != "Content-Type" {
+			t.Errorf("%q: %d %s, want 400 BAD_REQUEST naming Content-Type", ct, r.status, r.body)
 		}
 		if after := balance(); after != before {
 			t.Errorf("%q: balance %s, then %s", ct, before, after)
@@ -51,9 +51,9 @@ func TestValidateContentType(t *testing.T) {
 	if r := e.do("POST", "/v1/validate", body, "Content-Type", "text/plain"); r.status != 401 {
 		t.Errorf("no key, text/plain: %d %s", r.status, r.body)
 	}
-	// A 415 is not recorded for the Idempotency-Key: the same key with
+	// A refused Content-Type is not recorded for the Idempotency-Key: the same key with
 	// the body declared JSON is a first request.
-	if r := validate("text/plain", "Idempotency-Key", "order-415-1"); r.status != 415 {
+	if r := validate("text/plain", "Idempotency-Key", "order-415-1"); r.status != 400 {
 		t.Fatalf("text/plain with a key: %d %s", r.status, r.body)
 	}
 	if r := validate("application/json", "Idempotency-Key", "order-415-1"); r.status != 200 || r.header.Get("Idempotent-Replay") != "" {

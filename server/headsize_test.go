@@ -10,7 +10,7 @@ import (
 // TestHeadSize: a 5,000-byte Cookie (a dashboard sharing its host with
 // other applications' cookies) is served: fasthttp's default 4 KiB read
 // buffer answered a bare 400 to any head over 4 KiB. A head over
-// MaxHeaderBytes answers 431 in the envelope with details.maxHeaderBytes.
+// MaxHeaderBytes answers 400 BAD_REQUEST in the envelope (spec §7: not RFC 6585's 431) with details.maxHeaderBytes.
 func TestHeadSize(t *testing.T) {
 	e := startServer(t, nil)
 	cookie := "other_app=" + strings.Repeat("c", 4990)
@@ -31,8 +31,8 @@ func TestHeadSize(t *testing.T) {
 	} {
 		r := e.raw(req)
 		code, _, d := r.errorEnvelope(t)
-		if r.status != 431 || code != httpapi.CodeBadRequest || d["maxHeaderBytes"] != float64(DefaultMaxHeaderBytes) {
-			t.Errorf("%s: %d %s, want 431 with maxHeaderBytes %d", name, r.status, r.body, DefaultMaxHeaderBytes)
+		if r.status != 400 || code != httpapi.CodeBadRequest || d["maxHeaderBytes"] != float64(DefaultMaxHeaderBytes) {
+			t.Errorf("%s: %d %s, want 400 with maxHeaderBytes %d", name, r.status, r.body, DefaultMaxHeaderBytes)
 		}
 	}
 	// The limit is an option.

@@ -19,7 +19,7 @@ import (
 // ErrorHandler the read timeout of a connection's first request even
 // when nothing of it came, and the handler answered every read error
 // 400. A client that then sent a request on it read that 400 as the
-// answer. A request cut off mid-head answers 408 in the envelope.
+// answer. A request cut off mid-head answers 400 BAD_REQUEST in the envelope (spec §7: not 408).
 func TestIdleConnections(t *testing.T) {
 	// Timeouts long enough that a client on a loaded machine sends its
 	// request before they pass; the cases run side by side.
@@ -80,7 +80,7 @@ func TestIdleConnections(t *testing.T) {
 			t.Errorf("idle after two requests: the server sent %q", b)
 		}
 	})
-	// Part of a head, then nothing: 408 in the envelope, first request or
+	// Part of a head, then nothing: 400 in the envelope, first request or
 	// a later one.
 	for name, first := range map[string]string{"head cut off": "", "head cut off after a request": "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"} {
 		t.Run(name, func(t *testing.T) {
@@ -93,11 +93,11 @@ func TestIdleConnections(t *testing.T) {
 				}
 			}
 			r := readReply(t, br)
-			if code, _, _ := r.errorEnvelope(t); r.status != 408 || code != httpapi.CodeBadRequest {
-				t.Errorf("%d %s, want 408", r.status, r.body)
+			if code, _, _ := r.errorEnvelope(t); r.status != 400 || code != httpapi.CodeBadRequest {
+				t.Errorf("%d %s, want 400", r.status, r.body)
 			}
 			if b := rest(t, br); b != "" {
-				t.Errorf("after the 408: %q", b)
+				t.Errorf("after the 400: %q", b)
 			}
 		})
 	}

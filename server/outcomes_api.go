@@ -38,7 +38,7 @@ func (s *Server) postOutcomes(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 	ct := string(ctx.Request.Header.ContentType())
 	format, err := outcomes.FormatOf(ct)
 	if err != nil {
-		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Status: fasthttp.StatusUnsupportedMediaType,
+		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest,
 			Message: err.Error(), Details: map[string]any{"issues": []httpapi.Issue{{Path: "Content-Type",
 				Message: fmt.Sprintf("must be application/x-ndjson or text/csv, not %q", ct)}}}})
 		return

@@ -87,7 +87,7 @@ func (s *Server) postPlatformOutcomes(ctx *fasthttp.RequestCtx) {
 			httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Message: "the body is not the platform's documented event format"})
 		case "unavailable":
 			ctx.Response.Header.Set("Retry-After", "60")
-			httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeInternal, Status: fasthttp.StatusServiceUnavailable,
+			httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeInternal,
 				Message: "cannot check the platform's signature now; retry later"})
 		default:
 			httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeUnauthorized,

@@ -329,15 +329,17 @@ func New(opts Options) *Server {
 				return
 			case errors.As(err, &small):
 				// The request line and header fields do not fit in the
-				// read buffer (RFC 6585 §5).
-				httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Status: fasthttp.StatusRequestHeaderFieldsTooLarge,
+				// read buffer: RFC 6585 §5's 431, but a BAD_REQUEST is a
+				// 400 (spec §7).
+				httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest,
 					Message: fmt.Sprintf("the request line and header fields exceed the limit of %d bytes", s.opts.MaxHeaderBytes),
 					Details: map[string]any{"maxHeaderBytes": s.opts.MaxHeaderBytes}})
 				return
 			case errors.As(err, &nerr) && nerr.Timeout():
 				// Part of a request came, not the rest within
-				// http.read_timeout (RFC 9110 §15.5.9).
-				httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Status: fasthttp.StatusRequestTimeout,
+				// http.read_timeout: RFC 9110 §15.5.9's 408, but a
+				// BAD_REQUEST is a 400 (spec §7).
+				httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest,
 					Message: "the request did not arrive in full within the read timeout"})
 				return
 			}

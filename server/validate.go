@@ -134,8 +134,11 @@ func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *httpapi.Caller, ide
 		}
 		return false
 	}
+	// The receipt and the history row name the address as this request
+	// spelled it (server/README.md, "Address case"): the cached result
+	// may be another spelling's, a batch's lower-cased row among them.
 	stored := storage.Result{
-		Email:      prev.Email,
+		Email:      in.Email,
 		Status:     prev.Status,
 		Score:      prev.Score,
 		LatencyMs:  prev.LatencyMs,
@@ -160,9 +163,13 @@ func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *httpapi.Caller, ide
 	// is, with cached and credits_remaining set (and the active kid): it
 	// is not decoded.
 	s.charge(ctx, c, idem, nil, stored, func(balance int64) ([]byte, error) {
-		return s.opts.Keys.SignWith(prev.Receipt,
-			receipt.Field{Name: "cached", Value: jsonTrue},
-			receipt.Field{Name: "credits_remaining", Value: strconv.AppendInt(nil, balance, 10)})
+		cached := receipt.Field{Name: "cached", Value: jsonTrue}
+		credits := receipt.Field{Name: "credits_remaining", Value: strconv.AppendInt(nil, balance, 10)}
+		if prev.Email != in.Email {
+			return s.opts.Keys.SignWith(prev.Receipt, cached, credits,
+				receipt.Field{Name: "email", Value: receipt.AppendString(nil, in.Email)})
+		}
+		return s.opts.Keys.SignWith(prev.Receipt, cached, credits)
 	})
 	return true
 }
@@ -177,7 +184,7 @@ func (s *Server) validateLearned(ctx *fasthttp.RequestCtx, c *httpapi.Caller, id
 		return false
 	}
 	receipt.Learn(&rec, l)
-	rec.Cached, rec.Kid = true, ""
+	rec.Email, rec.Cached, rec.Kid = stored.Email, true, ""
 	stored.Status, stored.Score = rec.Status, rec.Score
 	s.charge(ctx, c, idem, nil, stored, func(balance int64) ([]byte, error) {
 		rec.CreditsRemaining = balance

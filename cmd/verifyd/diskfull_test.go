@@ -93,8 +93,8 @@ func startedJob(t *testing.T, c *client, addrs []string) string {
 
 // TestDiskFull: the data directory's disk fills up (a 512 MiB tmpfs,
 // filled by a ballast file to below storage.min_free_bytes) while
-// verifyd validates and runs a job. Validations answer 503 in the
-// envelope with Retry-After and charge nothing (with or without an
+// verifyd validates and runs a job. Validations answer 500 INTERNAL in
+// the envelope (spec §7: the code's one status) with Retry-After and charge nothing (with or without an
 // Idempotency-Key); reads still answer; the running job pauses, not
 // fails. Once the ballast is deleted everything goes on by itself,
 // without a restart: validations answer 200, the keyed ones too, the job
@@ -129,15 +129,15 @@ func TestDiskFull(t *testing.T) {
 		}
 		return full.status != 200
 	})
-	d := full.wantError(t, 503, "INTERNAL")
+	d := full.wantError(t, 500, "INTERNAL")
 	if full.header.Get("Retry-After") == "" || d["retryAfter"] == nil {
-		t.Fatalf("a 503 without Retry-After: %v %s", full.header, full.body)
+		t.Fatalf("a full disk's 500 without Retry-After: %v %s", full.header, full.body)
 	}
 	if bytes.Contains(full.body, []byte("pebble")) || bytes.Contains(full.body, []byte("no space")) {
 		t.Fatalf("internal text in the answer: %s", full.body)
 	}
-	c.do("POST", "/v1/validate", c.key, `{"email":"m2@f0.test"}`, "Idempotency-Key", "disk-full-0001").wantError(t, 503, "INTERNAL")
-	c.do("POST", "/v1/batch", c.key, batchBody(t, addrs[:5], nil)).wantError(t, 503, "INTERNAL")
+	c.do("POST", "/v1/validate", c.key, `{"email":"m2@f0.test"}`, "Idempotency-Key", "disk-full-0001").wantError(t, 500, "INTERNAL")
+	c.do("POST", "/v1/batch", c.key, batchBody(t, addrs[:5], nil)).wantError(t, 500, "INTERNAL")
 	// Reads answer; nothing was charged for the refusals.
 	paused := balance(t, c, c.key)
 	if paused != start-charged-len(addrs) {
@@ -228,7 +228,7 @@ func TestFleetDiskFull(t *testing.T) {
 			t.Fatal("validations still answer 200 with the database's disk full")
 		}
 	}
-	if full.status != 503 && full.status != 500 {
+	if full.status != 500 {
 		t.Fatalf("with the database's disk full: %d %s", full.status, full.body)
 	}
 	full.wantError(t, full.status, "INTERNAL")

@@ -228,7 +228,7 @@ func TestOutcomesEndToEnd(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(d["issues"]), "lines[1].when") {
 		t.Errorf("an unknown CSV column: %v", d)
 	}
-	post(okey, "text/plain", "x").wantError(t, 415, "BAD_REQUEST")
+	post(okey, "text/plain", "x").wantError(t, 400, "BAD_REQUEST")
 	post(okey, "application/x-ndjson", "\n\n").wantError(t, 400, "BAD_REQUEST")
 }
 

@@ -86,6 +86,7 @@ package address
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -133,8 +134,19 @@ type Address struct {
 func (a Address) String() string { return a.Local + "@" + a.Domain }
 
 // ASCII returns the address with the domain in A-labels, Local "@"
-// ASCIIDomain: the form for RCPT TO. It is pure ASCII unless UTF8Local.
+// ASCIIDomain. It is pure ASCII unless UTF8Local.
 func (a Address) ASCII() string { return a.Local + "@" + a.ASCIIDomain }
+
+// Rcpt returns the form the engine sends in RCPT TO: the local part
+// lower-cased, "@", ASCIIDomain. RFC 5321 §2.4 lets the receiving host
+// tell "Ann" from "ann", and §4.1.2 asks hosts not to define mailboxes
+// that way; Postfix, Exim and OpenSMTPD fold the case of local parts in
+// their lookups, and so do the large providers. verifyd decides for the
+// lower-cased form (server/README.md, "Address case"): every spelling of
+// an address is asked the same question and gets the same verdict, which
+// is what a batch (spec §2.2: "Lower-cased and de-duplicated") and the
+// cache, both keyed by the lower-cased address, already assume.
+func (a Address) Rcpt() string { return strings.ToLower(a.Local) + "@" + a.ASCIIDomain }
 
 // SyntaxError reports why a string is not an address the engine accepts.
 //

@@ -1,5 +1,10 @@
 package address
 
+import (
+	"strings"
+	"unicode/utf8"
+)
+
 // Input is an address as verifyd takes it in: parsed once, at the edge
 // (POST /v1/validate, POST /v1/batch, a job's address read back from
 // storage), and carried downstream, so that a single validation and a
@@ -30,3 +35,26 @@ func NewInput(s string) Input {
 // ASCIIDomain is the domain in A-labels (DNS, SMTP, the batch
 // scheduler's grouping), "" when the input did not parse.
 func (in Input) ASCIIDomain() string { return in.Addr.ASCIIDomain }
+
+// NewLowerInput is NewInput of s lower-cased: the form of an address in a
+// batch (spec §2.2: "Lower-cased and de-duplicated by the service"). It
+// lower-cases before parsing, so the limits hold for the form stored; an
+// input that is not valid UTF-8 has only its ASCII letters lower-cased
+// (strings.ToLower would turn the bad bytes into U+FFFD, a character
+// Parse accepts, and so repair an input that is not an address).
+func NewLowerInput(s string) Input { return NewInput(Lower(s)) }
+
+// Lower lower-cases s: every letter when s is valid UTF-8, the ASCII
+// letters only when it is not (NewLowerInput).
+func Lower(s string) string {
+	if utf8.ValidString(s) {
+		return strings.ToLower(s)
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}

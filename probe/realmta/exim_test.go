@@ -103,6 +103,8 @@ virtual:
 	}
 	tooMany = append(tooMany, batchAddr{"alice@local.exim.test", valid}, batchAddr{"bob@local.exim.test", valid})
 	runSetup(t, eximDebian, mtatest.Exim, cfg, []mtaCase{
+		{name: "local user, capitals", email: "ALICE@local.exim.test", reply: `^250 Accepted$`, want: valid, source: srcCaseExim},
+		{name: "virtual user, capitals", email: "Alice@virt.exim.test", reply: `^250 Accepted$`, want: valid, source: srcCaseExim},
 		{name: "local user", email: "alice@local.exim.test", reply: `^250 Accepted$`, want: valid, source: srcEximAccept},
 		{name: "local unknown", email: "ghost@local.exim.test", reply: `^550 Unrouteable address$`, want: noMailbox,
 			source: srcUnrouteable},
@@ -215,3 +217,6 @@ func testEximLimitReject(t *testing.T) {
 			"spec recipients_max_reject (552 to the surplus RCPTs); smtp_in.c:5235; RFC 5321 §4.5.3.1.10: a client SHOULD treat a 552 for too many recipients as temporary"),
 	})
 }
+
+// srcCaseExim: why a capitalised spelling of a mailbox is the mailbox.
+const srcCaseExim = "Exim's spec, \"caseful_local_part\": false by default, so routers see the local part lower-cased and lsearch matches it; the plain session's 250 to the capitalised spelling shows it"

@@ -77,6 +77,8 @@ alice@nopm.opensmtpd.test       vmail
 	}
 	const accepted = `^250 2\.1\.5 Destination address valid: Recipient ok$`
 	runSetup(t, opensmtpdDebian, mtatest.OpenSMTPD, cfg, []mtaCase{
+		{name: "local user, capitals", email: "ALICE@local.opensmtpd.test", reply: accepted, want: valid, source: srcCaseOpensmtpd},
+		{name: "virtual user, capitals", email: "Alice@virt.opensmtpd.test", reply: accepted, want: valid, source: srcCaseOpensmtpd},
 		{name: "local user", email: "alice@local.opensmtpd.test", reply: accepted, want: valid, source: srcOpenSMTPDAccept},
 		{name: "local unknown", email: "ghost@local.opensmtpd.test", reply: `^550 Invalid recipient: <ghost@local\.opensmtpd\.test>$`,
 			want: noMailbox, source: srcInvalidRecipient},
@@ -124,3 +126,6 @@ match from any for domain "limit.opensmtpd.test" action "local"
 			"smtpd.conf(5) \"smtp limit max-rcpt\"; smtp_session.c:2548 (\"451 4.5.3 … Too many recipients\"); RFC 3463 X.5.3 too many recipients; RFC 5321 §4.5.3.1.10"),
 	})
 }
+
+// srcCaseOpensmtpd: why a capitalised spelling of a mailbox is the mailbox.
+const srcCaseOpensmtpd = "OpenSMTPD looks users and virtual entries up lower-cased (the plain session's 250 to the capitalised spelling shows it); RFC 5321 §4.1.2 asks hosts not to define case-sensitive local parts"

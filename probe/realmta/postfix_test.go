@@ -88,6 +88,8 @@ gone2@local.postfix.test  REJECT Mailbox disabled
 		Setup: []string{"postmap /etc/postfix/vmailbox /etc/postfix/recipient_access"},
 	}
 	runSetup(t, postfixDebian, mtatest.Postfix, cfg, []mtaCase{
+		{name: "local user, capitals", email: "ALICE@local.postfix.test", reply: `^250 2\.1\.5 Ok$`, want: valid, source: srcCasePostfix},
+		{name: "virtual user, capitals", email: "Alice@virt.postfix.test", reply: `^250 2\.1\.5 Ok$`, want: valid, source: srcCasePostfix},
 		{name: "local user", email: "alice@local.postfix.test", reply: `^250 2\.1\.5 Ok$`, want: valid, source: srcAccepted},
 		{name: "local unknown", email: "ghost@local.postfix.test", reply: fmt.Sprintf(userUnknownLocal, `ghost@local\.postfix\.test`),
 			want: noMailbox, source: srcLocal},
@@ -218,3 +220,6 @@ func limitCase(domain, reply, source string) mtaCase {
 	return mtaCase{name: "recipient limit 3, batch of 8", batch: batch, raw: raw, reply: reply, budget: 30 * time.Second,
 		source: source + "; every address answered as if asked alone"}
 }
+
+// srcCasePostfix: why a capitalised spelling of a mailbox is the mailbox.
+const srcCasePostfix = "Postfix folds the case of a lookup key (fold_addr(3); virtual(5) and local_recipient_maps tables are searched lower-cased): the plain session's 250 to the capitalised spelling shows it; RFC 5321 §4.1.2 asks hosts not to define case-sensitive local parts"

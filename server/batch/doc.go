@@ -15,8 +15,8 @@
 //     URL the SSRF guard does not refuse outright (an internal IP literal
 //     is refused here; a name is judged at delivery). Address syntax is
 //     not a reason to refuse: a malformed row is a result (invalid,
-//     syntax_error). Each address is parsed once (address.NewInput, as
-//     /v1/validate does) and repeats, compared lower-cased, dropped.
+//     syntax_error). Each address is lower-cased and parsed once
+//     (address.NewLowerInput; spec §2.2) and repeats dropped.
 //  2. storage.CreateJob writes, in one synced batch, the job (queued), its
 //     addresses, the reservation of one credit per unique address (or
 //     refuses: 400 with currentCredits, needed, deltaShortfall) and the

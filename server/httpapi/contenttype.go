@@ -9,9 +9,9 @@ import (
 )
 
 // CheckJSONType is the answer to a request whose body is not declared
-// JSON (spec §1.5, §4.1: application/json, UTF-8): 415 Unsupported Media
-// Type in the envelope, code BAD_REQUEST (the enumeration has no code of
-// its own for it), details.issues naming Content-Type. Nil when the
+// JSON (spec §1.5, §4.1: application/json, UTF-8): 400 BAD_REQUEST (spec
+// §7 maps the code to 400 and no other status, so not 415 Unsupported
+// Media Type), details.issues naming Content-Type. Nil when the
 // Content-Type is application/json, with no parameter or one charset of
 // utf-8 (RFC 8259 §8.1: JSON is UTF-8), in any case; and nil when there
 // is none, which declares no other type (clients such as Go's net/http
@@ -29,13 +29,13 @@ func CheckJSONType(h *fasthttp.RequestHeader) *APIError {
 			return nil
 		}
 	}
-	return &APIError{Code: CodeBadRequest, Status: fasthttp.StatusUnsupportedMediaType,
+	return &APIError{Code: CodeBadRequest,
 		Message: "the body must be JSON: send Content-Type: application/json",
 		Details: map[string]any{"issues": []Issue{{Path: "Content-Type",
 			Message: fmt.Sprintf("must be application/json (optionally with charset=utf-8), not %q", ct)}}}}
 }
 
-// RequireJSON answers 415 (CheckJSONType) and returns false when the
+// RequireJSON answers 400 (CheckJSONType) and returns false when the
 // request's body is not declared JSON.
 func RequireJSON(ctx *fasthttp.RequestCtx) bool {
 	if e := CheckJSONType(&ctx.Request.Header); e != nil {

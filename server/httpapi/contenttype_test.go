@@ -36,8 +36,8 @@ func TestCheckJSONType(t *testing.T) {
 			t.Errorf("%q: %v, want accepted %v", ct, e, ok)
 			continue
 		}
-		if e != nil && (e.Code != CodeBadRequest || e.Status != 415) {
-			t.Errorf("%q: %+v, want BAD_REQUEST with status 415", ct, e)
+		if e != nil && (e.Code != CodeBadRequest || len(e.Details["issues"].([]Issue)) != 1 || e.Details["issues"].([]Issue)[0].Path != "Content-Type") {
+			t.Errorf("%q: %+v, want BAD_REQUEST with an issue about Content-Type", ct, e)
 		}
 	}
 }

@@ -45,23 +45,22 @@ type APIError struct {
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
-	// Status is the HTTP status when it is not the code's own: spec §7's
-	// enumeration has no code for 408, 415 or 431, which answer
-	// BAD_REQUEST, the closest. Zero means the code's status.
-	Status int `json:"-"`
 }
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
 
-// WriteError answers ctx with the error envelope. A code outside the
+// WriteError answers ctx with the error envelope, with the code's own
+// status of spec §7 and no other: a client may switch on either. A
+// request the enumeration has no closer code for (a head too large, one
+// cut off, a body not declared JSON, a method the path does not take) is
+// a BAD_REQUEST and so a 400; a failure that may pass (a full disk) is
+// an INTERNAL and so a 500, with Retry-After. A code outside the
 // enumeration is a programming error and answers INTERNAL.
 func WriteError(ctx *fasthttp.RequestCtx, e *APIError) {
 	status, ok := statusOf[e.Code]
 	if !ok {
 		e = &APIError{Code: CodeInternal, Message: "internal error"}
 		status = fasthttp.StatusInternalServerError
-	} else if e.Status != 0 {
-		status = e.Status
 	}
 	b, err := json.Marshal(struct {
 		Error *APIError `json:"error"`
@@ -77,14 +76,15 @@ func WriteError(ctx *fasthttp.RequestCtx, e *APIError) {
 
 // WriteInternal answers a request that failed on err: 500 INTERNAL (its
 // deadline passed, GuardOptions.RequestTimeout, too: retried with its
-// Idempotency-Key it is answered once), or, when the store refuses writes
-// because its disk is full (storage.NoSpace), 503 with Retry-After:
-// nothing was written or charged, and the same request goes through once
-// space is freed. The message never carries err's text.
+// Idempotency-Key it is answered once). When the store refuses writes
+// because its disk is full (storage.NoSpace) the 500 says so, with
+// Retry-After and details.retryAfter: nothing was written or charged, and
+// the same request goes through once space is freed. The message never
+// carries err's text.
 func WriteInternal(ctx *fasthttp.RequestCtx, err error) {
 	if storage.NoSpace(err) {
 		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(noSpaceRetry))
-		WriteError(ctx, &APIError{Code: CodeInternal, Status: fasthttp.StatusServiceUnavailable,
+		WriteError(ctx, &APIError{Code: CodeInternal,
 			Message: "the server's storage is full: nothing was charged; retry later with the same Idempotency-Key",
 			Details: map[string]any{"retryAfter": noSpaceRetry}})
 		return
@@ -92,7 +92,7 @@ func WriteInternal(ctx *fasthttp.RequestCtx, err error) {
 	WriteError(ctx, &APIError{Code: CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
 }
 
-// noSpaceRetry is the Retry-After, in seconds, of a 503 for a full disk.
+// noSpaceRetry is the Retry-After, in seconds, of a 500 for a full disk.
 const noSpaceRetry = 30
 
 // BodyTooLarge is the answer to a request body over its route's limit of

@@ -58,7 +58,7 @@ func TestAPIDocCanFail(t *testing.T) {
 		"`sig`",                      // likewise
 		"`mx_host`",                  // a field of checks, one level down
 		"`RATE_LIMITED`",             // an error code
-		"status 415",                 // a status of POST /v1/validate
+		"status 409",                 // a status of POST /v1/validate
 		"status 429",
 	} {
 		if !strings.Contains(all, want) {

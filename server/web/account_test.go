@@ -352,7 +352,7 @@ func TestReviewFixes(t *testing.T) {
 // TestContentTypes: the JSON writes of the account surface take
 // application/json, with charset=utf-8 at most; a form's type (or none)
 // is refused as cross-site (403), application/json with another charset
-// or parameter answers 415 in the envelope, as on /v1.
+// or parameter answers 400 BAD_REQUEST in the envelope, as on /v1.
 func TestContentTypes(t *testing.T) {
 	e := startEnv(t, nil)
 	_, acct := e.newUser("owner@x.test")
@@ -365,24 +365,24 @@ func TestContentTypes(t *testing.T) {
 	mint := `{"scopes":["validate:read"]}`
 	for _, ct := range []string{"application/json; charset=utf-16", "application/json;charset=UTF-16BE", "application/json; charset=utf-8; v=1", "application/json; q=1"} {
 		r := b.do("POST", "/dashboard/api/keys", mint, "Content-Type", ct)
-		if r.status != 415 || r.code(t) != "BAD_REQUEST" || !strings.Contains(string(r.body), `"path":"Content-Type"`) {
-			t.Errorf("mint key as %q: %d %s, want 415", ct, r.status, r.body)
+		if r.status != 400 || r.code(t) != "BAD_REQUEST" || !strings.Contains(string(r.body), `"path":"Content-Type"`) {
+			t.Errorf("mint key as %q: %d %s, want 400", ct, r.status, r.body)
 		}
 		r = (&browser{e: e}).do("POST", "/auth/login", js(map[string]string{"email": "owner@x.test", "password": pw}), "Content-Type", ct)
-		if r.status != 415 || r.code(t) != "BAD_REQUEST" {
-			t.Errorf("login as %q: %d %s, want 415", ct, r.status, r.body)
+		if r.status != 400 || r.code(t) != "BAD_REQUEST" {
+			t.Errorf("login as %q: %d %s, want 400", ct, r.status, r.body)
 		}
 		// /v1 with the session: the CSRF token, then the type.
-		if r := b.do("POST", "/v1/validate", `{"email":"ann@x.test"}`, "Content-Type", ct); r.status != 415 {
-			t.Errorf("validate by session as %q: %d %s, want 415", ct, r.status, r.body)
+		if r := b.do("POST", "/v1/validate", `{"email":"ann@x.test"}`, "Content-Type", ct); r.status != 400 {
+			t.Errorf("validate by session as %q: %d %s, want 400", ct, r.status, r.body)
 		}
 	}
 	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml"} {
 		if r := b.do("POST", "/dashboard/api/keys", mint, "Content-Type", ct); r.status != 403 || !strings.Contains(string(r.body), `"reason":"csrf"`) {
 			t.Errorf("mint key as %q: %d %s, want 403 csrf", ct, r.status, r.body)
 		}
-		if r := b.do("POST", "/v1/validate", `{"email":"ann@x.test"}`, "Content-Type", ct); r.status != 415 {
-			t.Errorf("validate by session as %q: %d %s, want 415", ct, r.status, r.body)
+		if r := b.do("POST", "/v1/validate", `{"email":"ann@x.test"}`, "Content-Type", ct); r.status != 400 {
+			t.Errorf("validate by session as %q: %d %s, want 400", ct, r.status, r.body)
 		}
 	}
 	if keys() != n {

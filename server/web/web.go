@@ -279,7 +279,7 @@ func decodeStrings(body []byte, fields map[string]*string, required ...string) [
 // A body of another type, or of none, is refused as cross-site (403): a
 // form can send it, and so can a no-cors fetch of a Blob without a type.
 // application/json with a parameter other than charset=utf-8
-// (charset=utf-16) is not a form's; it answers 415 as on /v1
+// (charset=utf-16) is not a form's; it answers 400 as on /v1
 // (httpapi.CheckJSONType).
 func (w *Web) browserWrite(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
