@@ -33,6 +33,11 @@ type historyRow struct {
 	LatencyMs  *int64  `json:"latency_ms"`
 	ProbedAt   string  `json:"probed_at"`
 	CachedFrom *string `json:"cached_from"`
+	// ResultID is the UUID of the stored result the row shows: what
+	// cached_from names (spec §2.9 types it a UUID, while id is the
+	// row's number), so a client can follow a cached row to its source.
+	// Additive, always present.
+	ResultID string `json:"result_id"`
 }
 
 type historyPage struct {
@@ -87,7 +92,7 @@ func (s *Server) results(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 	for i, r := range page.Rows {
 		h := historyRow{
 			ID: strconv.FormatUint(r.ID, 10), Email: r.Email, Status: r.Status, Score: r.Score,
-			Kind: r.Kind, ProbedAt: receipt.FormatTime(r.ProbedAt),
+			Kind: r.Kind, ProbedAt: receipt.FormatTime(r.ProbedAt), ResultID: r.ResultID,
 		}
 		if r.JobID != "" {
 			h.JobID = &r.JobID
