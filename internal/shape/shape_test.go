@@ -27,7 +27,7 @@ var layers = []struct {
 	{"server/", 5},
 	{"server", 6},
 	{"cmd/", 7},
-	{"bench/", 8}, {"packaging/", 8},
+	{"bench/", 8}, {"packaging/", 8}, {"contract", 8},
 }
 
 func layerOf(pkg string) (int, bool) {
