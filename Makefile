@@ -33,6 +33,22 @@ demo: build
 bench:
 	$(GO) run ./bench/cmd/verifybench $(BENCHFLAGS)
 
+# bench-check runs the short scenarios (fresh, cache, batch, mixed) of this
+# tree's verifyd (A) against BASE, another verifyd binary (B), and exits
+# non-zero (3) when a figure of A is worse than B's by more than its noise
+# band (bench/results/noise.json, which bench-noise learns on this
+# machine); the table of such figures is the last thing it prints. Not
+# part of make test: a benchmark is not a timed test.
+# bench-noise runs one build against itself ROUNDS times (default 5) on
+# the same scenarios and writes the bands.
+BENCH_CHECK_SCENARIOS = fresh,cache,batch,mixed
+.PHONY: bench-check bench-noise
+bench-check:
+	@test -n "$(BASE)" || { echo 'usage: make bench-check BASE=/path/to/other/verifyd [BENCHFLAGS=...]'; exit 2; }
+	$(GO) run ./bench/cmd/verifybench -scenarios $(BENCH_CHECK_SCENARIOS) -no-report -compare $(BASE) -fail-on-regression $(BENCHFLAGS)
+bench-noise:
+	$(GO) run ./bench/cmd/verifybench -scenarios $(BENCH_CHECK_SCENARIOS) -noise $(or $(ROUNDS),5) $(BENCHFLAGS)
+
 # microbench runs the Go benchmarks of every package, a few rounds each.
 .PHONY: microbench
 microbench:

@@ -19,6 +19,14 @@ type Options struct {
 	Compare string
 	// Mailworld is the mailworld binary; empty: build ./bench/cmd/mailworld.
 	Mailworld string
+	// SelfCompare runs binary A as B too: the noise of the machine and
+	// the harness, with nothing else different (verifybench -noise).
+	SelfCompare bool
+	// Noise holds the noise bands the comparison's regressions are judged
+	// by (nil: DefaultBand for every figure); NoiseFile names its file,
+	// for the report.
+	Noise     *Noise
+	NoiseFile string
 
 	Mode  string // "short" or "full", for the report
 	World WorldOptions
@@ -37,9 +45,12 @@ type Options struct {
 	// BatchTimeout bounds the wait for it to complete.
 	BatchSize    int
 	BatchTimeout time.Duration
-	// MixedBatchSize and MixedConcurrency shape scenario 4.
+	// MixedBatchSize and MixedConcurrency shape scenario 4; MixedSingles
+	// is how many single validations it sends during the batch, the same
+	// on both sides of a comparison.
 	MixedBatchSize   int
 	MixedConcurrency int
+	MixedSingles     int
 	// FairBatchSize is account A's batch in scenario 7 (capped at the
 	// world's addresses), FairSmallSize account B's.
 	FairBatchSize int
@@ -122,6 +133,7 @@ func ShortOptions() Options {
 		BatchTimeout:     45 * time.Second,
 		MixedBatchSize:   10000,
 		MixedConcurrency: 64,
+		MixedSingles:     5000,
 		FairBatchSize:    20000,
 		FleetConcurrency: 256,
 		FleetBatchSize:   20000,
@@ -160,6 +172,7 @@ func FullOptions() Options {
 	o.BatchTimeout = 10 * time.Minute
 	o.MixedBatchSize = 50000
 	o.MixedConcurrency = 64
+	o.MixedSingles = 20000
 	o.FairBatchSize = 100000
 	o.FleetBatchSize = 100000
 	o.FleetConcurrency = 1024

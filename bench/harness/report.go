@@ -241,6 +241,7 @@ func writeMarkdown(w io.Writer, res *Result, jsonRel, plotRel string) {
 			p("| %s | %s | %s | %s | %s |\n", r.Figure, fmtNum(r.A), fmtNum(r.B), ratio, r.Better)
 		}
 		p("\n")
+		regressionSection(w, res)
 	}
 	if len(res.Notes) > 0 {
 		p("## Notes\n\n")
@@ -645,4 +646,29 @@ func (f *FeedbackResult) status() (bool, string) {
 		return false, ""
 	}
 	return true, f.Skipped
+}
+
+// regressionSection lists the figures whose B/A lies beyond their noise
+// bands on A's worse side (noise.go).
+func regressionSection(w io.Writer, res *Result) {
+	if len(res.Runs) < 2 || res.Runs[0].Binary == res.Runs[1].Binary {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("## Regressions beyond the noise band\n\n")
+	p("A figure is listed when B/A says A did worse than B by more than runs of one binary against itself differ on this machine (`verifybench -noise N`; bands: %s). *Band* is how far such runs strayed (widened by a quarter; %.0f %% where no noise run measured the figure); *beyond* how far past it A is.\n\n",
+		res.Noise, 100*DefaultBand)
+	if len(res.Regressions) == 0 {
+		p("None: every figure is within its band or better.\n\n")
+		return
+	}
+	p("| figure | A | B | B/A | better | band | beyond |\n|---|---:|---:|---:|---|---:|---:|\n")
+	for _, g := range res.Regressions {
+		band := fmt.Sprintf("%.0f %%", 100*g.Band)
+		if !g.Learned {
+			band += " (default)"
+		}
+		p("| %s | %s | %s | %.3f | %s | %s | %.0f %% |\n", g.Figure, fmtNum(g.A), fmtNum(g.B), g.Ratio, g.Better, band, 100*g.Beyond)
+	}
+	p("\n")
 }

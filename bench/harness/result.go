@@ -29,6 +29,11 @@ type Result struct {
 	Runs     []*RunResult `json:"runs"`
 	// Ratios are B/A for the main figures, with -compare.
 	Ratios []Ratio `json:"ratios,omitempty"`
+	// Regressions are the ratios beyond their noise bands on A's worse
+	// side (noise.go), with -compare; Noise says where the bands came
+	// from.
+	Regressions []Regression `json:"regressions,omitempty"`
+	Noise       string       `json:"noise,omitempty"`
 	// Fleet is scenario 8 (binary A only).
 	Fleet *FleetResult `json:"fleet,omitempty"`
 	// Soak is the soak of -soak (binary A only), which replaces the

@@ -151,7 +151,12 @@ func (r *runner) run(ctx context.Context, work string) error {
 	}
 	r.mailworld = mw
 	r.runs = append(r.runs, &RunResult{Label: "A", Binary: vA, Built: builtA})
-	if o.Compare != "" {
+	if o.SelfCompare {
+		if o.Compare != "" {
+			return errors.New("-noise compares binary A with itself: -compare does not apply")
+		}
+		r.runs = append(r.runs, &RunResult{Label: "B", Binary: vA})
+	} else if o.Compare != "" {
 		vB, err := filepath.Abs(o.Compare)
 		if err != nil {
 			return err
@@ -271,6 +276,17 @@ func (r *runner) run(ctx context.Context, work string) error {
 	}
 	if len(r.runs) == 2 {
 		r.res.Ratios = ratios(r.runs[0], r.runs[1])
+		if !o.SelfCompare {
+			r.res.Regressions = Regressions(r.res.Ratios, o.Noise)
+			r.res.Noise = "no noise file: every band is the default"
+			if o.Noise != nil {
+				r.res.Noise = fmt.Sprintf("%s: %d rounds of %s against itself on %s (%d CPUs), %s",
+					o.NoiseFile, o.Noise.Rounds, o.Noise.Binary, o.Noise.Machine.CPUModel, o.Noise.Machine.CPUs, o.Noise.CreatedAt.Format(time.DateOnly))
+				if why := NoiseMismatch(o.Noise, r.res, o.Scenarios); why != "" {
+					r.res.Noise += "; " + why
+				}
+			}
+		}
 	}
 	return nil
 }

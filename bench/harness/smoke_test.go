@@ -38,6 +38,7 @@ func TestSmoke(t *testing.T) {
 	o.BatchTimeout = 20 * time.Second
 	o.MixedBatchSize = 50
 	o.MixedConcurrency = 4
+	o.MixedSingles = 30
 	o.FairBatchSize = 100
 	o.FairSmallSize = 5
 	o.RealWorldDomains = 30
@@ -128,6 +129,15 @@ func TestSmoke(t *testing.T) {
 		if lv.OK == 0 || lv.Throughput <= 0 || lv.Latency.P50 <= 0 || lv.Latency.P99 < lv.Latency.P50 || lv.Verifyd.CPUSeconds <= 0 || lv.Verifyd.PeakRSSMB <= 0 {
 			t.Errorf("fresh level %+v", lv)
 		}
+	}
+	// Scenario 4 sends MixedSingles singles, however the batch goes: a
+	// comparison's two sides do equal work.
+	var mixed MixedResult
+	if err := json.Unmarshal(run.Scenarios["mixed"], &mixed); err != nil {
+		t.Fatal(err)
+	}
+	if s := mixed.Singles; s == nil || s.Sent != o.MixedSingles {
+		t.Errorf("mixed: singles %+v, want %d sent", s, o.MixedSingles)
 	}
 	var cache CacheResult
 	if err := json.Unmarshal(run.Scenarios["cache"], &cache); err != nil {

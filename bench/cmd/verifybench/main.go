@@ -34,7 +34,10 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -124,6 +127,7 @@ func run() int {
 	dur("batch-timeout", s.BatchTimeout, "scenarios 3 and 4: how long to wait for a batch to complete", func(o *harness.Options, v time.Duration) { o.BatchTimeout = v })
 	integer("mixed-batch", s.MixedBatchSize, "scenario 4: addresses in the batch", func(o *harness.Options, v int) { o.MixedBatchSize = v })
 	integer("mixed-concurrency", s.MixedConcurrency, "scenario 4: concurrency of the single validations", func(o *harness.Options, v int) { o.MixedConcurrency = v })
+	integer("mixed-singles", s.MixedSingles, "scenario 4: single validations sent during the batch (the same on both sides)", func(o *harness.Options, v int) { o.MixedSingles = v })
 	integer("fair-batch", s.FairBatchSize, "scenario 7: addresses in account A's batch", func(o *harness.Options, v int) { o.FairBatchSize = v })
 	integer("fair-small", s.FairSmallSize, "scenario 7: addresses in account B's batch", func(o *harness.Options, v int) { o.FairSmallSize = v })
 	integer("fleet-concurrency", s.FleetConcurrency, "scenario 8: concurrency of fresh probes, split over the boxes", func(o *harness.Options, v int) { o.FleetConcurrency = v })
@@ -163,6 +167,9 @@ func run() int {
 	str("work", "", "work directory for binaries, world, data and logs (default: a temporary one, removed at the end)", func(o *harness.Options, v string) { o.WorkDir = v })
 	keep := fs.Bool("keep", false, "keep the temporary work directory (logs of every process)")
 	profile := fs.Bool("profile", false, "take a CPU profile of verifyd during every measured level into <work>/profiles/ (implies -keep)")
+	noise := fs.Int("noise", 0, "learn the noise bands: run the binary (-compare's, else A's) against itself this many times, write -noise-file, and stop")
+	noiseFile := fs.String("noise-file", "bench/results/noise.json", "the noise bands -compare judges regressions by (relative to the module root), and -noise writes")
+	failOnRegression := fs.Bool("fail-on-regression", false, "with -compare: exit with status 3 when a figure of A is worse than B's beyond its noise band")
 
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: verifybench [-full] [-compare OTHER_VERIFYD] [flags]\n       verifybench -soak DURATION [flags]\n\n")
@@ -202,6 +209,26 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	root, err := harness.FindRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "verifybench:", err)
+		return 1
+	}
+	o.Root = root
+	nf := *noiseFile
+	if !filepath.IsAbs(nf) {
+		nf = filepath.Join(root, nf)
+	}
+	if *noise > 0 {
+		return learnNoise(ctx, o, *noise, nf, *quiet)
+	}
+	if o.Compare != "" {
+		if o.Noise, err = harness.ReadNoise(nf); err != nil {
+			fmt.Fprintln(os.Stderr, "verifybench:", err)
+			return 1
+		}
+		o.NoiseFile = *noiseFile
+	}
 	res, err := harness.Run(ctx, o)
 	if res != nil && !*quiet {
 		summary(res)
@@ -212,6 +239,68 @@ func run() int {
 	}
 	if res.Interrupted {
 		return 130
+	}
+	if *failOnRegression && len(res.Regressions) > 0 {
+		return 3
+	}
+	return 0
+}
+
+// learnNoise runs the binary against itself rounds times (the scenarios
+// chosen, no report) and writes the bands learned to path.
+func learnNoise(ctx context.Context, o harness.Options, rounds int, path string, quiet bool) int {
+	if o.Compare != "" {
+		o.Verifyd, o.Compare = o.Compare, "" // -noise learns B's
+	}
+	o.SelfCompare, o.NoReport = true, true
+	if o.Verifyd == "" {
+		// Built once, so that every round runs the same build.
+		dir, err := os.MkdirTemp("", "verifybench-noise-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "verifybench:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		o.Verifyd = filepath.Join(dir, "verifyd")
+		build := exec.CommandContext(ctx, "go", "build", "-o", o.Verifyd, "./cmd/verifyd")
+		build.Dir, build.Stderr = o.Root, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "verifybench: go build ./cmd/verifyd:", err)
+			return 1
+		}
+	}
+	var results []*harness.Result
+	for i := range rounds {
+		if !quiet {
+			fmt.Fprintf(os.Stderr, "\nnoise: round %d of %d\n", i+1, rounds)
+		}
+		res, err := harness.Run(ctx, o)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "verifybench:", err)
+			return 1
+		}
+		if res.Interrupted {
+			return 130
+		}
+		results = append(results, res)
+	}
+	n := harness.LearnNoise(results)
+	n.Command, n.Scenarios = command(), o.Scenarios
+	if err := n.Write(path); err != nil {
+		fmt.Fprintln(os.Stderr, "verifybench:", err)
+		return 1
+	}
+	if !quiet {
+		fmt.Fprintf(os.Stderr, "\nnoise bands of %d rounds (%s against itself), written to %s:\n", n.Rounds, n.Binary, path)
+		names := make([]string, 0, len(n.Figures))
+		for name := range n.Figures {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			f := n.Figures[name]
+			fmt.Fprintf(os.Stderr, "  %-50s band ±%5.1f %%   B/A %v\n", name, 100*f.Band, f.Ratios)
+		}
 	}
 	return 0
 }
@@ -274,6 +363,20 @@ func summary(res *harness.Result) {
 		fmt.Fprintf(os.Stderr, "\nB/A (B = %s, A = %s):\n", res.Runs[1].Binary, res.Runs[0].Binary)
 		for _, r := range res.Ratios {
 			fmt.Fprintf(os.Stderr, "  %-44s A %-12.3f B %-12.3f B/A %.3f (%s is better)\n", r.Figure, r.A, r.B, r.Ratio, r.Better)
+		}
+		// Last, so that it is what a reader sees: what A does worse than
+		// B beyond the noise.
+		fmt.Fprintf(os.Stderr, "\nregressions beyond the noise band (%s):\n", res.Noise)
+		if len(res.Regressions) == 0 {
+			fmt.Fprintf(os.Stderr, "  none: every figure of A is within its band of B's, or better\n")
+		}
+		for _, g := range res.Regressions {
+			learned := ""
+			if !g.Learned {
+				learned = " (default band)"
+			}
+			fmt.Fprintf(os.Stderr, "  %-44s A %-12.3f B %-12.3f B/A %.3f (%s is better)  band ±%.0f %%%s  beyond it by %.0f %%\n",
+				g.Figure, g.A, g.B, g.Ratio, g.Better, 100*g.Band, learned, 100*g.Beyond)
 		}
 	}
 	if res.Report != "" {
