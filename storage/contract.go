@@ -172,6 +172,10 @@ type Outcomes interface {
 	// AddressEvidence returns the account's latest hard bounce or
 	// delivery of the address (ok false: none).
 	AddressEvidence(ctx context.Context, account, email string) (Outcome, bool, error)
+	// EvidenceAccounts returns the accounts for which AddressEvidence
+	// can find anything (in no particular order): a validation of an
+	// account outside it need not ask.
+	EvidenceAccounts(ctx context.Context) ([]string, error)
 	// DeleteOutcomes deletes every outcome of the account.
 	DeleteOutcomes(ctx context.Context, account string) (int, error)
 	// PurgeOutcomes deletes the outcomes (of every account) that happened

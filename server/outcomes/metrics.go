@@ -9,6 +9,8 @@ var (
 	learnedAddresses   = metrics.NewCounter(`verifyd_outcomes_learned_total{kind="address_bounced"}`)
 	learnedDomains     = metrics.NewCounter(`verifyd_outcomes_learned_total{kind="domain_bounces"}`)
 	flaggedDomains     = metrics.NewGauge(`verifyd_outcomes_bouncing_domains`, nil)
+	evidenceAccounts   = metrics.NewGauge(`verifyd_outcomes_evidence_accounts`, nil)
+	evidenceSkipped    = metrics.NewCounter(`verifyd_outcomes_evidence_reads_skipped_total`)
 	purged             = metrics.NewCounter(`verifyd_outcomes_purged_total`)
 	calibrated         = metrics.NewCounter(`verifyd_outcomes_calibrated_scores_total`)
 	refits             = metrics.NewCounter(`verifyd_outcomes_calibration_fits_total`)

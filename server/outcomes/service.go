@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/verifyd/verifyd/probe"
@@ -23,6 +24,7 @@ type Store interface {
 	LatestVerdicts(ctx context.Context, account string, qs []storage.VerdictQuery) ([]storage.Verdict, []bool, error)
 	PutOutcomes(ctx context.Context, account string, outs []storage.Outcome) ([]bool, error)
 	AddressEvidence(ctx context.Context, account, email string) (storage.Outcome, bool, error)
+	EvidenceAccounts(ctx context.Context) ([]string, error)
 	PurgeOutcomes(ctx context.Context, before time.Time) (int, error)
 }
 
@@ -56,7 +58,8 @@ type Options struct {
 	MinBounces  int
 	BounceShare float64
 	// Refresh is how often the domains are read again from Facts, where
-	// the other boxes of a fleet write theirs. Default 1 minute.
+	// the other boxes of a fleet write theirs, and the accounts with
+	// address evidence from DB. Default 1 minute.
 	Refresh time.Duration
 	// Retention: outcomes that happened longer ago are deleted, once an
 	// hour. Default 180 days; negative: never.
@@ -81,6 +84,15 @@ type Service struct {
 
 	mu      sync.Mutex // orders the read-modify-writes of domain counts
 	domains sync.Map   // ASCII domain → domainCounts, flagged only
+
+	// evidence holds the accounts that have address evidence (account →
+	// struct{}), read from DB at start and at each refresh, and added to
+	// at once when this box records an account's outcomes; never
+	// shrunk but by a restart (an account that lost its evidence costs a
+	// read, not a wrong answer). Until a read succeeded (evidenceKnown),
+	// every validation asks DB.
+	evidence      sync.Map
+	evidenceKnown atomic.Bool
 
 	models models
 
@@ -174,8 +186,10 @@ func (s *Service) purge() {
 	}
 }
 
-// refresh reads the domains every box has learned.
+// refresh reads the domains every box has learned and the accounts that
+// have address evidence.
 func (s *Service) refresh() {
+	s.refreshEvidence()
 	if s.opts.Facts == nil {
 		return
 	}
@@ -201,6 +215,36 @@ func (s *Service) refresh() {
 		return true
 	})
 	flaggedDomains.Set(float64(flagged))
+}
+
+// refreshEvidence reads the accounts that have address evidence. A
+// failure keeps what was known (and, before the first success, every
+// validation asking DB).
+func (s *Service) refreshEvidence() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := s.opts.DB.EvidenceAccounts(ctx)
+	if err != nil {
+		s.log.Warn("cannot read the accounts with delivery outcomes", "err", err)
+		return
+	}
+	for _, a := range l {
+		s.evidence.Store(a, struct{}{})
+	}
+	s.evidenceKnown.Store(true)
+	n := 0
+	s.evidence.Range(func(_, _ any) bool { n++; return true })
+	evidenceAccounts.Set(float64(n))
+}
+
+// hasEvidence reports whether account may have address evidence: false
+// only when it is known to have none.
+func (s *Service) hasEvidence(account string) bool {
+	if !s.evidenceKnown.Load() {
+		return true
+	}
+	_, ok := s.evidence.Load(account)
+	return ok
 }
 
 // domainCounts are a domain's outcomes of addresses verifyd called valid
@@ -270,6 +314,11 @@ func (s *Service) Record(ctx context.Context, account string, outs []storage.Out
 		if ok[i] && o.At.Sub(vs[i].ProbedAt) <= s.opts.Window {
 			o.Verdict = vs[i]
 		}
+	}
+	// Before they are stored, so that no validation of this box reads
+	// past evidence it just stored.
+	if _, ok := s.evidence.LoadOrStore(account, struct{}{}); !ok {
+		evidenceAccounts.Inc()
 	}
 	fresh, err := s.opts.DB.PutOutcomes(ctx, account, outs)
 	if err != nil {
@@ -368,9 +417,16 @@ func (s *Service) Learned(ctx context.Context, account, email, mxHost string, st
 	if status != probe.StatusValid && status != probe.StatusRisky {
 		return nil, nil
 	}
-	ev, ok, err := s.opts.DB.AddressEvidence(ctx, account, email)
-	if err != nil {
-		return nil, err
+	// An account that never reported outcomes pays no read.
+	var ev storage.Outcome
+	var ok bool
+	if s.hasEvidence(account) {
+		var err error
+		if ev, ok, err = s.opts.DB.AddressEvidence(ctx, account, email); err != nil {
+			return nil, err
+		}
+	} else {
+		evidenceSkipped.Inc()
 	}
 	if ok && ev.Event == storage.OutcomeHardBounce && s.opts.Now().Sub(ev.At) <= s.opts.Window {
 		if mxHost == "" {

@@ -319,6 +319,35 @@ func (db *DB) AddressEvidence(ctx context.Context, account, email string) (stora
 	return o, err == nil, err
 }
 
+// EvidenceAccounts returns the accounts with address evidence: one seek
+// per account, past its keys.
+func (db *DB) EvidenceAccounts(ctx context.Context) ([]string, error) {
+	if err := db.check(); err != nil {
+		return nil, err
+	}
+	it, err := db.iter(&pebble.IterOptions{LowerBound: []byte(prefixOutcomeAdr), UpperBound: prefixEnd([]byte(prefixOutcomeAdr))})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []string
+	for ok := it.First(); ok; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rest := it.Key()[len(prefixOutcomeAdr):]
+		i := bytes.IndexByte(rest, '/')
+		if i < 0 {
+			return nil, fmt.Errorf("pebble: malformed evidence key %q", it.Key())
+		}
+		out = append(out, string(rest[:i]))
+		// The account's keys all start outaddr/<account>/; '/'+1 is '0'.
+		next := append(append(keyBuf(prefixOutcomeAdr, i+1), rest[:i]...), '/'+1)
+		ok = it.SeekGE(next)
+	}
+	return out, it.Error()
+}
+
 // DeleteOutcomes deletes every outcome of the account, its event ids and
 // its addresses' evidence.
 func (db *DB) DeleteOutcomes(ctx context.Context, account string) (int, error) {

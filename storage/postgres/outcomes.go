@@ -190,6 +190,19 @@ func (db *DB) AddressEvidence(ctx context.Context, account, email string) (stora
 	return o, err == nil, err
 }
 
+// EvidenceAccounts returns the accounts with address evidence: one probe
+// of outcome_evidence's primary key per account.
+func (db *DB) EvidenceAccounts(ctx context.Context) ([]string, error) {
+	ctx, cancel := db.ctx(ctx)
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT a.id FROM accounts a
+		WHERE EXISTS (SELECT 1 FROM outcome_evidence e WHERE e.account = a.id)`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // DeleteOutcomes deletes every outcome of the account.
 func (db *DB) DeleteOutcomes(ctx context.Context, account string) (int, error) {
 	ctx, cancel := db.ctx(ctx)

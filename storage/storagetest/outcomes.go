@@ -105,14 +105,15 @@ func outcome(id, email, event string, at time.Time) storage.Outcome {
 // testOutcomes: PutOutcomes stores each event once (in one call and
 // across calls), checks its fields, keeps the matched verdict; Scan reads
 // them back by time, of one account or all; AddressEvidence is the latest
-// delivery or hard bounce of an address; Delete and Purge remove
-// outcomes, ids and evidence; settings round-trip; all of it survives a
-// restart.
+// delivery or hard bounce of an address, and EvidenceAccounts the
+// accounts that have any; Delete and Purge remove outcomes, ids and
+// evidence; settings round-trip; all of it survives a restart.
 func testOutcomes(t *testing.T, b backend) {
 	c := NewClock()
 	s := b.Open(t, c)
 	acct := account(t, s, 0)
 	other := account(t, s, 0)
+	third := account(t, s, 0)
 	t0 := c.Now().Add(-48 * time.Hour)
 
 	hard := outcome("ev-1", "Ann@shop.example", storage.OutcomeHardBounce, t0)
@@ -135,6 +136,11 @@ func testOutcomes(t *testing.T, b backend) {
 	if !slices.Equal(fresh, []bool{false, false, true}) {
 		t.Fatalf("fresh on a retry %v", fresh)
 	}
+	// Evidence of a third account, so that EvidenceAccounts passes over
+	// one account's keys to the next.
+	_, err = s.PutOutcomes(t.Context(), third, []storage.Outcome{outcome("t-1", "a@x.example", storage.OutcomeHardBounce, t0.Add(6*time.Hour)),
+		outcome("t-2", "b@x.example", storage.OutcomeDelivered, t0.Add(6*time.Hour))})
+	noErr(t, err, "PutOutcomes third")
 	// The same event id in another account is another event.
 	fresh, err = s.PutOutcomes(t.Context(), other, []storage.Outcome{outcome("ev-1", "zed@x.example", storage.OutcomeComplaint, t0)})
 	noErr(t, err, "PutOutcomes other")
@@ -181,8 +187,12 @@ func testOutcomes(t *testing.T, b backend) {
 		if got := scan(s, acct, t0.Add(time.Hour)); len(got) != 3 || got[0].EventID != "ev-2" {
 			t.Errorf("since t0+1h: %d outcomes", len(got))
 		}
-		if all := scan(s, "", time.Time{}); len(all) != 5 {
-			t.Errorf("every account's outcomes: %d, want 5", len(all))
+		if all := scan(s, "", time.Time{}); len(all) != 7 {
+			t.Errorf("every account's outcomes: %d, want 7", len(all))
+		}
+		// A complaint is no evidence: other has none.
+		if got := evidenceAccounts(t, s); !got[acct] || !got[third] || got[other] {
+			t.Errorf("EvidenceAccounts %v: want %s and %s, not %s", got, acct, third, other)
 		}
 		// Ann's latest evidence is the delivery of ev-4 (the soft bounce
 		// is not evidence); bob's, his delivery.
@@ -242,6 +252,9 @@ func testOutcomes(t *testing.T, b backend) {
 	if _, ok, _ := s.AddressEvidence(t.Context(), acct, "ann@shop.example"); ok {
 		t.Error("evidence left after DeleteOutcomes")
 	}
+	if got := evidenceAccounts(t, s); got[acct] || !got[third] {
+		t.Errorf("EvidenceAccounts after DeleteOutcomes of %s: %v", acct, got)
+	}
 	_, err = s.DeleteOutcomes(t.Context(), "acct_nosuchaccount0000000")
 	wantErr(t, err, storage.ErrNotFound)
 
@@ -265,4 +278,20 @@ func sameVerdict(a, b storage.Verdict) bool {
 	pa, pb := a.ProbedAt, b.ProbedAt
 	a.ProbedAt, b.ProbedAt = time.Time{}, time.Time{}
 	return a == b && pa.Equal(pb)
+}
+
+// evidenceAccounts is EvidenceAccounts as a set; an account listed twice
+// fails the test.
+func evidenceAccounts(t *testing.T, s storage.Store) map[string]bool {
+	t.Helper()
+	l, err := s.EvidenceAccounts(t.Context())
+	noErr(t, err, "EvidenceAccounts")
+	m := map[string]bool{}
+	for _, a := range l {
+		if m[a] {
+			t.Errorf("EvidenceAccounts lists %s twice: %v", a, l)
+		}
+		m[a] = true
+	}
+	return m
 }

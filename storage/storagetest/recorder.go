@@ -391,6 +391,11 @@ func (rec *recorder) AddressEvidence(ctx context.Context, account string, email 
 	return rec.s.AddressEvidence(ctx, account, email)
 }
 
+func (rec *recorder) EvidenceAccounts(ctx context.Context) ([]string, error) {
+	rec.called("EvidenceAccounts")
+	return rec.s.EvidenceAccounts(ctx)
+}
+
 func (rec *recorder) DeleteOutcomes(ctx context.Context, account string) (int, error) {
 	rec.called("DeleteOutcomes")
 	return rec.s.DeleteOutcomes(ctx, account)
