@@ -237,6 +237,14 @@ func (s *Service) refreshEvidence() {
 	evidenceAccounts.Set(float64(n))
 }
 
+// anyFlagged reports whether some domain is known to bounce what it
+// accepts (Range stops at the first).
+func (s *Service) anyFlagged() bool {
+	found := false
+	s.domains.Range(func(_, _ any) bool { found = true; return false })
+	return found
+}
+
 // hasEvidence reports whether account may have address evidence: false
 // only when it is known to have none.
 func (s *Service) hasEvidence(account string) bool {
@@ -437,8 +445,8 @@ func (s *Service) Learned(ctx context.Context, account, email, mxHost string, st
 			return &probe.Learned{Kind: probe.LearnedAddress, At: ev.At, Enhanced: ev.Enhanced}, nil
 		}
 	}
-	if status != probe.StatusValid {
-		return nil, nil
+	if status != probe.StatusValid || !s.anyFlagged() {
+		return nil, nil // no domain flagged: the address is not parsed
 	}
 	if v, ok := s.domains.Load(domainOf(email)); ok {
 		c := v.(domainCounts)
