@@ -248,11 +248,20 @@ func run() int {
 
 // learnNoise runs the binary against itself rounds times (the scenarios
 // chosen, no report) and writes the bands learned to path.
-func learnNoise(ctx context.Context, o harness.Options, rounds int, path string, quiet bool) int {
+func learnNoise(ctx context.Context, o harness.Options, n int, path string, quiet bool) int {
 	if o.Compare != "" {
 		o.Verifyd, o.Compare = o.Compare, "" // -noise learns B's
 	}
 	o.SelfCompare, o.NoReport = true, true
+	// Each round's JSON goes to a temporary directory: the bands are the
+	// result.
+	rounds, err := os.MkdirTemp("", "verifybench-noise-rounds-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "verifybench:", err)
+		return 1
+	}
+	defer os.RemoveAll(rounds)
+	o.OutDir = rounds
 	if o.Verifyd == "" {
 		// Built once, so that every round runs the same build.
 		dir, err := os.MkdirTemp("", "verifybench-noise-")
@@ -270,9 +279,9 @@ func learnNoise(ctx context.Context, o harness.Options, rounds int, path string,
 		}
 	}
 	var results []*harness.Result
-	for i := range rounds {
+	for i := range n {
 		if !quiet {
-			fmt.Fprintf(os.Stderr, "\nnoise: round %d of %d\n", i+1, rounds)
+			fmt.Fprintf(os.Stderr, "\nnoise: round %d of %d\n", i+1, n)
 		}
 		res, err := harness.Run(ctx, o)
 		if err != nil {
@@ -284,21 +293,21 @@ func learnNoise(ctx context.Context, o harness.Options, rounds int, path string,
 		}
 		results = append(results, res)
 	}
-	n := harness.LearnNoise(results)
-	n.Command, n.Scenarios = command(), o.Scenarios
-	if err := n.Write(path); err != nil {
+	nz := harness.LearnNoise(results)
+	nz.Command, nz.Scenarios = command(), o.Scenarios
+	if err := nz.Write(path); err != nil {
 		fmt.Fprintln(os.Stderr, "verifybench:", err)
 		return 1
 	}
 	if !quiet {
-		fmt.Fprintf(os.Stderr, "\nnoise bands of %d rounds (%s against itself), written to %s:\n", n.Rounds, n.Binary, path)
-		names := make([]string, 0, len(n.Figures))
-		for name := range n.Figures {
+		fmt.Fprintf(os.Stderr, "\nnoise bands of %d rounds (%s against itself), written to %s:\n", nz.Rounds, nz.Binary, path)
+		names := make([]string, 0, len(nz.Figures))
+		for name := range nz.Figures {
 			names = append(names, name)
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			f := n.Figures[name]
+			f := nz.Figures[name]
 			fmt.Fprintf(os.Stderr, "  %-50s band ±%5.1f %%   B/A %v\n", name, 100*f.Band, f.Ratios)
 		}
 	}
