@@ -128,4 +128,4 @@ match from any for domain "limit.opensmtpd.test" action "local"
 }
 
 // srcCaseOpensmtpd: why a capitalised spelling of a mailbox is the mailbox.
-const srcCaseOpensmtpd = "OpenSMTPD looks users and virtual entries up lower-cased (the plain session's 250 to the capitalised spelling shows it); RFC 5321 §4.1.2 asks hosts not to define case-sensitive local parts"
+const srcCaseOpensmtpd = "spec §2.3: valid is a mailbox the server accepts, and alice exists; smtpd.conf(5) and table(5) do not say how OpenSMTPD compares a local part's case, so the reply the case checks is the plain session's own 250 to the capitalised spelling, not a documented one; RFC 5321 §4.1.2 asks hosts not to define case-sensitive local parts"
