@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/verifyd/verifyd/storage"
 )
 
 // Facts is what the boxes of a fleet share about domains and MX hosts,
@@ -21,12 +23,22 @@ import (
 // them from a nearby recursive resolver in about the time a database
 // query would take. A store answers ok false for a fact it does not have
 // or that expired. The engine calls Fact on a miss of its own cache and
-// PutFact in the background, never waiting for it; errors are logged and
-// cost only the sharing.
+// PutFacts in the background, never waiting for it, with the facts
+// learnt within factsGather; errors are logged and cost only the
+// sharing.
 type Facts interface {
 	Fact(kind, key string) (value string, expires time.Time, ok bool, err error)
-	PutFact(kind, key, value string, expires time.Time) error
+	PutFacts(facts []storage.Fact) error
 }
+
+// maxFactsPut bounds the facts of one PutFacts; factsGather is how long
+// the writer gathers facts after the first before it writes them (one
+// statement and one commit for all of them): another box learns a fact
+// that much later, and probes in the meantime as it would have anyway.
+const (
+	maxFactsPut = 256
+	factsGather = 100 * time.Millisecond
+)
 
 // Kinds of Facts.
 const (
@@ -50,8 +62,9 @@ var (
 	factsDropped = metrics.NewCounter(`verifyd_probe_shared_facts_dropped_total`)
 )
 
-// factWriter writes facts to the store in the background, one at a time;
-// when it falls behind, new facts are dropped (counted).
+// factWriter writes facts to the store in the background, gathering
+// them for factsGather (or up to maxFactsPut) into one write; when it
+// falls behind, new facts are dropped (counted).
 type factWriter struct {
 	store Facts
 	log   *slog.Logger
@@ -78,14 +91,36 @@ func (w *factWriter) put(f fact) {
 }
 
 func (w *factWriter) loop() {
+	fs := make([]storage.Fact, 0, maxFactsPut)
+	gather := time.NewTimer(0)
+	<-gather.C
 	for f := range w.ch {
-		if err := w.store.PutFact(f.kind, f.key, f.value, f.expires); err != nil {
+		fs = append(fs[:0], f.stored())
+		gather.Reset(factsGather)
+	more:
+		for len(fs) < maxFactsPut {
+			select {
+			case f, ok := <-w.ch:
+				if !ok {
+					break more
+				}
+				fs = append(fs, f.stored())
+			case <-gather.C:
+				break more
+			}
+		}
+		gather.Stop()
+		if err := w.store.PutFacts(fs); err != nil {
 			factErrors.Inc()
-			w.log.Warn("cannot share a fact with the fleet", "kind", f.kind, "key", f.key, "err", err)
+			w.log.Warn("cannot share facts with the fleet", "facts", len(fs), "first", fs[0].Kind+" "+fs[0].Key, "err", err)
 			continue
 		}
-		factsPut.Inc()
+		factsPut.Add(len(fs))
 	}
+}
+
+func (f fact) stored() storage.Fact {
+	return storage.Fact{Kind: f.kind, Key: f.key, Value: f.value, Expires: f.expires}
 }
 
 // lookup asks the store; errors count as a miss.

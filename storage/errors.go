@@ -40,8 +40,14 @@ var (
 	// ErrNoSpace: the store refuses writes because its disk is (nearly)
 	// full. Nothing of the call was written; reads still work, and
 	// writes are taken again by themselves once space is freed. The API
-	// answers 503, safe to retry (see NoSpace).
+	// answers 500 with Retry-After, safe to retry (see NoSpace).
 	ErrNoSpace = errors.New("storage: disk full: writes refused until space is freed")
+	// ErrIdemAnswered: a charge whose request went on without its
+	// Idempotency-Key (ChargeRequest.IdemHash: BeginIdem failed) finds
+	// the key answered meanwhile, by an earlier try of the same request
+	// whose answer was lost. Nothing is charged; the request fails (a
+	// 500, safe to retry), and its retry replays the answer kept.
+	ErrIdemAnswered = errors.New("storage: the idempotency key was answered by another request")
 )
 
 // Unavailable reports whether err says the store could not be reached or

@@ -60,7 +60,13 @@ type FleetPair struct {
 	PostgresCPUms float64 `json:"postgres_cpu_ms"`
 	// PostgresCores is PostgreSQL's CPU over the load's wall time.
 	PostgresCores float64 `json:"postgres_cores"`
-	Errors        string  `json:"errors,omitempty"`
+	// RoundTrips is the boxes' exchanges with the database per
+	// successful request (verifyd_storage_pg_round_trips_total; absent
+	// when the binary does not count them); Statements where the
+	// database's time went, per request (pg_stat_statements).
+	RoundTrips float64       `json:"round_trips,omitempty"`
+	Statements []PGStatement `json:"statements,omitempty"`
+	Errors     string        `json:"errors,omitempty"`
 }
 
 // FleetBatch is one batch on the single box and on the fleet.
@@ -74,14 +80,17 @@ type FleetBatch struct {
 	PostgresCPUs float64 `json:"postgres_cpu_s"`
 	// PostgresCPUPerAddrMs is PostgreSQL's CPU per address of the batch.
 	PostgresCPUPerAddrMs float64 `json:"postgres_cpu_per_address_ms"`
-	Error                string  `json:"error,omitempty"`
+	// RoundTrips and Statements are per address, as FleetPair's.
+	RoundTrips float64       `json:"round_trips,omitempty"`
+	Statements []PGStatement `json:"statements,omitempty"`
+	Error      string        `json:"error,omitempty"`
 }
 
 func (r *runner) scenarioFleet(ctx context.Context) error {
 	fr := &FleetResult{Boxes: FleetBoxes}
 	r.res.Fleet = fr
 	single := r.vds[0]
-	srv, err := pgtest.Launch()
+	srv, err := pgtest.Launch(pgStatSettings...)
 	if err != nil {
 		fr.Skipped = err.Error()
 		r.logf("fleet: skipped: %v", err)
@@ -96,6 +105,13 @@ func (r *runner) scenarioFleet(ctx context.Context) error {
 	if _, err := postgres.MigrateDSN(ctx, dsn); err != nil {
 		return err
 	}
+	stats, err := openPGStats(ctx, dsn)
+	if err != nil {
+		// The figures stand without the breakdown.
+		r.logf("fleet: no pg_stat_statements: %v", err)
+	}
+	defer stats.close()
+	r.pgStats = stats
 	var boxes []*Verifyd
 	defer func() {
 		for _, b := range boxes {
@@ -108,6 +124,12 @@ func (r *runner) scenarioFleet(ctx context.Context) error {
 		// Egress addresses of their own, apart from the single boxes'.
 		cfg.Egress = EgressRange(netip.MustParseAddr(fmt.Sprintf("127.0.%d.2", 40+i)), len(r.o.Config.Egress))
 		cfg.DSN, cfg.Box, cfg.Follower = dsn, "box"+strconv.Itoa(i+1), i > 0
+		// A metrics listener of its own: the round trips are read there.
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		cfg.Metrics = fmt.Sprintf("127.0.0.1:%d", port)
 		v, err := StartVerifyd(ctx, r.procs, "F"+strconv.Itoa(i+1), r.runs[0].Binary, filepath.Join(r.work, "fleet-"+strconv.Itoa(i+1)), cfg)
 		if err != nil {
 			return err
@@ -193,6 +215,11 @@ func (r *runner) scenarioFleet(ctx context.Context) error {
 			v = boxes[0]
 		}
 		before := treeCPU(pgPID)
+		var trips float64
+		if side != "single" {
+			r.pgStats.reset(ctx)
+			trips = roundTrips(boxes)
+		}
 		rb, err := r.uploadBatch(ctx, v, emails)
 		if err != nil {
 			return err
@@ -211,6 +238,10 @@ func (r *runner) scenarioFleet(ctx context.Context) error {
 			fb.Fleet, fb.Fleet99 = res.CompletionSeconds, res.Seconds99
 			fb.PostgresCPUs = round3((treeCPU(pgPID) - before).Seconds())
 			fb.PostgresCPUPerAddrMs = round3(fb.PostgresCPUs * 1000 / float64(size))
+			fb.Statements = r.pgStats.read(ctx, size)
+			if after := roundTrips(boxes); trips >= 0 && after >= 0 {
+				fb.RoundTrips = round3((after - trips) / float64(size))
+			}
 		}
 		pause(ctx)
 	}
@@ -232,15 +263,29 @@ func (r *runner) fleetOrder() []string {
 	return []string{"fleet", "single"}
 }
 
+// fleetLoad is a load on the fleet's boxes: a level per box, and the
+// database's side.
+type fleetLoad struct {
+	levels []Level
+	// pgCPU is PostgreSQL's CPU over the load, wall its duration.
+	pgCPU, wall time.Duration
+	// trips is the boxes' round trips to the database over the load
+	// (-1: not counted); stmts the statements per request (nil without
+	// pg_stat_statements).
+	trips float64
+	stmts []PGStatement
+}
+
 // fleetLoads runs load on every box at once, each with c/boxes workers
-// and its share of emails, and returns the levels (one per box) with
-// PostgreSQL's CPU over them in the first level's World field.
-func (r *runner) fleetLoads(ctx context.Context, boxes []*Verifyd, pgPID, c int, emails []string, load func(*Verifyd, int, []string) Level) []Level {
+// and its share of emails.
+func (r *runner) fleetLoads(ctx context.Context, boxes []*Verifyd, pgPID, c int, emails []string, load func(*Verifyd, int, []string) Level) fleetLoad {
 	levels := make([]Level, len(boxes))
 	meters := make([]*Meter, len(boxes))
 	for i, b := range boxes {
 		meters[i] = StartMeter(b.Proc.PID)
 	}
+	r.pgStats.reset(ctx)
+	trips := roundTrips(boxes)
 	before, t0 := treeCPU(pgPID), time.Now()
 	var wg sync.WaitGroup
 	for i, b := range boxes {
@@ -252,13 +297,18 @@ func (r *runner) fleetLoads(ctx context.Context, boxes []*Verifyd, pgPID, c int,
 		}()
 	}
 	wg.Wait()
-	pg, wall := treeCPU(pgPID)-before, time.Since(t0)
+	fl := fleetLoad{levels: levels, pgCPU: treeCPU(pgPID) - before, wall: time.Since(t0), trips: -1}
+	ok := 0
 	for i, m := range meters {
 		u := m.Stop()
 		levels[i].Verifyd = procUsage(u, levels[i].OK, true)
+		ok += levels[i].OK
 	}
-	levels[0].World = ProcUsage{CPUSeconds: round3(pg.Seconds()), Cores: round3(pg.Seconds() / wall.Seconds())}
-	return levels
+	if after := roundTrips(boxes); trips >= 0 && after >= 0 {
+		fl.trips = after - trips
+	}
+	fl.stmts = r.pgStats.read(ctx, ok)
+	return fl
 }
 
 // cacheLoad asks v for emails with cache: true at concurrency c (a load
@@ -306,9 +356,9 @@ func (p *FleetPair) single(lv Level) {
 
 // fleet sums the boxes' throughputs and CPU; the latencies are the
 // slowest box's.
-func (p *FleetPair) fleet(levels []Level) {
+func (p *FleetPair) fleet(fl fleetLoad) {
 	ok, cpu := 0, 0.0
-	for _, lv := range levels {
+	for _, lv := range fl.levels {
 		p.Fleet += rate(lv)
 		p.FleetP50 = max(p.FleetP50, lv.Latency.P50)
 		p.FleetP99 = max(p.FleetP99, lv.Latency.P99)
@@ -321,9 +371,15 @@ func (p *FleetPair) fleet(levels []Level) {
 	p.Fleet = round3(p.Fleet)
 	if ok > 0 {
 		p.FleetCPUms = round3(cpu * 1000 / float64(ok))
-		p.PostgresCPUms = round3(levels[0].World.CPUSeconds * 1000 / float64(ok))
+		p.PostgresCPUms = round3(fl.pgCPU.Seconds() * 1000 / float64(ok))
+		if fl.trips >= 0 {
+			p.RoundTrips = round3(fl.trips / float64(ok))
+		}
 	}
-	p.PostgresCores = levels[0].World.Cores
+	if fl.wall > 0 {
+		p.PostgresCores = round3(fl.pgCPU.Seconds() / fl.wall.Seconds())
+	}
+	p.Statements = fl.stmts
 }
 
 func (p *FleetPair) finish() {

@@ -550,8 +550,8 @@ func fleetSection(w io.Writer, res *Result) {
 		p("**Error: %s**\n\n", oneLine(fr.Error))
 		return
 	}
-	p("| load | c | single box /s | fleet /s | fleet / single | p50 ms single / fleet | p99 ms single / fleet | verifyd CPU ms a request, single / fleet | PostgreSQL CPU ms a request | PostgreSQL cores |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| load | c | single box /s | fleet /s | fleet / single | p50 ms single / fleet | p99 ms single / fleet | verifyd CPU ms a request, single / fleet | PostgreSQL CPU ms a request | PostgreSQL cores | round trips a request |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range []struct {
 		name string
 		fp   *FleetPair
@@ -560,9 +560,9 @@ func fleetSection(w io.Writer, res *Result) {
 			continue
 		}
 		f := x.fp
-		p("| %s | %d | %s | %s | **%.2f×** | %s / %s | %s / %s | %s / %s | %s | %.2f |\n", x.name, f.Concurrency, fmtNum(f.Single), fmtNum(f.Fleet), f.Ratio,
+		p("| %s | %d | %s | %s | **%.2f×** | %s / %s | %s / %s | %s / %s | %s | %.2f | %s |\n", x.name, f.Concurrency, fmtNum(f.Single), fmtNum(f.Fleet), f.Ratio,
 			fmtNum(f.SingleP50), fmtNum(f.FleetP50), fmtNum(f.SingleP99), fmtNum(f.FleetP99), fmtNum(f.SingleCPUms), fmtNum(f.FleetCPUms),
-			fmtNum(f.PostgresCPUms), f.PostgresCores)
+			fmtNum(f.PostgresCPUms), f.PostgresCores, tripsCell(f.RoundTrips))
 	}
 	p("\n")
 	for _, f := range []*FleetPair{fr.Cache, fr.Fresh} {
@@ -574,10 +574,43 @@ func fleetSection(w io.Writer, res *Result) {
 		if b.Error != "" {
 			p("Batch: **error: %s**\n\n", oneLine(b.Error))
 		} else {
-			p("Batch of %s addresses: single box **%s s** (99 %% at %s s), fleet **%s s** (99 %% at %s s): **%.2f×**; PostgreSQL %s CPU-s, %s ms an address.\n\n",
-				itoa(b.Size), fmtNum(b.Single), fmtNum(b.Single99), fmtNum(b.Fleet), fmtNum(b.Fleet99), b.Ratio, fmtNum(b.PostgresCPUs), fmtNum(b.PostgresCPUPerAddrMs))
+			p("Batch of %s addresses: single box **%s s** (99 %% at %s s), fleet **%s s** (99 %% at %s s): **%.2f×**; PostgreSQL %s CPU-s, %s ms an address; %s round trips an address.\n\n",
+				itoa(b.Size), fmtNum(b.Single), fmtNum(b.Single99), fmtNum(b.Fleet), fmtNum(b.Fleet99), b.Ratio, fmtNum(b.PostgresCPUs), fmtNum(b.PostgresCPUPerAddrMs), tripsCell(b.RoundTrips))
 		}
 	}
+	statements := func(name string, st []PGStatement) {
+		if len(st) == 0 {
+			return
+		}
+		p("**%s**: where the database's time went (pg_stat_statements, per request; *exec ms* is the server's time running the statement, a COMMIT's WAL flush and a lock's wait included; *plans* how often it was planned, a prepared statement whose plan is kept being planned once; the %d statements with the most):\n\n", name, min(len(st), fleetStatementsShown))
+		p("| statement | calls | rows | exec ms | share | plans | plan ms |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, x := range st[:min(len(st), fleetStatementsShown)] {
+			p("| `%s` | %s | %s | %s | %.1f %% | %s | %s |\n", strings.ReplaceAll(x.Query, "|", "\\|"), fmtNum(x.Calls), fmtNum(x.Rows), fmtNum(x.ExecMs), 100*x.Share,
+				fmtNum(x.Plans), fmtNum(x.PlanMs))
+		}
+		p("\n")
+	}
+	if fr.Fresh != nil {
+		statements("Fresh probes", fr.Fresh.Statements)
+	}
+	if fr.Cache != nil {
+		statements("cache:true hits", fr.Cache.Statements)
+	}
+	if fr.Batch != nil {
+		statements("The batch (per address)", fr.Batch.Statements)
+	}
+}
+
+// fleetStatementsShown is how many statements of a fleet load the report
+// lists.
+const fleetStatementsShown = 10
+
+// tripsCell is a round-trip count, or "—" when the binary did not count.
+func tripsCell(v float64) string {
+	if v <= 0 {
+		return "—"
+	}
+	return fmtNum(v)
 }
 
 func profileSection(w io.Writer, res *Result) {

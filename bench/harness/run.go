@@ -39,6 +39,8 @@ type runner struct {
 	outcomes map[string][]outcome
 	// fleetFlip alternates the order of scenario 8's sides.
 	fleetFlip bool
+	// pgStats reads scenario 8's pg_stat_statements (nil: none).
+	pgStats *pgStats
 }
 
 // outcome is one answered fresh validation.

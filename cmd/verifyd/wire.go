@@ -21,11 +21,15 @@ import (
 	"github.com/verifyd/verifyd/probe/lists"
 	"github.com/verifyd/verifyd/resolver"
 	"github.com/verifyd/verifyd/server/batch"
+	"github.com/verifyd/verifyd/server/httpapi"
 	"github.com/verifyd/verifyd/server/receipt"
 	"github.com/verifyd/verifyd/storage"
 	"github.com/verifyd/verifyd/storage/pebble"
 	"github.com/verifyd/verifyd/storage/postgres"
 )
+
+// A fleet's guard reads plans from the store's cache, not the database.
+var _ httpapi.PlanReader = (*postgres.DB)(nil)
 
 // app is verifyd's parts, wired from the configuration.
 type app struct {

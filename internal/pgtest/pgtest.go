@@ -41,11 +41,12 @@ type Server struct {
 	// Dir holds its data directory and its socket; removed by Stop.
 	Dir string
 
-	bin  string
-	cred *syscall.Credential
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *lockedBuffer
+	bin      string
+	settings []string // more -c name=value
+	cred     *syscall.Credential
+	cmd      *exec.Cmd
+	done     chan struct{}
+	log      *lockedBuffer
 
 	mu      sync.Mutex
 	stopped bool
@@ -103,13 +104,15 @@ func (s *Server) Running() bool {
 }
 
 // Launch starts a server outside a test (verifybench's fleet scenario);
-// the caller stops it with Stop.
-func Launch() (*Server, error) {
+// the caller stops it with Stop. Each of settings is a "name=value" of
+// the server's configuration (postgres -c), such as
+// "shared_preload_libraries=pg_stat_statements".
+func Launch(settings ...string) (*Server, error) {
 	bin, err := FindBin()
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w (make postgres installs it)", err)
 	}
-	return start(bin, "")
+	return start(bin, "", settings...)
 }
 
 // PID is the postmaster's process id: its children are the server's
@@ -168,7 +171,7 @@ func runAs() (*syscall.Credential, error) {
 	return nil, errors.New("running as root, and neither a postgres nor a nobody user to run the server as")
 }
 
-func start(bin, parent string) (*Server, error) {
+func start(bin, parent string, settings ...string) (*Server, error) {
 	cred, err := runAs()
 	if err != nil {
 		return nil, err
@@ -179,7 +182,7 @@ func start(bin, parent string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Dir: dir, bin: bin, cred: cred, done: make(chan struct{}), log: &lockedBuffer{}}
+	s := &Server{Dir: dir, bin: bin, settings: settings, cred: cred, done: make(chan struct{}), log: &lockedBuffer{}}
 	fail := func(err error) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
@@ -223,12 +226,16 @@ func start(bin, parent string) (*Server, error) {
 
 // run starts postgres on s.Port and waits until it takes connections.
 func (s *Server) run(data string) error {
-	s.cmd = s.command("postgres", "-D", data,
+	args := []string{"-D", data,
 		"-p", strconv.Itoa(s.Port),
 		"-c", "listen_addresses=127.0.0.1",
-		"-c", "unix_socket_directories="+s.Dir,
+		"-c", "unix_socket_directories=" + s.Dir,
 		"-c", "max_connections=200",
-		"-c", "log_min_messages=warning")
+		"-c", "log_min_messages=warning"}
+	for _, kv := range s.settings {
+		args = append(args, "-c", kv)
+	}
+	s.cmd = s.command("postgres", args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		close(s.done)

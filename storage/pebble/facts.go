@@ -52,6 +52,19 @@ func (db *DB) PutFact(kind, key, value string, expires time.Time) error {
 	return db.commit(b, pebble.Sync)
 }
 
+// PutFacts records facts in one synced batch, the last of a kind and key
+// winning.
+func (db *DB) PutFacts(fs []storage.Fact) error {
+	if err := db.check(); err != nil {
+		return err
+	}
+	b := db.pdb.NewBatch()
+	for _, f := range fs {
+		b.Set(factKey(f.Kind, f.Key), newEnc(len(f.Value)+10).str(f.Value).varint(toMs(f.Expires)).b, nil)
+	}
+	return db.commit(b, pebble.Sync)
+}
+
 // FactsOfKind returns the facts of a kind that have not expired, by key.
 func (db *DB) FactsOfKind(kind string) (map[string]string, error) {
 	if err := db.check(); err != nil {

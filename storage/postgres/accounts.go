@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,6 +59,60 @@ func (db *DB) GetAccount(ctx context.Context, id string) (storage.Account, error
 	return a, err
 }
 
+// AccountPlan returns the account's plan (httpapi.PlanReader: the guard
+// reads it on every API request). A box reuses a plan it read for
+// KeyCacheTTL, as it does a key record: a plan changed on another box
+// applies here within that time, one changed on this box at once.
+func (db *DB) AccountPlan(ctx context.Context, id string) (storage.Plan, error) {
+	if p, ok := db.plans.get(id, db.keyTTL); ok {
+		return p, nil
+	}
+	a, err := db.GetAccount(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if db.keyTTL > 0 {
+		db.plans.put(id, a.Plan)
+	}
+	return a.Plan, nil
+}
+
+// planCache is AccountPlan's, by account.
+type planCache struct {
+	mu sync.Mutex
+	m  map[string]cachedPlan
+}
+
+type cachedPlan struct {
+	p  storage.Plan
+	at time.Time // when read, by this process's clock
+}
+
+func (c *planCache) get(id string, ttl time.Duration) (storage.Plan, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[id]
+	if !ok || time.Since(e.at) >= ttl {
+		return "", false
+	}
+	return e.p, true
+}
+
+func (c *planCache) put(id string, p storage.Plan) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCachedKeys {
+		c.m = map[string]cachedPlan{}
+	}
+	c.m[id] = cachedPlan{p: p, at: time.Now()}
+}
+
+func (c *planCache) forget(id string) {
+	c.mu.Lock()
+	delete(c.m, id)
+	c.mu.Unlock()
+}
+
 // ListAccounts returns every account, ordered by id.
 func (db *DB) ListAccounts(ctx context.Context) ([]storage.Account, error) {
 	ctx, cancel := db.ctx(ctx)
@@ -74,7 +129,9 @@ func (db *DB) SetPlan(ctx context.Context, id string, plan storage.Plan) (storag
 	if err := storage.CheckPlan(plan); err != nil {
 		return storage.Account{}, err
 	}
-	return db.updateAccount(ctx, id, `UPDATE accounts SET plan = $2 WHERE id = $1 RETURNING `+accountCols, string(plan))
+	a, err := db.updateAccount(ctx, id, `UPDATE accounts SET plan = $2 WHERE id = $1 RETURNING `+accountCols, string(plan))
+	db.plans.forget(id)
+	return a, err
 }
 
 // RotateWebhookSecret gives the account a new webhook secret.

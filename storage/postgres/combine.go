@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/verifyd/verifyd/storage"
 )
@@ -169,6 +172,15 @@ func (db *DB) runBatch(ctx context.Context, account string, batch []*pendingChar
 // chargeBatch runs one transaction for the charges and holds of account
 // in ps and gives each its outcome: a hold's once committed, a charge's
 // once flushed too.
+//
+// The transaction is pipelined: its BEGIN goes with its reads and its
+// COMMIT with its writes, and the flush that makes its charges durable
+// follows the COMMIT in the same exchange (a statement of its own, which
+// waits for the WAL flush after the commit that did not), so a
+// transaction takes two round trips where BEGIN, the reads, the writes,
+// COMMIT and the flush took five. PostgreSQL runs a pipeline's
+// statements in order and skips the rest of it at the first error: the
+// flush runs only after the commit succeeded, and on its connection.
 func (db *DB) chargeBatch(ctx context.Context, account string, ps []*pendingCharge) {
 	ctx, cancel := db.ctx(ctx)
 	defer cancel()
@@ -185,9 +197,17 @@ func (db *DB) chargeBatch(ctx context.Context, account string, ps []*pendingChar
 		}
 	}
 	defer release()
+	charges := false
+	for _, p := range ps {
+		charges = charges || !p.hold
+	}
+	// The flush goes in the commit's exchange, unless a test looks
+	// between the two.
+	flushWith := charges && db.asyncCommit && testHookCommitted == nil
+	var flushErr error
 	if err == nil {
-		err = inRowTx(ctx, conn, func(tx pgx.Tx) error {
-			return db.chargeTx(ctx, tx, account, ps, outs)
+		flushErr, err = db.pipelineTx(ctx, conn, flushWith, func() (*pgx.Batch, error) {
+			return db.chargeTx(ctx, conn, account, ps, outs)
 		})
 		if err != nil {
 			release() // not held while the requests run one by one
@@ -201,10 +221,8 @@ func (db *DB) chargeBatch(ctx context.Context, account string, ps []*pendingChar
 		}
 		return
 	}
-	charges := false
 	for i, p := range ps {
 		if !p.hold {
-			charges = true
 			continue
 		}
 		o := outs[i]
@@ -218,7 +236,10 @@ func (db *DB) chargeBatch(ctx context.Context, account string, ps []*pendingChar
 	}
 	if err == nil && charges && db.asyncCommit {
 		// Durable before any of them is answered (see charge).
-		err = db.flush(ctx, conn)
+		err = flushErr
+		if !flushWith {
+			err = db.flush(ctx, conn)
+		}
 	}
 	for i, p := range ps {
 		if p.hold {
@@ -232,12 +253,76 @@ func (db *DB) chargeBatch(ctx context.Context, account string, ps []*pendingChar
 	}
 }
 
-// chargeTx is one transaction of chargeBatch; outs gets each charge's
-// outcome (a retried transaction writes them again).
-func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pendingCharge, outs []chargeOutcome) error {
+// pipelineTx runs a transaction on conn whose fn sends its BEGIN with its
+// first statements and returns the batch of its writes; the writes go
+// with the COMMIT (and, with flush, the flush after it) in one exchange.
+// It is run again from the start on a serialization failure or a
+// deadlock, as inRowTx does. err is the transaction's failure; flushErr
+// the flush's, when the transaction committed.
+func (db *DB) pipelineTx(ctx context.Context, conn *pgxpool.Conn, flush bool, fn func() (*pgx.Batch, error)) (flushErr, err error) {
+	for attempt := range maxTxAttempts {
+		var w *pgx.Batch
+		if w, err = fn(); err == nil {
+			commit := w.Len()
+			w.Queue(`COMMIT`)
+			if flush {
+				slot := db.flushSlot.Add(1) % flushSlots
+				w.Queue(flushSQL, db.boot, int32(slot))
+			}
+			br := conn.SendBatch(ctx, w)
+			for i := range w.Len() {
+				if _, e := br.Exec(); e != nil {
+					if i > commit {
+						flushErr = e
+					} else {
+						err = e
+					}
+					break
+				}
+			}
+			if cerr := br.Close(); err == nil && flushErr == nil && cerr != nil {
+				err = cerr
+			}
+		}
+		if err == nil {
+			return flushErr, nil
+		}
+		// A transaction left open (a statement before COMMIT failed)
+		// ends here, so the connection can run it again; one that
+		// cannot is closed by the pool.
+		if conn.Conn().PgConn().TxStatus() != 'I' && !conn.Conn().IsClosed() {
+			_, _ = conn.Exec(ctx, `ROLLBACK`)
+		}
+		if !retryable(err) {
+			return nil, err
+		}
+		txRetries.Inc()
+		d := time.Duration(1<<min(attempt, 6)) * time.Millisecond
+		d += rand.N(d)
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(err, ctx.Err())
+		case <-time.After(d):
+		}
+	}
+	return nil, err
+}
+
+// chargeTx is one transaction of chargeBatch on tx, a connection outside
+// of one: it begins it, reads, and returns the writes for pipelineTx to
+// send with the COMMIT. outs gets each charge's outcome (a retried
+// transaction writes them again).
+func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps []*pendingCharge, outs []chargeOutcome) (*pgx.Batch, error) {
 	// The reads, after the lock: the holds ended, history ids, the top
 	// position of each charge's millisecond.
 	b := &pgx.Batch{}
+	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+	// Each of its statements has one good plan, whatever its arguments:
+	// keep it, instead of planning a statement whose plan depends on an
+	// array's length again each time (a tenth of the database's CPU).
+	if db.genericPlans {
+		b.Queue(`SET LOCAL plan_cache_mode TO force_generic_plan`)
+	}
 	b.Queue(`SELECT balance, held, next_seq FROM accounts WHERE id = $1 FOR UPDATE`, account)
 	var holdSeqs []int64
 	nCharges := 0
@@ -251,28 +336,42 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 	}
 	b.Queue(`DELETE FROM holds WHERE account = $1 AND seq = ANY($2) RETURNING seq, amount`, account, holdSeqs)
 	b.Queue(`SELECT nextval('history_ids') FROM generate_series(1, $1)`, nCharges)
-	lo, hi := int64(-1), int64(-1)
+	var mss []int64
 	for _, p := range ps {
-		if p.hold {
-			continue
+		if ms := p.r0.ProbedAt.UnixMilli(); !p.hold && !slices.Contains(mss, ms) {
+			mss = append(mss, ms)
 		}
-		ms := p.r0.ProbedAt.UnixMilli()
-		if lo < 0 {
-			lo, hi = ms, ms
-		}
-		lo, hi = min(lo, ms), max(hi, ms)
 	}
-	b.Queue(topsSQL, topsArgs(account, lo, hi)...)
+	b.Queue(topsAtSQL, account, mss, int64(posPerMs))
+	// A charge whose request went on without its key (BeginIdem failed)
+	// is not made when the key was answered meanwhile: the request is a
+	// try again of one charged already, whose answer was lost.
+	var unkeyed []int
+	for i, p := range ps {
+		if !p.hold && p.req.Idem != nil && p.req.IdemHash != nil {
+			unkeyed = append(unkeyed, i)
+			r := p.req.Idem
+			b.Queue(`SELECT EXISTS (SELECT 1 FROM idem WHERE account = $1 AND endpoint = $2 AND key = $3 AND done AND expires_at > $4)`,
+				r.Account, r.Endpoint, r.Key, p.now)
+		}
+	}
+	answered := map[int]bool{}
 	br := tx.SendBatch(ctx, b)
 	var acct acctRow
 	var seq int64
-	err := br.QueryRow().Scan(&acct.balance, &acct.held, &seq)
+	_, err := br.Exec() // BEGIN
+	if err == nil && db.genericPlans {
+		_, err = br.Exec() // SET LOCAL
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&acct.balance, &acct.held, &seq)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = notFound("account", account)
 	}
 	held := map[int64]int64{}
 	var ids []int64
-	places := newPositions(lo, hi)
+	places := newPositionsAt(mss)
 	if err == nil {
 		var s, amount int64
 		var rows pgx.Rows
@@ -287,10 +386,24 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 		}
 	}
 	if err == nil {
-		var m int64
+		var m *int64
 		var rows pgx.Rows
 		if rows, err = br.Query(); err == nil {
-			_, err = pgx.ForEachRow(rows, []any{&m}, func() error { places.addTop(m); return nil })
+			_, err = pgx.ForEachRow(rows, []any{&m}, func() error {
+				if m != nil {
+					places.addTop(*m)
+				}
+				return nil
+			})
+		}
+	}
+	for _, i := range unkeyed {
+		if err != nil {
+			break
+		}
+		var done bool
+		if err = br.QueryRow().Scan(&done); done {
+			answered[i] = true
 		}
 	}
 	if cerr := br.Close(); err == nil {
@@ -299,13 +412,14 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 	if err != nil {
 		// The account is unknown, or the database failed: every charge
 		// gets it.
-		return err
+		return nil, err
 	}
 	if len(ids) != nCharges {
-		return errors.New("postgres: fewer history ids than charges")
+		return nil, errors.New("postgres: fewer history ids than charges")
 	}
 	acct.seq = uint64(seq)
 	w := &pgx.Batch{}
+	var rows manyRows
 	next := 0 // the next history id
 	for i, p := range ps {
 		if p.hold {
@@ -314,15 +428,18 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 				continue
 			}
 			e, args := acct.next(account, p.now, storage.EntryHold, p.n, 0, p.n, 0, p.ref, "")
-			w.Queue(insertEntry, args...)
-			w.Queue(`INSERT INTO holds (account, seq, amount, ref, boot, at) VALUES ($1, $2, $3, $4, $5, $6)`,
-				account, int64(e.Seq), p.n, p.ref, db.boot, e.Time)
+			rows.ledger.entry(args)
+			rows.hold(account, int64(e.Seq), p.n, p.ref, db.boot, e.Time)
 			outs[i] = chargeOutcome{held: storage.Hold{Account: account, Seq: e.Seq, N: p.n, Ref: p.ref, At: e.Time}}
 			continue
 		}
 		r, amount := p.r0, p.n
 		r.HistoryID = uint64(ids[next])
 		next++
+		if answered[i] {
+			outs[i] = chargeOutcome{err: storage.ErrIdemAnswered}
+			continue
+		}
 		var holdSeq uint64
 		heldDelta := int64(0)
 		if p.h != nil {
@@ -339,10 +456,10 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 		}
 		pos, err := places.next(ctx, tx, account, r.ProbedAt.UnixMilli())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		e, args := acct.next(account, p.now, storage.EntryCharge, amount, -amount, heldDelta, holdSeq, r.ID, "")
-		w.Queue(insertEntry, args...)
+		rows.ledger.entry(args)
 		var sealed storage.Sealed
 		var sealErr error
 		if p.req.Seal != nil {
@@ -350,14 +467,14 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 		}
 		if sealErr != nil {
 			_, void := acct.next(account, p.now, storage.EntryAdd, amount, amount, 0, 0, "", storage.VoidNote(e.Seq))
-			w.Queue(insertEntry, void...)
+			rows.ledger.entry(void)
 			outs[i] = chargeOutcome{err: errors.Join(errors.New("storage: seal receipt"), sealErr)}
 			continue
 		}
 		if p.req.Seal != nil {
 			r.Receipt = sealed.Receipt
 		}
-		queueResult(w, &r, pos)
+		rows.result(&r, pos)
 		if p.req.Idem != nil && p.req.IdemHash != nil {
 			// The key BeginIdem could not record (storage.ChargeRequest.IdemHash).
 			w.Queue(recordIdemSQL, recordIdemArgs(*p.req.Idem, p.req.IdemHash, sealed.Response, p.now, db.idemTTL)...)
@@ -366,9 +483,10 @@ func (db *DB) chargeTx(ctx context.Context, tx pgx.Tx, account string, ps []*pen
 		}
 		outs[i] = chargeOutcome{out: storage.Charged{Balance: e.Balance, Entry: e, Result: r}}
 	}
+	rows.queue(w)
 	w.Queue(saveAccountSQL, account, acct.balance, acct.held, int64(acct.seq))
 	if db.asyncCommit {
 		w.Queue(`SET LOCAL synchronous_commit TO off`)
 	}
-	return tx.SendBatch(ctx, w).Close()
+	return w, nil
 }

@@ -70,17 +70,22 @@ type DB struct {
 	log     *slog.Logger
 	keyTTL  time.Duration
 	keys    keyCache
+	plans   planCache
 	// callTimeout bounds one contract call (ctx).
 	callTimeout time.Duration
 	// asyncCommit: holds and charges commit without waiting for their WAL
 	// flush (PostgreSQL; CockroachDB has no such setting); see Hold and
 	// charge.
 	asyncCommit bool
+	// genericPlans: a charge transaction keeps its statements' generic
+	// plans (plan_cache_mode; PostgreSQL).
+	genericPlans bool
 
 	seen      atomic.Int64 // lastSeen, Unix ns
 	flushSlot atomic.Uint32
 
-	charges combiner
+	charges   combiner
+	factReads factReads
 
 	idem idemLocal // this box's requests holding idempotency keys
 
@@ -136,6 +141,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		// validations in front of the pool.
 		cfg.MaxConns = DefaultMaxConns
 	}
+	countRoundTrips(&cfg.ConnConfig.Config)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -179,6 +185,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	db.asyncCommit = !strings.Contains(version, "CockroachDB")
+	db.genericPlans = db.asyncCommit
 	if err := db.syncClock(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: read the database's clock: %w", err)
@@ -277,10 +284,13 @@ func isUnique(err error) bool {
 // them, and succeed).
 func (db *DB) flush(ctx context.Context, conn *pgxpool.Conn) error {
 	slot := db.flushSlot.Add(1) % flushSlots
-	_, err := conn.Exec(ctx, `INSERT INTO flush_marks (boot, slot, n) VALUES ($1, $2, 1)
-		ON CONFLICT (boot, slot) DO UPDATE SET n = flush_marks.n + 1`, db.boot, int32(slot))
+	_, err := conn.Exec(ctx, flushSQL, db.boot, int32(slot))
 	return err
 }
+
+// flushSQL is the flush's write, of a box's slot (boot, slot).
+const flushSQL = `INSERT INTO flush_marks (boot, slot, n) VALUES ($1, $2, 1)
+	ON CONFLICT (boot, slot) DO UPDATE SET n = flush_marks.n + 1`
 
 // flushSlots is how many flush_marks rows a box spreads its flushes over.
 const flushSlots = 64

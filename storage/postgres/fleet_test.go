@@ -262,11 +262,44 @@ func TestFacts(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM domain_facts`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d facts after the purge (%v)", n, err)
 	}
+
+	// Many facts in one PutFacts, a key twice (the last wins), read back
+	// by many readers at once, whose reads share queries: each gets its
+	// own fact, or none.
+	exp = c.Now().Add(time.Hour).Truncate(time.Millisecond)
+	var fs []storage.Fact
+	for i := range 600 {
+		fs = append(fs, storage.Fact{Kind: "catchall", Key: fmt.Sprintf("d%d.test", i), Value: fmt.Sprint(i), Expires: exp})
+	}
+	fs = append(fs, storage.Fact{Kind: "catchall", Key: "d7.test", Value: "last", Expires: exp})
+	if err := a.PutFacts(fs); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 700 {
+		wg.Go(func() {
+			v, e, ok, err := b.Fact("catchall", fmt.Sprintf("d%d.test", i))
+			want := fmt.Sprint(i)
+			if i == 7 {
+				want = "last"
+			}
+			switch {
+			case err != nil:
+				t.Errorf("fact %d: %v", i, err)
+			case i >= 600 && ok:
+				t.Errorf("fact %d was never put, read %q", i, v)
+			case i < 600 && (!ok || v != want || !e.Equal(exp)):
+				t.Errorf("fact %d: %q %v %v, want %q %v", i, v, e, ok, want, exp)
+			}
+		})
+	}
+	wg.Wait()
 }
 
-// TestKeyCacheAcrossBoxes: a box reuses a key record it read for
-// KeyCacheTTL; a key revoked on one box is refused there at once and on
-// the other once its cached record is older than the TTL.
+// TestKeyCacheAcrossBoxes: a box reuses a key record, and an account's
+// plan, it read for KeyCacheTTL; a key revoked (a plan changed) on one
+// box is refused (applies) there at once and on the other once its
+// cached copy is older than the TTL.
 func TestKeyCacheAcrossBoxes(t *testing.T) {
 	srv := pgtest.Start(t)
 	ctx := context.Background()
@@ -319,6 +352,35 @@ func TestKeyCacheAcrossBoxes(t *testing.T) {
 	// A wrong secret is refused from the cache too.
 	if _, err := b.VerifyKey(t.Context(), full[:len(full)-1]+"!"); !errors.Is(err, storage.ErrKeyInvalid) && !errors.Is(err, storage.ErrKeyRevoked) {
 		t.Fatalf("a wrong secret: %v", err)
+	}
+
+	// An account's plan (AccountPlan, the guard's per request) likewise:
+	// changed on a, a has it at once, b once its copy is older than the
+	// TTL.
+	for _, db := range []*DB{a, b} {
+		if p, err := db.AccountPlan(t.Context(), acct.ID); err != nil || p != storage.PlanFree {
+			t.Fatalf("plan %q, %v; want free", p, err)
+		}
+	}
+	changed := time.Now()
+	if _, err := a.SetPlan(t.Context(), acct.ID, storage.PlanGrowth); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := a.AccountPlan(t.Context(), acct.ID); err != nil || p != storage.PlanGrowth {
+		t.Fatalf("on the changing box: plan %q, %v", p, err)
+	}
+	for {
+		p, err := b.AccountPlan(t.Context(), acct.ID)
+		if err == nil && p == storage.PlanGrowth {
+			break
+		}
+		if err != nil || time.Since(changed) > 10*time.Second {
+			t.Fatalf("the other box after %v: plan %q, %v", time.Since(changed), p, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := a.AccountPlan(t.Context(), "acct_none"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("an unknown account's plan: %v", err)
 	}
 }
 
@@ -666,4 +728,52 @@ func TestFlushOnItsConnection(t *testing.T) {
 	if chargeErr == nil && charges != 1 {
 		t.Fatalf("the charge answered success, but the ledger has %d charge entries", charges)
 	}
+}
+
+// TestUnkeyedRetryOfAnsweredKey: a validation charged with its
+// Idempotency-Key, whose answer was lost, is tried again; this time
+// BeginIdem fails and the request goes on without its key (fail-open,
+// ChargeRequest.IdemHash). Its charge finds the key answered and is not
+// made (ErrIdemAnswered): one charge, and the key replays the first
+// answer. TestFleetLinkResets found this: 151 charges for 150 keys, once
+// in about fifteen runs.
+func TestUnkeyedRetryOfAnsweredKey(t *testing.T) {
+	_, _, open := fleetOf(t, time.Minute)
+	db := open("a")
+	ctx := t.Context()
+	acct, err := db.CreateAccount(ctx, "unkeyed", storage.PlanFree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AddCredits(ctx, acct.ID, 10, ""); err != nil {
+		t.Fatal(err)
+	}
+	ref := storage.IdemRef{Account: acct.ID, Endpoint: "POST /v1/validate", Key: "key-lost-answer"}
+	hash := []byte("request-hash")
+	if out, _, err := db.BeginIdem(ctx, ref, hash); err != nil || out != storage.IdemNew {
+		t.Fatalf("BeginIdem: %v, %v", out, err)
+	}
+	first := storage.IdemResponse{Status: 200, Body: []byte(`{"first":true}`)}
+	seal := func(resp storage.IdemResponse) func(storage.Result, int64) (storage.Sealed, error) {
+		return func(storage.Result, int64) (storage.Sealed, error) { return storage.Sealed{Response: resp}, nil }
+	}
+	if _, err := db.ChargeDirect(ctx, acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"},
+		Idem: &ref, Seal: seal(first)}); err != nil {
+		t.Fatal(err)
+	}
+	// The try again, without its key.
+	_, err = db.ChargeDirect(ctx, acct.ID, 1, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"},
+		Idem: &ref, IdemHash: hash, Seal: seal(storage.IdemResponse{Status: 200, Body: []byte(`{"second":true}`)})})
+	if !errors.Is(err, storage.ErrIdemAnswered) {
+		t.Fatalf("the unkeyed try again: %v, want ErrIdemAnswered", err)
+	}
+	c, err := db.Credits(ctx, acct.ID)
+	if err != nil || c.Balance != 9 || c.Held != 0 {
+		t.Fatalf("credits %+v (%v), want 9 and none held: one charge", c, err)
+	}
+	out, rec, err := db.BeginIdem(ctx, ref, hash)
+	if err != nil || out != storage.IdemReplay || string(rec.Response.Body) != `{"first":true}` {
+		t.Fatalf("the key sent again: %v %q %v, want the first answer replayed", out, rec.Response.Body, err)
+	}
+	storagetest.CheckLedger(t, db, acct.ID)
 }

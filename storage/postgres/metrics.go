@@ -9,6 +9,8 @@ var (
 	staleHoldsReleased = metrics.NewCounter("verifyd_storage_pg_stale_holds_released_total")
 	slicesLeased       = metrics.NewCounter("verifyd_storage_pg_job_slices_leased_total")
 	chargesPerTx       = metrics.NewHistogram("verifyd_storage_pg_charges_per_transaction")
+	// roundTrips counts the exchanges with the database (roundtrips.go).
+	roundTrips = metrics.NewCounter("verifyd_storage_pg_round_trips_total")
 	// idemStray is the pending idempotency keys of this box whose
 	// requests ended without writing their end (idemlocal.go); idemStrayEnded
 	// counts those the heartbeat then ended.

@@ -50,6 +50,11 @@ func topsArgs(account string, lo, hi int64) []any {
 	return []any{account, lo * posPerMs, (hi + 1) * posPerMs, int64(posPerMs)}
 }
 
+// rowQuerier is a pgx.Tx, or a connection in a transaction (pipelined).
+type rowQuerier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // newPositions starts the positions of a write whose rows are probed in
 // the milliseconds lo to hi; the caller adds the rows of topsSQL with
 // addTop.
@@ -57,11 +62,29 @@ func newPositions(lo, hi int64) *positions {
 	return &positions{top: map[int64]int64{}, lo: lo, hi: hi, extra: map[int64]bool{}}
 }
 
+// topsAtSQL is topsSQL for a list of milliseconds ($2), far apart or
+// not: the top position of each (NULL: none), each found by one step
+// down the account's index, where topsSQL reads every row between the
+// first and the last.
+const topsAtSQL = `SELECT (SELECT max(pos) FROM results WHERE account = $1 AND pos >= m * $3 AND pos < (m + 1) * $3)
+	FROM unnest($2::bigint[]) AS m`
+
+// newPositionsAt starts the positions of a write whose rows are probed
+// in the milliseconds ms; the caller adds the rows of topsAtSQL with
+// addTop.
+func newPositionsAt(ms []int64) *positions {
+	p := newPositions(1, 0)
+	for _, m := range ms {
+		p.extra[m] = true
+	}
+	return p
+}
+
 // addTop takes in a row of topsSQL.
 func (p *positions) addTop(pos int64) { p.top[pos/posPerMs] = max(p.top[pos/posPerMs], pos) }
 
 // next returns the position of a row probed at ms.
-func (p *positions) next(ctx context.Context, tx pgx.Tx, account string, ms int64) (int64, error) {
+func (p *positions) next(ctx context.Context, tx rowQuerier, account string, ms int64) (int64, error) {
 	for m := ms; ; m++ {
 		if (m < p.lo || m > p.hi) && !p.extra[m] {
 			var top *int64
@@ -86,25 +109,6 @@ func (p *positions) next(ctx context.Context, tx pgx.Tx, account string, ms int6
 }
 
 const resultCols = `id, account, pos, history_id, kind, email, status, score, job_id, job_index, latency_ms, probed_at, cached_from, receipt`
-
-// queueResult queues the insert of a prepared result with its history id
-// and position into b, and of its cache entry unless it was served from
-// cache or is kept out.
-func queueResult(b *pgx.Batch, r *storage.Result, pos int64) {
-	var job *string
-	var index *int
-	if r.Kind == storage.KindBatch {
-		job, index = &r.JobID, &r.JobIndex
-	}
-	b.Queue(`INSERT INTO results (`+resultCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-		r.ID, r.Account, pos, int64(r.HistoryID), r.Kind, r.Email, r.Status, r.Score, job, index, r.LatencyMs, r.ProbedAt, r.CachedFrom, r.Receipt)
-	if r.CachedFrom != "" || r.SkipCache {
-		return
-	}
-	b.Queue(`INSERT INTO cache (account, email, result_id, probed_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (account, email) DO UPDATE SET result_id = excluded.result_id, probed_at = excluded.probed_at`,
-		r.Account, storage.CacheEmail(r.Email), r.ID, r.ProbedAt)
-}
 
 func scanResult(row scanner) (storage.Result, int64, error) { return scanResultWith(row) }
 
