@@ -161,7 +161,8 @@ func (s *Server) validateCached(ctx *fasthttp.RequestCtx, c *httpapi.Caller, ide
 	// The result is known: no hold, one synced write that checks the
 	// credits and charges them. The stored receipt is signed again as it
 	// is, with cached and credits_remaining set (and the active kid): it
-	// is not decoded.
+	// is not decoded. Its verdict is prev's as it is.
+	stored.Repeats = true
 	s.charge(ctx, c, idem, nil, stored, func(balance int64) ([]byte, error) {
 		cached := receipt.Field{Name: "cached", Value: jsonTrue}
 		credits := receipt.Field{Name: "credits_remaining", Value: strconv.AppendInt(nil, balance, 10)}

@@ -40,6 +40,14 @@ type Result struct {
 	// SkipCache keeps a fresh result out of the cache index (an unknown
 	// verdict is not worth reusing). It is not stored.
 	SkipCache bool
+	// Repeats marks a cache hit that gives CachedFrom's verdict as it is
+	// (not changed by delivery outcomes learnt since). It is not stored.
+	// A store may then leave its verdict index as it is when the
+	// address's latest verdict is CachedFrom's already: LatestVerdicts
+	// then names CachedFrom's result (or an earlier repeat of it) for
+	// the times after this one, the same verdict, given first at that
+	// result's time.
+	Repeats bool
 	// HistoryID is the numeric id of the result's history row (spec §2.9
 	// id), set by the package.
 	HistoryID uint64

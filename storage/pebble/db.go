@@ -70,6 +70,7 @@ type DB struct {
 	outboxMu  sync.Mutex
 	histIDs   seqAlloc
 	memo      *cacheMemo // nil: none
+	verdicts  lastVerdicts
 	pacer     *syncPacer // nil: no floor between WAL fsyncs
 
 	closed atomic.Bool

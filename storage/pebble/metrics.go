@@ -28,7 +28,10 @@ var (
 	cacheHits           = metrics.NewCounter(`verifyd_storage_cache_lookups_total{result="hit"}`)
 	cacheMisses         = metrics.NewCounter(`verifyd_storage_cache_lookups_total{result="miss"}`)
 	memoHits            = metrics.NewCounter(`verifyd_storage_cache_memo_hits_total`)
-	memoBytes           = metrics.NewGauge(`verifyd_storage_cache_memo_bytes`, nil)
+	// verdictKeysSkipped counts the cache hits that wrote no verdict
+	// index key (lastVerdicts).
+	verdictKeysSkipped = metrics.NewCounter(`verifyd_storage_verdict_keys_skipped_total`)
+	memoBytes          = metrics.NewGauge(`verifyd_storage_cache_memo_bytes`, nil)
 
 	// The disk space guard (space.go).
 	diskFree      = metrics.NewGauge(`verifyd_storage_disk_free_bytes`, nil)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -109,6 +110,51 @@ func decodeOutcome(b []byte) (storage.Outcome, error) {
 // stageVerdict adds a result's verdict index key to b.
 func stageVerdict(b *pebble.Batch, r *storage.Result) {
 	b.Set(verdictKey(r.Account, r.Email, toMs(r.ProbedAt), r.ID), nil, nil)
+}
+
+// lastVerdicts knows, for the addresses this process last wrote a
+// verdict index key for, the result whose verdict that key gives (a
+// repeat's is the result it repeats). A cache hit that repeats it
+// (Result.Repeats) needs no key of its own: the address's latest verdict
+// is its verdict already. That is most cache hits, each a key less to
+// write and compact. It is asked under the account's lock, in the order
+// the account's writes reach Pebble (charge, PutJobResults), so it
+// follows the index; an address it does not know (a restart, the map
+// cleared when full) gets a key, which is always right.
+type lastVerdicts struct {
+	mu sync.Mutex
+	m  map[string]string // account/lower-cased address → result id
+}
+
+// maxLastVerdicts bounds lastVerdicts (about 8 MB).
+const maxLastVerdicts = 1 << 16
+
+// index reports whether r needs a verdict index key, and notes it.
+func (l *lastVerdicts) index(r *storage.Result) bool {
+	k := r.Account + "/" + storage.CacheEmail(r.Email)
+	repeat := r.Repeats && r.CachedFrom != ""
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if repeat && l.m[k] == r.CachedFrom {
+		verdictKeysSkipped.Inc()
+		return false
+	}
+	if l.m == nil || len(l.m) >= maxLastVerdicts {
+		l.m = make(map[string]string)
+	}
+	if repeat {
+		l.m[k] = r.CachedFrom
+	} else {
+		l.m[k] = r.ID
+	}
+	return true
+}
+
+// forget drops what it knows of r's address: r, noted, was not written.
+func (l *lastVerdicts) forget(r *storage.Result) {
+	l.mu.Lock()
+	delete(l.m, r.Account+"/"+storage.CacheEmail(r.Email))
+	l.mu.Unlock()
 }
 
 // LatestVerdicts answers each query with the account's latest result for

@@ -118,7 +118,7 @@ func (db *DB) stageResult(b *pebble.Batch, pa *posAlloc, r *storage.Result) erro
 	if err != nil {
 		return err
 	}
-	db.stageResultAt(b, r, pos)
+	db.stageResultAt(b, r, pos, db.verdicts.index(r))
 	return nil
 }
 
@@ -134,8 +134,9 @@ func (db *DB) allocResult(pa *posAlloc, r *storage.Result) (pos int64, err error
 }
 
 // stageResultAt adds the keys of a result given its id and position by
-// allocResult to b (see stageResult).
-func (db *DB) stageResultAt(b *pebble.Batch, r *storage.Result, pos int64) {
+// allocResult to b (see stageResult); its verdict index key only with
+// verdict (lastVerdicts.index).
+func (db *DB) stageResultAt(b *pebble.Batch, r *storage.Result, pos int64, verdict bool) {
 	kind := byte(histKindSingle)
 	if r.Kind == storage.KindBatch {
 		kind = histKindBatch
@@ -145,7 +146,9 @@ func (db *DB) stageResultAt(b *pebble.Batch, r *storage.Result, pos int64) {
 		b.Set(resultKey(r.ID), encodeResult(r, pos), nil)
 	}
 	b.Set(histKey(r.Account, kind, pos), encodeRow(r), nil)
-	stageVerdict(b, r)
+	if verdict {
+		stageVerdict(b, r)
+	}
 	if r.CachedFrom == "" && !r.SkipCache {
 		b.Set(cacheKey(r.Account, r.Email), encodeCacheEntry(r.ID, r.ProbedAt.UnixMilli()), nil)
 	}

@@ -295,3 +295,80 @@ func evidenceAccounts(t *testing.T, s storage.Store) map[string]bool {
 	}
 	return m
 }
+
+// testOutcomeRepeats: cache hits that repeat a verdict (Result.Repeats)
+// may leave the verdict index as it is, but LatestVerdicts still gives
+// the verdict last given at each time: a repeat after a verdict changed
+// by what delivery outcomes taught (a learned hit, not a repeat) is the
+// latest again, before and after a restart.
+func testOutcomeRepeats(t *testing.T, b backend) {
+	c := NewClock()
+	s := b.Open(t, c)
+	acct := account(t, s, 100)
+	valid := storage.Result{Email: "ann@shop.example", Status: "valid", Score: 90, LatencyMs: 5,
+		Receipt: receiptOf("valid", "ok", false, "mx.shop.example")}
+	src := validate(t, s, acct, valid).Result
+	at := map[string]time.Time{src.ID: c.Now()}
+	repeat := func() storage.Result {
+		t.Helper()
+		c.Advance(time.Hour)
+		r := valid
+		r.CachedFrom, r.SkipCache, r.Repeats = src.ID, true, true
+		got := validate(t, s, acct, r).Result
+		at[got.ID] = c.Now()
+		return got
+	}
+	repeat()
+	// What the account's sending taught changes the verdict of the next
+	// hit: not a repeat.
+	c.Advance(time.Hour)
+	learned := storage.Result{Email: "ann@shop.example", Status: "invalid", Score: 5, CachedFrom: src.ID, SkipCache: true,
+		Receipt: receiptOf("invalid", "mailbox_not_found", false, "mx.shop.example")}
+	l := validate(t, s, acct, learned).Result
+	tLearned := c.Now()
+	repeat()
+	repeat()
+
+	check := func(s storage.Store, last time.Time) {
+		t.Helper()
+		qs := []storage.VerdictQuery{
+			{Email: "ann@shop.example", Before: at[src.ID].Add(90 * time.Minute)}, // after the first repeat
+			{Email: "ann@shop.example", Before: tLearned.Add(time.Minute)},        // the learned hit
+			{Email: "ann@shop.example", Before: tLearned.Add(90 * time.Minute)},   // the repeat after it
+			{Email: "ann@shop.example", Before: last.Add(time.Minute)},            // the last repeat
+		}
+		vs, ok, err := s.LatestVerdicts(t.Context(), acct, qs)
+		noErr(t, err, "LatestVerdicts")
+		for i, v := range vs {
+			switch {
+			case !ok[i]:
+				t.Errorf("query %d: no verdict", i)
+			case i == 1 && (v.ResultID != l.ID || v.Status != "invalid" || v.Reason != "mailbox_not_found" || !v.ProbedAt.Equal(tLearned)):
+				t.Errorf("query %d, after the learned hit: %+v, want %s invalid at %s", i, v, l.ID, tLearned.Format(time.TimeOnly))
+			case i != 1 && (v.Status != "valid" || v.Score != 90 || v.Reason != "ok" || v.MXHost != "mx.shop.example"):
+				t.Errorf("query %d (before %s): %+v, want the repeated verdict, valid", i, qs[i].Before.Format(time.TimeOnly), v)
+			case i != 1 && (at[v.ResultID].IsZero() || !v.ProbedAt.Equal(at[v.ResultID]) || v.ProbedAt.After(qs[i].Before)):
+				t.Errorf("query %d (before %s): result %s at %s: not the source or one of its repeats, or at another time",
+					i, qs[i].Before.Format(time.TimeOnly), v.ResultID, v.ProbedAt.Format(time.TimeOnly))
+			case i == 2 && v.ProbedAt.Before(tLearned):
+				t.Errorf("query 2: %s at %s, before the learned hit: the learned verdict is then the latest", v.ResultID, v.ProbedAt.Format(time.TimeOnly))
+			}
+		}
+	}
+	last := c.Now()
+	check(s, last)
+	s = b.Reopen(t, s)
+	check(s, last)
+	// After a restart a repeat is still the latest.
+	c.Advance(time.Hour)
+	learned2 := learned
+	validate(t, s, acct, learned2)
+	tLearned = c.Now()
+	repeat()
+	last = c.Now()
+	vs, ok, err := s.LatestVerdicts(t.Context(), acct, []storage.VerdictQuery{{Email: "ann@shop.example", Before: last}})
+	noErr(t, err, "LatestVerdicts")
+	if !ok[0] || vs[0].Status != "valid" || vs[0].ProbedAt.Before(tLearned) {
+		t.Errorf("after a restart, a learned hit and a repeat: %+v, want the repeat's valid", vs[0])
+	}
+}

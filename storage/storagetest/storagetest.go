@@ -124,6 +124,7 @@ var subtests = []struct {
 	{"OpenRegistration", testOpenRegistration},
 	{"Secret", testSecret},
 	{"OutcomeMatching", testOutcomeMatching},
+	{"OutcomeRepeats", testOutcomeRepeats},
 	{"Outcomes", testOutcomes},
 	{"InvalidArguments", testInvalidArguments},
 	{"Scenarios", testScenarios},
