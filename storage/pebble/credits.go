@@ -410,7 +410,7 @@ func (db *DB) charge(account string, h *storage.Hold, n int64, req storage.Charg
 		b.Close()
 		return storage.Charged{}, err
 	}
-	verdict := db.verdicts.index(&r) // under the lock: in the order of the writes
+	verdict, re := db.verdicts.index(&r) // under the lock: in the order of the writes
 	// From here the charge is the account's next write: it is counted in
 	// the state now and must reach Pebble after the writes before it and
 	// before the writes after it, whatever happens to its receipt.
@@ -431,9 +431,10 @@ func (db *DB) charge(account string, h *storage.Hold, n int64, req storage.Charg
 	}
 	if sealErr == nil {
 		db.stageResultAt(b, &r, pos, verdict)
-	} else if verdict {
-		db.verdicts.forget(&r)
+	} else {
+		db.verdicts.unwrite(db, &r)
 	}
+	stageVerdictRef(b, &r, re)
 	// Wait for the write ahead before taking any lock: a write ahead may
 	// need the same idempotency stripe.
 	if prev != nil {

@@ -113,48 +113,111 @@ func stageVerdict(b *pebble.Batch, r *storage.Result) {
 }
 
 // lastVerdicts knows, for the addresses this process last wrote a
-// verdict index key for, the result whose verdict that key gives (a
-// repeat's is the result it repeats). A cache hit that repeats it
-// (Result.Repeats) needs no key of its own: the address's latest verdict
-// is its verdict already. That is most cache hits, each a key less to
-// write and compact. It is asked under the account's lock, in the order
-// the account's writes reach Pebble (charge, PutJobResults), so it
-// follows the index; an address it does not know (a restart, the map
-// cleared when full) gets a key, which is always right.
+// verdict index key for, which result's verdict the address's latest key
+// gives (a repeat's is the result it repeats). A cache hit that repeats
+// it (Result.Repeats) needs no key of its own: the address's latest
+// verdict is its verdict already. That is most cache hits, each a key
+// less to write and compact.
+//
+// The index is ordered by ProbedAt, and a fresh result is written when
+// its probe ends, with the time it began: it may land before repeats
+// that wrote no key. Its write then writes the key of the last of them
+// too (reassert), so the repeated verdict stays the latest from then on,
+// as it was given. It is asked under the account's lock, in the order
+// the account's writes reach Pebble (charge, PutJobResults); an address
+// it does not know (a restart, the map cleared when full) gets a key,
+// which is always right.
 type lastVerdicts struct {
 	mu sync.Mutex
-	m  map[string]string // account/lower-cased address → result id
+	m  map[string]lastVerdict // account/lower-cased address
 }
 
-// maxLastVerdicts bounds lastVerdicts (about 8 MB).
+type lastVerdict struct {
+	account, email string
+	// gives is the result whose verdict the address's latest key gives,
+	// ms the latest time that verdict was given: its key's, or that of
+	// skipped, the last repeat that wrote no key ("": none since the
+	// key).
+	gives   string
+	ms      int64
+	skipped string
+}
+
+// verdictRef is a verdict index key to write: a result and its time.
+type verdictRef struct {
+	id string
+	ms int64
+}
+
+// maxLastVerdicts bounds lastVerdicts (about 16 MB).
 const maxLastVerdicts = 1 << 16
 
-// index reports whether r needs a verdict index key, and notes it.
-func (l *lastVerdicts) index(r *storage.Result) bool {
-	k := r.Account + "/" + storage.CacheEmail(r.Email)
+// index reports whether r needs a verdict index key, and notes it; re,
+// when its id is set, is a skipped repeat's key to write with r's.
+func (l *lastVerdicts) index(r *storage.Result) (key bool, re verdictRef) {
+	email := storage.CacheEmail(r.Email)
+	k := r.Account + "/" + email
+	ms := toMs(r.ProbedAt)
 	repeat := r.Repeats && r.CachedFrom != ""
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if repeat && l.m[k] == r.CachedFrom {
+	e, known := l.m[k]
+	if repeat && known && e.gives == r.CachedFrom && ms >= e.ms {
+		e.ms, e.skipped = ms, r.ID
+		l.m[k] = e
 		verdictKeysSkipped.Inc()
-		return false
+		return false, verdictRef{}
 	}
 	if l.m == nil || len(l.m) >= maxLastVerdicts {
-		l.m = make(map[string]string)
+		l.m = make(map[string]lastVerdict)
+		known = false
 	}
+	gives := r.ID
 	if repeat {
-		l.m[k] = r.CachedFrom
-	} else {
-		l.m[k] = r.ID
+		gives = r.CachedFrom
 	}
-	return true
+	switch {
+	case !known || ms > e.ms:
+		// r's key is the latest.
+		l.m[k] = lastVerdict{account: r.Account, email: email, gives: gives, ms: ms}
+	case e.skipped != "":
+		// r lands before repeats that wrote no key: the last of them
+		// gets its key now, and stays the latest.
+		re = verdictRef{id: e.skipped, ms: e.ms}
+		e.skipped = ""
+		l.m[k] = e
+	case ms == e.ms:
+		// Keys of one millisecond are ordered by result id: which is
+		// the latest is not known.
+		delete(l.m, k)
+	}
+	return true, re
 }
 
-// forget drops what it knows of r's address: r, noted, was not written.
-func (l *lastVerdicts) forget(r *storage.Result) {
+// unwrite is told that r, noted by index, was not written after all (its
+// receipt could not be sealed: a bug, Ed25519 does not fail). What the
+// address's latest key gives is no longer known, so it is forgotten; a
+// repeat skipped after r gets its key now. (When r was the last repeat
+// skipped, one skipped before it stays without a key: a fresh result
+// that began before it and ends after may then hide it.)
+func (l *lastVerdicts) unwrite(db *DB, r *storage.Result) {
+	k := r.Account + "/" + storage.CacheEmail(r.Email)
 	l.mu.Lock()
-	delete(l.m, r.Account+"/"+storage.CacheEmail(r.Email))
+	e, known := l.m[k]
+	delete(l.m, k)
 	l.mu.Unlock()
+	if known && e.skipped != "" && e.skipped != r.ID {
+		if err := db.pdb.Set(verdictKey(e.account, e.email, e.ms, e.skipped), nil, pebble.Sync); err != nil {
+			db.log.Error("verdict index key of a repeat", "account", e.account, "result", e.skipped, "err", err)
+		}
+	}
+}
+
+// stageVerdictRef adds the verdict index key of re (index) to b.
+func stageVerdictRef(b *pebble.Batch, r *storage.Result, re verdictRef) {
+	if re.id != "" {
+		b.Set(verdictKey(r.Account, r.Email, re.ms, re.id), nil, nil)
+	}
 }
 
 // LatestVerdicts answers each query with the account's latest result for

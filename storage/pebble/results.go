@@ -118,7 +118,9 @@ func (db *DB) stageResult(b *pebble.Batch, pa *posAlloc, r *storage.Result) erro
 	if err != nil {
 		return err
 	}
-	db.stageResultAt(b, r, pos, db.verdicts.index(r))
+	key, re := db.verdicts.index(r)
+	db.stageResultAt(b, r, pos, key)
+	stageVerdictRef(b, r, re)
 	return nil
 }
 

@@ -64,7 +64,8 @@ func (db *DB) GetAccount(ctx context.Context, id string) (storage.Account, error
 // KeyCacheTTL, as it does a key record: a plan changed on another box
 // applies here within that time, one changed on this box at once.
 func (db *DB) AccountPlan(ctx context.Context, id string) (storage.Plan, error) {
-	if p, ok := db.plans.get(id, db.keyTTL); ok {
+	p, gen, ok := db.plans.get(id, db.keyTTL)
+	if ok {
 		return p, nil
 	}
 	a, err := db.GetAccount(ctx, id)
@@ -72,15 +73,17 @@ func (db *DB) AccountPlan(ctx context.Context, id string) (storage.Plan, error) 
 		return "", err
 	}
 	if db.keyTTL > 0 {
-		db.plans.put(id, a.Plan)
+		db.plans.put(id, a.Plan, gen)
 	}
 	return a.Plan, nil
 }
 
-// planCache is AccountPlan's, by account.
+// planCache is AccountPlan's, by account. gen counts this box's plan
+// changes: a plan read before one is not kept (it may be the old one).
 type planCache struct {
-	mu sync.Mutex
-	m  map[string]cachedPlan
+	mu  sync.Mutex
+	m   map[string]cachedPlan
+	gen uint64
 }
 
 type cachedPlan struct {
@@ -88,28 +91,35 @@ type cachedPlan struct {
 	at time.Time // when read, by this process's clock
 }
 
-func (c *planCache) get(id string, ttl time.Duration) (storage.Plan, bool) {
+// get returns the plan kept for id, or the generation to put one with.
+func (c *planCache) get(id string, ttl time.Duration) (storage.Plan, uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[id]
 	if !ok || time.Since(e.at) >= ttl {
-		return "", false
+		return "", c.gen, false
 	}
-	return e.p, true
+	return e.p, c.gen, true
 }
 
-func (c *planCache) put(id string, p storage.Plan) {
+// put keeps p for id, unless a plan changed on this box since gen.
+func (c *planCache) put(id string, p storage.Plan, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
 	if c.m == nil || len(c.m) >= maxCachedKeys {
 		c.m = map[string]cachedPlan{}
 	}
 	c.m[id] = cachedPlan{p: p, at: time.Now()}
 }
 
+// forget drops the plan kept for id: it changed.
 func (c *planCache) forget(id string) {
 	c.mu.Lock()
 	delete(c.m, id)
+	c.gen++
 	c.mu.Unlock()
 }
 

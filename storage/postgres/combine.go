@@ -270,6 +270,7 @@ func (db *DB) pipelineTx(ctx context.Context, conn *pgxpool.Conn, flush bool, fn
 				w.Queue(flushSQL, db.boot, int32(slot))
 			}
 			br := conn.SendBatch(ctx, w)
+			committed := false
 			for i := range w.Len() {
 				if _, e := br.Exec(); e != nil {
 					if i > commit {
@@ -279,9 +280,16 @@ func (db *DB) pipelineTx(ctx context.Context, conn *pgxpool.Conn, flush bool, fn
 					}
 					break
 				}
+				committed = committed || i == commit
 			}
 			if cerr := br.Close(); err == nil && flushErr == nil && cerr != nil {
-				err = cerr
+				if committed && flush {
+					// The flush's own commit, at the pipeline's end,
+					// failed: the transaction is committed.
+					flushErr = cerr
+				} else {
+					err = cerr
+				}
 			}
 		}
 		if err == nil {
@@ -356,6 +364,7 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 		}
 	}
 	answered := map[int]bool{}
+	keysCharged := map[storage.IdemRef]bool{}
 	br := tx.SendBatch(ctx, b)
 	var acct acctRow
 	var seq int64
@@ -436,10 +445,6 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 		r, amount := p.r0, p.n
 		r.HistoryID = uint64(ids[next])
 		next++
-		if answered[i] {
-			outs[i] = chargeOutcome{err: storage.ErrIdemAnswered}
-			continue
-		}
 		var holdSeq uint64
 		heldDelta := int64(0)
 		if p.h != nil {
@@ -450,8 +455,26 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 			}
 			delete(held, int64(p.h.Seq)) // a second charge of it in this batch finds it gone
 			holdSeq, heldDelta = p.h.Seq, -amount
-		} else if acct.balance-acct.held < p.n {
+		} else if acct.balance-acct.held < p.n && !answered[i] {
 			outs[i] = chargeOutcome{err: &storage.InsufficientCreditsError{Current: acct.balance, Held: acct.held, Needed: p.n}}
+			continue
+		}
+		if p.req.Idem != nil && p.req.IdemHash != nil && keysCharged[*p.req.Idem] {
+			// A lost key a charge before it in this transaction
+			// answers.
+			answered[i] = true
+		}
+		if p.req.Idem != nil && !answered[i] {
+			keysCharged[*p.req.Idem] = true
+		}
+		if answered[i] {
+			// Not charged; its hold, ended by the reads above, is
+			// released.
+			if p.h != nil {
+				_, args := acct.next(account, p.now, storage.EntryRelease, amount, 0, -amount, holdSeq, p.h.Ref, "idempotency key answered meanwhile")
+				rows.ledger.entry(args)
+			}
+			outs[i] = chargeOutcome{err: storage.ErrIdemAnswered}
 			continue
 		}
 		pos, err := places.next(ctx, tx, account, r.ProbedAt.UnixMilli())

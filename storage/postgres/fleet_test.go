@@ -771,6 +771,23 @@ func TestUnkeyedRetryOfAnsweredKey(t *testing.T) {
 	if err != nil || c.Balance != 9 || c.Held != 0 {
 		t.Fatalf("credits %+v (%v), want 9 and none held: one charge", c, err)
 	}
+	// A try again of a fresh validation: its hold is ended and released,
+	// nothing charged.
+	h, err := db.Hold(ctx, acct.ID, 1, "req-again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Charge(ctx, h, storage.ChargeRequest{Result: storage.Result{Email: "a@x.test", Status: "valid"},
+		Idem: &ref, IdemHash: hash, Seal: seal(storage.IdemResponse{Status: 200, Body: []byte(`{"third":true}`)})})
+	if !errors.Is(err, storage.ErrIdemAnswered) {
+		t.Fatalf("the unkeyed try again with a hold: %v, want ErrIdemAnswered", err)
+	}
+	if c, err := db.Credits(ctx, acct.ID); err != nil || c.Balance != 9 || c.Held != 0 {
+		t.Fatalf("credits %+v (%v), want 9 and none held: its hold released", c, err)
+	}
+	if hs, err := db.Holds(ctx, acct.ID); err != nil || len(hs) != 0 {
+		t.Fatalf("holds %v (%v), want none", hs, err)
+	}
 	out, rec, err := db.BeginIdem(ctx, ref, hash)
 	if err != nil || out != storage.IdemReplay || string(rec.Response.Body) != `{"first":true}` {
 		t.Fatalf("the key sent again: %v %q %v, want the first answer replayed", out, rec.Response.Body, err)

@@ -359,6 +359,27 @@ func testOutcomeRepeats(t *testing.T, b backend) {
 	check(s, last)
 	s = b.Reopen(t, s)
 	check(s, last)
+	// A fresh result written after repeats but probed before the last of
+	// them (its probe began before, ended after): the repeat given after
+	// its probe began is still the latest from then on.
+	c.Advance(time.Hour)
+	r1 := repeat()
+	r2 := repeat()
+	late := storage.Result{Email: "ann@shop.example", Status: "invalid", Score: 3, ProbedAt: at[r1.ID].Add(30 * time.Minute),
+		Receipt: receiptOf("invalid", "mailbox_not_found", false, "mx.shop.example")}
+	lateRow := validate(t, s, acct, late).Result
+	vs, ok, err := s.LatestVerdicts(t.Context(), acct, []storage.VerdictQuery{
+		{Email: "ann@shop.example", Before: late.ProbedAt.Add(time.Minute)},
+		{Email: "ann@shop.example", Before: at[r2.ID].Add(time.Minute)},
+	})
+	noErr(t, err, "LatestVerdicts")
+	if !ok[0] || vs[0].ResultID != lateRow.ID || vs[0].Status != "invalid" {
+		t.Errorf("between the repeats, after the late result's probe began: %+v, want %s invalid", vs[0], lateRow.ID)
+	}
+	if !ok[1] || vs[1].Status != "valid" || vs[1].ProbedAt.Before(late.ProbedAt) {
+		t.Errorf("after the last repeat, given after the late result's probe began: %+v, want the repeat's valid", vs[1])
+	}
+
 	// After a restart a repeat is still the latest.
 	c.Advance(time.Hour)
 	learned2 := learned
@@ -366,7 +387,7 @@ func testOutcomeRepeats(t *testing.T, b backend) {
 	tLearned = c.Now()
 	repeat()
 	last = c.Now()
-	vs, ok, err := s.LatestVerdicts(t.Context(), acct, []storage.VerdictQuery{{Email: "ann@shop.example", Before: last}})
+	vs, ok, err = s.LatestVerdicts(t.Context(), acct, []storage.VerdictQuery{{Email: "ann@shop.example", Before: last}})
 	noErr(t, err, "LatestVerdicts")
 	if !ok[0] || vs[0].Status != "valid" || vs[0].ProbedAt.Before(tLearned) {
 		t.Errorf("after a restart, a learned hit and a repeat: %+v, want the repeat's valid", vs[0])
