@@ -44,12 +44,7 @@ func (db *DB) Fact(kind, key string) (string, time.Time, bool, error) {
 
 // PutFact records a fact until expires, synced.
 func (db *DB) PutFact(kind, key, value string, expires time.Time) error {
-	if err := db.check(); err != nil {
-		return err
-	}
-	b := db.pdb.NewBatch()
-	b.Set(factKey(kind, key), newEnc(len(value)+10).str(value).varint(toMs(expires)).b, nil)
-	return db.commit(b, pebble.Sync)
+	return db.PutFacts([]storage.Fact{{Kind: kind, Key: key, Value: value, Expires: expires}})
 }
 
 // PutFacts records facts in one synced batch, the last of a kind and key

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -76,51 +75,6 @@ func (db *DB) AccountPlan(ctx context.Context, id string) (storage.Plan, error) 
 		db.plans.put(id, a.Plan, gen)
 	}
 	return a.Plan, nil
-}
-
-// planCache is AccountPlan's, by account. gen counts this box's plan
-// changes: a plan read before one is not kept (it may be the old one).
-type planCache struct {
-	mu  sync.Mutex
-	m   map[string]cachedPlan
-	gen uint64
-}
-
-type cachedPlan struct {
-	p  storage.Plan
-	at time.Time // when read, by this process's clock
-}
-
-// get returns the plan kept for id, or the generation to put one with.
-func (c *planCache) get(id string, ttl time.Duration) (storage.Plan, uint64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[id]
-	if !ok || time.Since(e.at) >= ttl {
-		return "", c.gen, false
-	}
-	return e.p, c.gen, true
-}
-
-// put keeps p for id, unless a plan changed on this box since gen.
-func (c *planCache) put(id string, p storage.Plan, gen uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if gen != c.gen {
-		return
-	}
-	if c.m == nil || len(c.m) >= maxCachedKeys {
-		c.m = map[string]cachedPlan{}
-	}
-	c.m[id] = cachedPlan{p: p, at: time.Now()}
-}
-
-// forget drops the plan kept for id: it changed.
-func (c *planCache) forget(id string) {
-	c.mu.Lock()
-	delete(c.m, id)
-	c.gen++
-	c.mu.Unlock()
 }
 
 // ListAccounts returns every account, ordered by id.

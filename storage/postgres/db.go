@@ -69,8 +69,8 @@ type DB struct {
 	idemTTL time.Duration
 	log     *slog.Logger
 	keyTTL  time.Duration
-	keys    keyCache
-	plans   planCache
+	keys    readCache[storage.APIKey] // VerifyKey's, by prefix
+	plans   readCache[storage.Plan]   // AccountPlan's, by account
 	// callTimeout bounds one contract call (ctx).
 	callTimeout time.Duration
 	// asyncCommit: holds and charges commit without waiting for their WAL

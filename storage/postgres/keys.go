@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,48 +89,6 @@ func (db *DB) LookupKey(ctx context.Context, prefix string) (storage.APIKey, err
 	return k, err
 }
 
-// keyCache holds the key records this box read for VerifyKey, for
-// Options.KeyCacheTTL: the API reads no database row to authenticate a
-// request of a key it saw a moment ago. A key revoked on another box
-// stops working here within that bound; on this box at once.
-type keyCache struct {
-	mu sync.Mutex
-	m  map[string]cachedKey
-}
-
-type cachedKey struct {
-	k  storage.APIKey
-	at time.Time // when read, by this process's clock
-}
-
-// maxCachedKeys bounds keyCache; when full it starts again.
-const maxCachedKeys = 100_000
-
-func (c *keyCache) get(prefix string, ttl time.Duration) (storage.APIKey, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[prefix]
-	if !ok || time.Since(e.at) >= ttl {
-		return storage.APIKey{}, false
-	}
-	return e.k, true
-}
-
-func (c *keyCache) put(k storage.APIKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxCachedKeys {
-		c.m = map[string]cachedKey{}
-	}
-	c.m[k.Prefix] = cachedKey{k: k, at: time.Now()}
-}
-
-func (c *keyCache) forget(prefix string) {
-	c.mu.Lock()
-	delete(c.m, prefix)
-	c.mu.Unlock()
-}
-
 // VerifyKey authenticates a key string: ErrKeyInvalid when it is
 // malformed, unknown or its secret does not match, ErrKeyRevoked when it
 // matches a revoked key. The record comes from the box's key cache when
@@ -142,7 +99,7 @@ func (db *DB) VerifyKey(ctx context.Context, key string) (storage.APIKey, error)
 	if !ok {
 		return storage.APIKey{}, storage.ErrKeyInvalid
 	}
-	k, cached := db.keys.get(prefix, db.keyTTL)
+	k, gen, cached := db.keys.get(prefix, db.keyTTL)
 	if !cached {
 		var err error
 		k, err = db.LookupKey(ctx, prefix)
@@ -153,7 +110,7 @@ func (db *DB) VerifyKey(ctx context.Context, key string) (storage.APIKey, error)
 			return storage.APIKey{}, err
 		}
 		if db.keyTTL > 0 {
-			db.keys.put(k)
+			db.keys.put(prefix, k, gen)
 		}
 	}
 	if err := storage.MatchKey(key, k); err != nil {
@@ -170,7 +127,7 @@ func (db *DB) VerifyKey(ctx context.Context, key string) (storage.APIKey, error)
 			// Written now, or by another box within the minute.
 			k.LastUsed = now
 			if db.keyTTL > 0 && tag.RowsAffected() <= 1 {
-				db.keys.put(k)
+				db.keys.put(prefix, k, gen)
 			}
 		}
 	}
