@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -578,5 +579,26 @@ func TestDummyHashAtNew(t *testing.T) {
 	}
 	if e.web.hash.dummy != d {
 		t.Error("a login remade the dummy hash")
+	}
+}
+
+// TestDummyHashCostsNoHash: making the dummy hash at the default cost
+// runs no Argon2id. It did, and every start of verifyd took a hash's
+// memory (64 MiB): the Go heap's next goal doubled and the process kept
+// some 60 MB more resident than before the dummy was made at start.
+func TestDummyHashCostsNoHash(t *testing.T) {
+	h, err := newHasher(DefaultArgon2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	h.makeDummy()
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("making the dummy hash allocated %d bytes; an Argon2id hash at the default cost takes %d KiB", n, DefaultArgon2.MemoryKiB)
+	}
+	if !strings.Contains(h.dummy, fmt.Sprintf("m=%d,t=%d,p=%d$", DefaultArgon2.MemoryKiB, DefaultArgon2.Iterations, DefaultArgon2.Parallelism)) {
+		t.Errorf("the dummy hash %q is not at the default cost", h.dummy)
 	}
 }

@@ -58,14 +58,19 @@ func newHasher(p Argon2Params, slots int) (*hasher, error) {
 	return &hasher{params: p, slots: make(chan struct{}, max(slots, 1))}, nil
 }
 
-// makeDummy makes the dummy hash: random bytes at the current cost.
+// makeDummy makes the dummy hash: a random salt and a random sum at the
+// current cost. No Argon2id is run to make it: checking a password
+// against it runs one at the cost its string names, as against any user's
+// hash, and no password has a random sum as its hash (finding one is
+// Argon2id's preimage problem). Making it from a hash of random bytes
+// cost the process a hash's memory (64 MiB by default) at every start,
+// which doubled the heap's first goal and the resident size.
 func (h *hasher) makeDummy() {
-	var junk [32]byte
-	rand.Read(junk[:])
-	p := h.params
 	salt := make([]byte, saltLen)
+	sum := make([]byte, hashLen)
 	rand.Read(salt)
-	h.dummy = phc(p, salt, argon2.IDKey(junk[:], salt, p.Iterations, p.MemoryKiB, p.Parallelism, hashLen))
+	rand.Read(sum)
+	h.dummy = phc(h.params, salt, sum)
 }
 
 // phc is the PHC string of an Argon2id hash:

@@ -134,6 +134,7 @@ func New(opts Options) (*Web, error) {
 	}
 	// The dummy hash of unknown emails, now: made at the first such
 	// login, it doubled that login's time (one hash made, one checked).
+	// It costs no Argon2id (makeDummy).
 	h.makeDummy()
 	key, err := opts.DB.Secret(context.Background(), "csrf")
 	if err != nil {
