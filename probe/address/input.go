@@ -29,7 +29,16 @@ func NewInput(s string) Input {
 	if err != nil {
 		return Input{Email: s, Err: err}
 	}
+	if isForm(s, a) {
+		return Input{Email: s, Addr: a} // s is a.String() already
+	}
 	return Input{Email: a.String(), Addr: a}
+}
+
+// isForm says whether s is a.String(), without building it.
+func isForm(s string, a Address) bool {
+	n := len(a.Local)
+	return len(s) == n+1+len(a.Domain) && s[:n] == a.Local && s[n] == '@' && s[n+1:] == a.Domain
 }
 
 // ASCIIDomain is the domain in A-labels (DNS, SMTP, the batch

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"fmt"
 	"mime"
 	"strings"
@@ -19,7 +20,7 @@ import (
 // application/x-www-form-urlencoded), XML and charset=utf-16 are refused.
 func CheckJSONType(h *fasthttp.RequestHeader) *APIError {
 	ct := h.ContentType()
-	if len(ct) == 0 {
+	if len(ct) == 0 || plainJSON(ct) {
 		return nil
 	}
 	mt, params, err := mime.ParseMediaType(string(ct))
@@ -34,6 +35,19 @@ func CheckJSONType(h *fasthttp.RequestHeader) *APIError {
 		Details: map[string]any{"issues": []Issue{{Path: "Content-Type",
 			Message: fmt.Sprintf("must be application/json (optionally with charset=utf-8), not %q", ct)}}}}
 }
+
+// plainJSON says whether ct is one of the two spellings nearly every
+// client sends, "application/json" and "application/json; charset=utf-8"
+// (in any case): those are accepted without mime.ParseMediaType, which
+// allocates a map for every request.
+func plainJSON(ct []byte) bool {
+	return bytes.EqualFold(ct, jsonType) || bytes.EqualFold(ct, jsonUTF8Type)
+}
+
+var (
+	jsonType     = []byte("application/json")
+	jsonUTF8Type = []byte("application/json; charset=utf-8")
+)
 
 // RequireJSON answers 400 (CheckJSONType) and returns false when the
 // request's body is not declared JSON.

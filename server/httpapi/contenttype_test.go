@@ -12,6 +12,9 @@ func TestCheckJSONType(t *testing.T) {
 		"application/json":                     true,
 		"application/json; charset=utf-8":      true,
 		"Application/JSON;Charset=UTF-8":       true,
+		"APPLICATION/JSON; CHARSET=UTF-8":      true,
+		"application/json; charset=utf-9":      false,
+		"application/jsom":                     false,
 		`application/json; charset="utf-8"`:    true,
 		"application/json ; charset=utf-8":     true,
 		"application/json; charset=utf-16":     false,
@@ -38,6 +41,14 @@ func TestCheckJSONType(t *testing.T) {
 		}
 		if e != nil && (e.Code != CodeBadRequest || len(e.Details["issues"].([]Issue)) != 1 || e.Details["issues"].([]Issue)[0].Path != "Content-Type") {
 			t.Errorf("%q: %+v, want BAD_REQUEST with an issue about Content-Type", ct, e)
+		}
+	}
+	// The spellings nearly every client sends cost no allocation.
+	for _, ct := range []string{"application/json", "application/json; charset=utf-8"} {
+		var h fasthttp.RequestHeader
+		h.SetContentType(ct)
+		if n := testing.AllocsPerRun(100, func() { CheckJSONType(&h) }); n != 0 {
+			t.Errorf("%q: %v allocations", ct, n)
 		}
 	}
 }

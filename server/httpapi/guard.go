@@ -149,8 +149,8 @@ func (g *Guard) Wrap(r Class, scope string, h Handler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		// The request's deadline, for every storage call it makes (the
 		// guard's own too) and its engine run: Context.
-		rctx, cancel := context.WithTimeout(context.Background(), g.opts.RequestTimeout)
-		defer cancel()
+		rctx := newRequestContext(g.opts.RequestTimeout)
+		defer rctx.finish()
 		ctx.SetUserValue(ctxKey{}, rctx)
 		defer ctx.RemoveUserValue(ctxKey{})
 		if conf := g.ipConf.Load(); !conf.disabled {

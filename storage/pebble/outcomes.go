@@ -129,8 +129,12 @@ func stageVerdict(b *pebble.Batch, r *storage.Result) {
 // which is always right.
 type lastVerdicts struct {
 	mu sync.Mutex
-	m  map[string]lastVerdict // account/lower-cased address
+	m  map[lastVerdictKey]lastVerdict
 }
+
+// lastVerdictKey is an account and a lower-cased address: two strings,
+// not one joined, so that a lookup allocates nothing.
+type lastVerdictKey struct{ account, email string }
 
 type lastVerdict struct {
 	account, email string
@@ -156,7 +160,7 @@ const maxLastVerdicts = 1 << 16
 // when its id is set, is a skipped repeat's key to write with r's.
 func (l *lastVerdicts) index(r *storage.Result) (key bool, re verdictRef) {
 	email := storage.CacheEmail(r.Email)
-	k := r.Account + "/" + email
+	k := lastVerdictKey{r.Account, email}
 	ms := toMs(r.ProbedAt)
 	repeat := r.Repeats && r.CachedFrom != ""
 	l.mu.Lock()
@@ -169,7 +173,7 @@ func (l *lastVerdicts) index(r *storage.Result) (key bool, re verdictRef) {
 		return false, verdictRef{}
 	}
 	if l.m == nil || len(l.m) >= maxLastVerdicts {
-		l.m = make(map[string]lastVerdict)
+		l.m = make(map[lastVerdictKey]lastVerdict)
 		known = false
 	}
 	gives := r.ID
@@ -201,7 +205,7 @@ func (l *lastVerdicts) index(r *storage.Result) (key bool, re verdictRef) {
 // skipped, one skipped before it stays without a key: a fresh result
 // that began before it and ends after may then hide it.)
 func (l *lastVerdicts) unwrite(db *DB, r *storage.Result) {
-	k := r.Account + "/" + storage.CacheEmail(r.Email)
+	k := lastVerdictKey{r.Account, storage.CacheEmail(r.Email)}
 	l.mu.Lock()
 	e, known := l.m[k]
 	delete(l.m, k)
