@@ -78,9 +78,14 @@ func (g *spaceGuard) stale() bool {
 }
 
 // look reads the free space (for an unprivileged user: root may use the
-// file system's own reserve, verifyd should not count on it).
+// file system's own reserve, verifyd should not count on it). A write
+// that finds a look under way goes on with the last reading, which that
+// look is about to replace: the writers that found the guard stale at
+// the same moment do not each read it in turn, holding their commits.
 func (g *spaceGuard) look() {
-	g.mu.Lock()
+	if !g.mu.TryLock() {
+		return
+	}
 	defer g.mu.Unlock()
 	g.written.Store(0)
 	g.looked.Store(int64(time.Since(g.start)))
