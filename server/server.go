@@ -256,7 +256,7 @@ func New(opts Options) *Server {
 	}
 	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
 		s.log.Error("handler panicked", "path", string(ctx.Path()), "panic", fmt.Sprint(v))
-		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
+		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeInternal, Message: httpapi.InternalMessage(ctx)})
 	}
 	s.router = r
 	observed := httpapi.Observe(r.Handler)

@@ -62,22 +62,30 @@ func (c *cli) withDB(group, name string, args []string, f func(context.Context, 
 
 func dbMigrate(c *cli, args []string) error {
 	return c.withDB("db", "migrate", args, func(ctx context.Context, pool *pgxpool.Pool) error {
-		done, err := postgres.Migrate(ctx, pool)
+		res, err := postgres.MigrateReport(ctx, pool)
 		if err != nil {
 			return err
 		}
+		done := res.Applied
 		have, known, err := postgres.Versions(ctx, pool)
 		if err != nil {
 			return err
 		}
 		if c.json {
-			return c.printJSON(map[string]any{"applied": done, "version": last(have), "known": known})
+			return c.printJSON(map[string]any{"applied": done, "recorded": res.Recorded, "version": last(have), "known": known})
 		}
 		applied := "none (already up to date)"
 		if len(done) > 0 {
 			applied = strings.Trim(fmt.Sprint(done), "[]")
 		}
-		return c.printKV("applied", applied, "version", fmt.Sprint(last(have)), "this verifyctl knows", fmt.Sprint(known))
+		kv := []string{"applied", applied}
+		if len(res.Recorded) > 0 {
+			// Rows of schema_migrations deleted while their objects
+			// stayed: written again, their SQL not run.
+			kv = append(kv, "recorded (objects present, row was missing)", strings.Trim(fmt.Sprint(res.Recorded), "[]"))
+		}
+		kv = append(kv, "version", fmt.Sprint(last(have)), "this verifyctl knows", fmt.Sprint(known))
+		return c.printKV(kv...)
 	})
 }
 

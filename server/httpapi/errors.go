@@ -89,7 +89,17 @@ func WriteInternal(ctx *fasthttp.RequestCtx, err error) {
 			Details: map[string]any{"retryAfter": noSpaceRetry}})
 		return
 	}
-	WriteError(ctx, &APIError{Code: CodeInternal, Message: "internal error; safe to retry with the same Idempotency-Key"})
+	WriteError(ctx, &APIError{Code: CodeInternal, Message: InternalMessage(ctx)})
+}
+
+// InternalMessage is the message of a 500: a write is safe to retry with
+// its Idempotency-Key (spec §7), a read simply safe to retry (a key means
+// nothing to a GET).
+func InternalMessage(ctx *fasthttp.RequestCtx) string {
+	if ctx.IsGet() || ctx.IsHead() {
+		return "internal error; safe to retry"
+	}
+	return "internal error; safe to retry with the same Idempotency-Key"
 }
 
 // noSpaceRetry is the Retry-After, in seconds, of a 500 for a full disk.

@@ -114,9 +114,36 @@ func Check(ctx context.Context, pool *pgxpool.Pool) error {
 	case have[len(have)-1] > want:
 		return fmt.Errorf("%w: the database is at version %d, newer than this binary's %d (a newer verifyd migrated it); run that verifyd or a newer one", ErrSchema, have[len(have)-1], want)
 	case len(have) < want || !contiguous(have):
-		return fmt.Errorf("%w: the database is at version %d and lacks some of 1..%d; run verifyctl db migrate", ErrSchema, have[len(have)-1], want)
+		return fmt.Errorf("%w: the database is at version %d and lacks version%s %s of 1..%d; run verifyctl db migrate", ErrSchema,
+			have[len(have)-1], plural(len(missing(have, want))), joinInts(missing(have, want)), want)
 	}
 	return nil
+}
+
+// missing is the versions of 1..want not in have.
+func missing(have []int, want int) []int {
+	var m []int
+	for v := 1; v <= want; v++ {
+		if !slices.Contains(have, v) {
+			m = append(m, v)
+		}
+	}
+	return m
+}
+
+func joinInts(vs []int) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ", ")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func contiguous(vs []int) bool {
@@ -135,15 +162,52 @@ func contiguous(vs []int) bool {
 // first locks schema_migrations' lock row (version 0), so the second waits
 // and then finds the version applied.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
+	r, err := MigrateReport(ctx, pool)
+	return r.Applied, err
+}
+
+// MigrateResult is what MigrateReport did.
+type MigrateResult struct {
+	// Applied are the versions whose SQL ran.
+	Applied []int
+	// Recorded are versions whose row of schema_migrations had been
+	// deleted while their objects stayed: each was applied (a version
+	// runs in one transaction with its row, so its objects exist only
+	// if all of it ran), and only its row is written again.
+	Recorded []int
+}
+
+// MigrateReport is Migrate, and says which versions it only recorded.
+//
+// A version whose row is missing (deleted by hand, or a restore of part
+// of the table) is run again; when its SQL fails because its objects
+// exist (SQLSTATE 42P07 duplicate table, 42710 duplicate object, 42701
+// duplicate column, 42P06 duplicate schema, 42723 duplicate function),
+// its row is written and nothing else. Any other failure is returned.
+func MigrateReport(ctx context.Context, pool *pgxpool.Pool) (MigrateResult, error) {
 	ms, err := Migrations()
 	if err != nil {
-		return nil, err
+		return MigrateResult{}, err
 	}
 	return migrate(ctx, pool, ms, len(ms))
 }
 
+// isDuplicateObject reports an error of DDL whose object exists.
+func isDuplicateObject(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "42P07", "42710", "42701", "42P06", "42723":
+		return true
+	}
+	return false
+}
+
 // migrate is Migrate up to version upTo (a test's older schema).
-func migrate(ctx context.Context, pool *pgxpool.Pool, ms []Migration, upTo int) ([]int, error) {
+func migrate(ctx context.Context, pool *pgxpool.Pool, ms []Migration, upTo int) (MigrateResult, error) {
+	var res MigrateResult
 	// Two CREATE TABLE IF NOT EXISTS at once may both find the table
 	// absent, and the second fail on PostgreSQL's catalog (23505, 42710
 	// for the row type, 42P07): the table is then there, and a second try
@@ -157,20 +221,19 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, ms []Migration, upTo int) 
 		if attempt < 2 && errors.As(err, &pe) && (pe.Code == "23505" || pe.Code == "42P07" || pe.Code == "42710") {
 			continue
 		}
-		return nil, fmt.Errorf("postgres: creating schema_migrations: %w", err)
+		return res, fmt.Errorf("postgres: creating schema_migrations: %w", err)
 	}
 	if _, err := pool.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (0, 'lock', $1)
 		ON CONFLICT (version) DO NOTHING`, time.Now().UTC()); err != nil {
-		return nil, fmt.Errorf("postgres: the lock row of schema_migrations: %w", err)
+		return res, fmt.Errorf("postgres: the lock row of schema_migrations: %w", err)
 	}
-	var done []int
 	for _, m := range ms[:upTo] {
-		ran := false
+		ran, recorded := false, false
 		// READ COMMITTED (inRowTx): after waiting for the lock row, the
 		// statements that follow see what the transaction before
 		// committed.
 		err := inRowTx(ctx, pool, func(tx pgx.Tx) error {
-			ran = false
+			ran, recorded = false, false
 			// The lock row (version 0) orders concurrent migrations:
 			// the second waits here, then finds the version applied. It
 			// is a lock, not a write, so the DDL that follows is allowed
@@ -189,24 +252,39 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, ms []Migration, upTo int) 
 			if slices.Contains(have, m.Version) {
 				return nil
 			}
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
+			// A savepoint, so that a version found applied can still
+			// write its row in this transaction.
+			sp, err := tx.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := sp.Exec(ctx, m.SQL); err != nil {
+				_ = sp.Rollback(ctx)
+				if !isDuplicateObject(err) {
+					return fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
+				}
+				recorded = true
+			} else if err := sp.Commit(ctx); err != nil {
+				return err
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
 				m.Version, m.Name, time.Now().UTC()); err != nil {
 				return err
 			}
-			ran = true
+			ran = !recorded
 			return nil
 		})
 		if err != nil {
-			return done, err
+			return res, err
 		}
-		if ran {
-			done = append(done, m.Version)
+		switch {
+		case ran:
+			res.Applied = append(res.Applied, m.Version)
+		case recorded:
+			res.Recorded = append(res.Recorded, m.Version)
 		}
 	}
-	return done, nil
+	return res, nil
 }
 
 // Versions reports the schema versions applied to the database (none when
