@@ -113,9 +113,16 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	IPv6PrefixLen  int
 	Logger         *slog.Logger
-	// Ready reports whether verifyd can serve; /healthz answers 503 while
-	// it is false. Nil means always ready.
+	// Ready reports whether verifyd has started; /healthz (liveness) and
+	// /readyz answer 503 while it is false. Nil means always started.
 	Ready func() bool
+	// Unready says why verifyd cannot serve now ("" when it can): /readyz
+	// answers 503 with it as its reason, for a load balancer to send the
+	// requests elsewhere (the fleet's database out of reach or read-only:
+	// "database"; the disk too full to charge: "storage_full"). /healthz
+	// does not look at it: a process that waits for its database is
+	// alive, and restarting it would not bring the database back.
+	Unready func() string
 	// TLS, when set, makes Serve speak HTTPS with it (server/tlsserve);
 	// HSTS is then the Strict-Transport-Security value of every answer
 	// ("" for none).
@@ -218,6 +225,7 @@ func New(opts Options) *Server {
 	r.HandleOPTIONS = false
 	r.SaveMatchedRoutePath = true // the metrics' route label
 	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
 	r.GET("/openapi.json", func(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.SetContentType("application/json")
 		ctx.Response.Header.Set("Cache-Control", "public, max-age=300")
@@ -362,6 +370,28 @@ func (s *Server) healthz(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	ctx.SetBodyString(`{"status":"ok"}`)
+}
+
+// readyz is the readiness of a load balancer's health check: 200
+// {"status":"ready"}, or 503 {"status":"unavailable","reason":...} while
+// verifyd starts or cannot serve (Options.Unready). It reads state the
+// storage keeps up to date: no query per check.
+func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.SetContentType("application/json")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	reason := ""
+	switch {
+	case s.opts.Ready != nil && !s.opts.Ready():
+		reason = "starting"
+	case s.opts.Unready != nil:
+		reason = s.opts.Unready()
+	}
+	if reason != "" {
+		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		ctx.SetBodyString(`{"status":"unavailable","reason":"` + reason + `"}`)
+		return
+	}
+	ctx.SetBodyString(`{"status":"ready"}`)
 }
 
 // jwks serves the public keys of the receipts' signatures (DESIGN.md):

@@ -264,6 +264,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		Logger:                 log,
 		TLS:                    tlsConf,
 		HSTS:                   tlsserve.HSTS(cfg.HTTP.HSTSMaxAge),
+		Unready:                a.unready,
 	})
 	// --- the account surface (server/web): /auth/*
 	au := cfg.Auth

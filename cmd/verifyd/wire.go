@@ -199,6 +199,22 @@ func (a *app) facts() probe.Facts {
 const cfgDrain = 10 * time.Second
 
 // close stops the parts in reverse order.
+// unready is /readyz's reason not to send this box requests, "" when
+// it can serve them (server.Options.Unready): in a fleet, no writable
+// primary (postgres.DB.Ready); on one box, a disk too full to charge.
+func (a *app) unready() string {
+	if a.pg != nil {
+		if a.pg.Ready() != nil {
+			return "database"
+		}
+		return ""
+	}
+	if a.local.Low() {
+		return "storage_full"
+	}
+	return ""
+}
+
 func (a *app) close(log *slog.Logger) {
 	if a.pools != nil {
 		if err := a.pools.Close(cfgDrain); err != nil {

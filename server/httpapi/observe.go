@@ -31,7 +31,7 @@ func routeLabel(ctx *fasthttp.RequestCtx) string {
 	p := string(ctx.Path())
 	switch {
 	case p == "/v1/validate", p == "/v1/batch", p == "/v1/balance", p == "/v1/results",
-		p == "/v1/keys", p == "/.well-known/jwks.json", p == "/healthz":
+		p == "/v1/keys", p == "/.well-known/jwks.json", p == "/healthz", p == "/readyz":
 		return p
 	case len(p) > 9 && p[:9] == "/v1/jobs/":
 		if len(p) > 12 && p[len(p)-12:] == "/results.csv" {

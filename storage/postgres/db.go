@@ -96,6 +96,8 @@ type DB struct {
 
 	live liveHolds // this boot's holds a caller may still end (sweepHolds)
 
+	primary primaryWatch // the server written to (primary.go)
+
 	stop   chan struct{}
 	beaten chan struct{} // a heartbeat reached the database (maintain)
 	wg     sync.WaitGroup
@@ -142,6 +144,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	countRoundTrips(&cfg.ConnConfig.Config)
+	readWrite(cfg, dsn)
+	db := &DB{}
+	cfg.ConnConfig.OnPgError = db.onReadOnly(cfg.ConnConfig.OnPgError)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -150,11 +155,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
-	db := &DB{
+	*db = DB{
 		pool: pool, callTimeout: callTimeout,
 		box: opts.Box, boot: newBootID(), lease: opts.Lease, idemTTL: opts.IdemTTL, log: opts.Logger,
 		stop: make(chan struct{}), beaten: make(chan struct{}, 1),
 	}
+	db.primary.wake = make(chan struct{}, 1)
 	if opts.Now != nil {
 		db.now = func() time.Time { return opts.Now().UTC() }
 	} else {
@@ -198,9 +204,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: release the holds of stopped boxes: %w", err)
 	}
-	db.wg.Add(2)
+	db.checkPrimary()
+	db.wg.Add(3)
 	go db.heartbeat()
 	go db.maintain()
+	go db.watch()
 	return db, nil
 }
 

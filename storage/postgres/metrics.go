@@ -19,4 +19,10 @@ var (
 	// clockSkew is this box's wall clock minus the database's, at the
 	// last heartbeat (clock.go).
 	clockSkew = metrics.NewGauge("verifyd_storage_pg_clock_skew_seconds", nil)
+	// pgReady is 1 while the box can write to a primary (primary.go),
+	// primaryChanges counts the times it found another server as its
+	// primary, readOnlyErrors the writes a read-only server refused.
+	pgReady        = metrics.NewGauge("verifyd_storage_pg_ready", nil)
+	primaryChanges = metrics.NewCounter("verifyd_storage_pg_primary_changes_total")
+	readOnlyErrors = metrics.NewCounter("verifyd_storage_pg_read_only_errors_total")
 )

@@ -1,0 +1,93 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/verifyd/verifyd/storage"
+)
+
+// waitReady waits, a minute at most, until db's Ready is nil (want) or
+// not (!want), and returns how long that took.
+func waitReady(t *testing.T, db *DB, want bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		err := db.Ready()
+		if (err == nil) == want {
+			if !want && !errors.Is(err, ErrNotReady) {
+				t.Fatalf("Ready: %v, want ErrNotReady", err)
+			}
+			return time.Since(start)
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatalf("Ready is still %v after a minute", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPrimaryWatch: Ready follows the database. The server stopped:
+// not ready within the watch's bound; started again: ready, with no
+// restart of the box. The server turned read-only under the box's open
+// connections (default_transaction_read_only, as a demoted primary): the
+// first write refused with 25006 closes its connection and the box is
+// not ready until the server takes writes again; then a charge goes
+// through.
+func TestPrimaryWatch(t *testing.T) {
+	srv, pool, open := fleetOf(t, 30*time.Second)
+	db := open("a")
+	ctx := context.Background()
+	if err := db.Ready(); err != nil {
+		t.Fatalf("Ready after Open: %v", err)
+	}
+	acct, err := db.CreateAccount(ctx, "watch", storage.PlanGrowth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AddCredits(ctx, acct.ID, 10, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Kill()
+	took := waitReady(t, db, false)
+	t.Logf("server killed: not ready after %v", took)
+	if took > watchEvery+watchTimeout+5*time.Second {
+		t.Errorf("not ready %v after the kill: the watch runs every %v, within %v", took, watchEvery, watchTimeout)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server back: ready after %v", waitReady(t, db, true))
+
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	before := readOnlyErrors.Get()
+	exec(`ALTER SYSTEM SET default_transaction_read_only = on`)
+	exec(`SELECT pg_reload_conf()`)
+	// A write on a connection the box opened before: refused (25006).
+	time.Sleep(200 * time.Millisecond) // the reload reaches the backends
+	if _, err := db.AddCredits(ctx, acct.ID, 1, ""); err == nil {
+		t.Fatal("a write to a read-only server succeeded")
+	}
+	if readOnlyErrors.Get() == before {
+		t.Error("the read-only error was not counted")
+	}
+	waitReady(t, db, false)
+	if err := db.Ready(); err == nil || !errors.Is(err, ErrNotReady) {
+		t.Fatalf("Ready on a read-only server: %v", err)
+	}
+	exec(`SET default_transaction_read_only = off`)
+	exec(`ALTER SYSTEM RESET default_transaction_read_only`)
+	exec(`SELECT pg_reload_conf()`)
+	waitReady(t, db, true)
+	if _, err := db.AddCredits(ctx, acct.ID, 1, ""); err != nil {
+		t.Fatalf("a write once the server takes writes again: %v", err)
+	}
+}
