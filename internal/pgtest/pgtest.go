@@ -73,22 +73,11 @@ func Start(t testing.TB) *Server {
 // ("": the system's temporary directory).
 func StartIn(t testing.TB, parent string) *Server {
 	t.Helper()
-	bin, err := FindBin()
-	if err != nil {
-		if os.Getenv("VERIFYD_PG_TESTS") == "require" {
-			t.Fatalf("pgtest: %v (make postgres installs it)", err)
-		}
-		t.Skipf("pgtest: %v (make postgres installs it; VERIFYD_PG_TESTS=require fails instead)", err)
-	}
-	s, err := start(bin, parent)
+	s, err := start(findOrSkip(t), parent)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("pgtest: %v", err)
-		}
-	})
+	s.stopAtEnd(t)
 	return s
 }
 
@@ -135,8 +124,16 @@ func FindBin() (string, error) {
 		}
 		return "", fmt.Errorf("VERIFYD_PG_BIN=%s has no initdb, postgres and pg_ctl", d)
 	}
-	if p, err := exec.LookPath("postgres"); err == nil && has(filepath.Dir(p)) {
-		return filepath.Dir(p), nil
+	if p, err := exec.LookPath("postgres"); err == nil {
+		// A link on PATH (/usr/local/bin/postgres) to a package's
+		// binary: its directory has the other tools (pg_basebackup,
+		// pg_rewind) too.
+		if real, err := filepath.EvalSymlinks(p); err == nil && has(filepath.Dir(real)) {
+			return filepath.Dir(real), nil
+		}
+		if has(filepath.Dir(p)) {
+			return filepath.Dir(p), nil
+		}
 	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	slices.SortFunc(dirs, func(a, b string) int { return versionOf(b) - versionOf(a) })
@@ -172,6 +169,44 @@ func runAs() (*syscall.Credential, error) {
 }
 
 func start(bin, parent string, settings ...string) (*Server, error) {
+	return startInit(bin, parent, nil, nil, settings...)
+}
+
+// startInit is start with more arguments of initdb, and conf, lines
+// added to postgresql.conf (settings that hold also for a process the
+// server's tools start without the -c settings, such as pg_rewind's).
+func startInit(bin, parent string, initArgs, conf []string, settings ...string) (*Server, error) {
+	s, err := newServer(bin, parent, settings)
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(s.Dir, "data")
+	initdb := s.command("initdb", append([]string{"-D", data, "-U", Superuser, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"}, initArgs...)...)
+	if out, err := initdb.CombinedOutput(); err != nil {
+		os.RemoveAll(s.Dir)
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	if len(conf) > 0 {
+		f, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.WriteString("\n" + strings.Join(conf, "\n") + "\n")
+			err = errors.Join(err, f.Close())
+		}
+		if err != nil {
+			os.RemoveAll(s.Dir)
+			return nil, err
+		}
+	}
+	if err := s.listen(); err != nil {
+		os.RemoveAll(s.Dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// newServer makes a server's directory, with an empty data directory,
+// in parent, both the server account's.
+func newServer(bin, parent string, settings []string) (*Server, error) {
 	cred, err := runAs()
 	if err != nil {
 		return nil, err
@@ -201,24 +236,24 @@ func start(bin, parent string, settings ...string) (*Server, error) {
 			}
 		}
 	}
-	initdb := s.command("initdb", "-D", data, "-U", Superuser, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return fail(fmt.Errorf("initdb: %v\n%s", err, out))
-	}
-	// A free port, and the server told to take it; another process taking
-	// it meanwhile makes the start fail, and it is tried again.
+	return s, nil
+}
+
+// listen starts the server on a free port: another process taking it
+// meanwhile makes the start fail, and it is tried again.
+func (s *Server) listen() error {
 	for attempt := 0; ; attempt++ {
 		port, err := freePort()
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		s.Port = port
-		err = s.run(data)
+		err = s.run(filepath.Join(s.Dir, "data"))
 		if err == nil {
-			return s, nil
+			return nil
 		}
 		if attempt == 2 {
-			return fail(err)
+			return err
 		}
 		s.done = make(chan struct{})
 	}
