@@ -144,6 +144,7 @@ type keyedRun struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	first    []attempt      // each key's first answer
+	all      []attempt      // every attempt
 	bodies   map[int][]byte // each key's 200
 	errs     []string       // unexpected answers
 	worst    time.Duration  // the longest attempt
@@ -173,6 +174,7 @@ func (f *faultFleet) startKeyed(keyFmt string, n, conc int) *keyedRun {
 				}
 				r.worst = max(r.worst, a.took)
 				r.statuses[a.status]++
+				r.all = append(r.all, a)
 				r.mu.Unlock()
 				switch {
 				case a.err == nil && a.status == 200:

@@ -138,6 +138,19 @@ func (db *DB) checkPrimary() bool {
 		// Every connection goes: new ones look for the primary.
 		db.pool.Reset()
 	}
+	if next.ready {
+		// Another server than the last one written to: a failover the
+		// box may not even have seen as an outage (it took less than
+		// the watch's period).
+		db.primary.mu.Lock()
+		last := db.primary.last
+		db.primary.last = server
+		db.primary.mu.Unlock()
+		if last != "" && last != server {
+			primaryChanges.Inc()
+			db.log.Warn("the database's primary changed", "from", last, "to", server)
+		}
+	}
 	prev := db.primary.state.Load()
 	if prev != nil && prev.ready == next.ready && prev.reason == next.reason {
 		return next.ready // no change: keep the state's start
@@ -153,18 +166,8 @@ func (db *DB) checkPrimary() bool {
 		db.log.Warn("the database is out of reach: requests that need it answer 500 and /readyz 503 until it is back", "err", err)
 	case !next.ready:
 		db.log.Warn("the database server is a standby (read-only): connecting again to find the primary", "server", server)
-	default:
-		db.primary.mu.Lock()
-		last := db.primary.last
-		db.primary.last = server
-		db.primary.mu.Unlock()
-		if prev != nil {
-			db.log.Info("the database is writable again", "after", now.Sub(prev.since).Round(time.Millisecond), "server", server)
-		}
-		if last != "" && last != server {
-			primaryChanges.Inc()
-			db.log.Warn("the database's primary changed", "from", last, "to", server)
-		}
+	case prev != nil:
+		db.log.Warn("the database is writable again", "after", now.Sub(prev.since).Round(time.Millisecond), "server", server)
 	}
 	return next.ready
 }

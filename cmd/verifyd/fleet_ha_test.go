@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/verifyd/verifyd/internal/pgtest"
+	"github.com/verifyd/verifyd/storage"
+	"github.com/verifyd/verifyd/storage/postgres"
+)
+
+// The fleet on a PostgreSQL primary with a streaming standby, set up as
+// docs/fleet.md "High availability" says: pg_basebackup of the primary,
+// a DSN naming both servers with target_session_attrs=read-write. Under
+// keyed validations on three boxes and a running batch job the primary
+// is stopped at once (pg_ctl stop -m immediate), the standby promoted
+// (pg_promote), and the old primary made a standby of the new one
+// (pg_rewind). What each box answered is then checked against the new
+// primary.
+
+// haCluster is the two servers and the fleet on them.
+type haCluster struct {
+	primary, standby *pgtest.Server
+	f                *faultFleet
+}
+
+// startHA starts a primary, a standby streaming from it (synchronous
+// when sync: synchronous_standby_names = '*', synchronous_commit on, the
+// default) and n boxes whose DSN names both.
+func startHA(t *testing.T, n int, cfg string, addrs []string, sync bool) *haCluster {
+	t.Helper()
+	t.Setenv("VERIFYD_PG_DSN", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	primary := pgtest.StartWith(t)
+	if err := primary.CreateDatabase(ctx, "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := postgres.MigrateDSN(ctx, primary.DSN("fleet")); err != nil {
+		t.Fatal(err)
+	}
+	standby := pgtest.StartStandby(t, primary.Addr())
+	if sync {
+		if err := primary.Set(ctx, "synchronous_standby_names", "*"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := primary.WaitStreaming(ctx, 1, sync); err != nil {
+		t.Fatal(err)
+	}
+	dsn := fmt.Sprintf("postgres://%s@%s,%s/fleet?sslmode=disable&target_session_attrs=read-write&connect_timeout=3",
+		pgtest.Superuser, primary.Addr(), standby.Addr())
+	db, err := postgres.Open(ctx, dsn, postgres.Options{Box: "test", Lease: fleetLease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f := &faultFleet{dsn: dsn, db: db, addrs: addrs, http: &http.Client{Timeout: 2 * time.Minute}}
+	for i := range n {
+		demo := "demo_account = false\n"
+		if i == 0 {
+			demo = "demo_account = true\n"
+		}
+		c := demo + cfg + fmt.Sprintf("\n[storage]\nbackend = \"postgres\"\ndsn = %q\nbox = \"box%d\"\nlease = %q\ncall_timeout = \"5s\"\n",
+			dsn+fmt.Sprintf("&application_name=box%d", i), i, fleetLease.String())
+		f.boxes = append(f.boxes, startIn(t, t.TempDir(), c))
+	}
+	f.key = f.boxes[0].key
+	f.ac = adminClient(t, f.boxes[0])
+	f.acct = demoAccount(t, f.ac)
+	return &haCluster{primary: primary, standby: standby, f: f}
+}
+
+// failover stops the primary at once, promotes the standby and makes the
+// old primary a standby of the new one; it returns when the standby was
+// stopped and when the new primary took writes.
+func (h *haCluster) failover(t *testing.T) (stopped, promoted time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h.primary.StopImmediate()
+	stopped = time.Now()
+	if err := h.standby.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	promoted = time.Now()
+	if err := h.primary.Rewind(h.standby.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.standby.WaitStreaming(ctx, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	h.primary, h.standby = h.standby, h.primary
+	return stopped, promoted
+}
+
+// waitJob polls the job on box until it ends, answers 500 included (a
+// box without its database), for up to within.
+func (f *faultFleet) waitJob(t *testing.T, box int, id string, within time.Duration) map[string]any {
+	t.Helper()
+	c := f.client(t, box)
+	for deadline := time.Now().Add(within); ; time.Sleep(200 * time.Millisecond) {
+		r := c.do("GET", "/v1/jobs/"+id, f.key, "")
+		if r.status == 200 {
+			m := r.json(t)
+			if st := m["status"]; st == "completed" || st == "failed" {
+				return m
+			}
+		} else if r.status != 500 {
+			t.Fatalf("GET job: %d %s", r.status, r.body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s has not ended within %v", id, within)
+		}
+	}
+}
+
+// firstWrites is, per box, how long after promoted its first 200 of the
+// run came (an answer that ended after stopped: its charge was written
+// to the new primary); -1 for a box that answered none.
+func (kr *keyedRun) firstWrites(boxes int, stopped, promoted time.Time) []time.Duration {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	first := make([]time.Duration, boxes)
+	for i := range first {
+		first[i] = -1
+	}
+	for _, a := range kr.all {
+		end := a.at.Add(a.took)
+		if a.status != 200 || !end.After(stopped) {
+			continue
+		}
+		if d := end.Sub(promoted); first[a.box] < 0 || d < first[a.box] {
+			first[a.box] = d
+		}
+	}
+	return first
+}
+
+// settled is how long after promoted the last key answered 500 (or 409)
+// got its 200.
+func (kr *keyedRun) settled(promoted time.Time) time.Duration {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	failed := map[int]bool{}
+	for _, a := range kr.all {
+		if a.status != 200 {
+			failed[a.i] = true
+		}
+	}
+	var last time.Duration
+	for _, a := range kr.all {
+		if a.status == 200 && failed[a.i] {
+			last = max(last, a.at.Add(a.took).Sub(promoted))
+		}
+	}
+	return last
+}
+
+// TestFleetFailoverSync: synchronous replication
+// (synchronous_standby_names = '*', synchronous_commit = on). The
+// primary is stopped at once under 600 keyed validations on three boxes
+// and a 1,000-address batch job; the standby is promoted; the old
+// primary is rewound to follow it. Nothing is lost and nothing charged
+// twice: every key reaches a 200 (retried with its key after a 500),
+// each receipt answered is on the new primary with exactly one charge,
+// recorded, and replayed when its key is sent again; the job completes
+// with every result; no credit stays held. Each box finds the new
+// primary by itself, in a time the test reports.
+func TestFleetFailoverSync(t *testing.T) {
+	run, addrs := fleetWorld(t, 40, 25, 20*time.Millisecond)
+	h := startHA(t, 3, batchConfig(run, "", "concurrency = 16\n"), addrs, true)
+	f := h.f
+	defer f.dumpLogs(t)
+	f.addCredits(t, 10_000)
+
+	r := f.client(t, 1).do("POST", "/v1/batch", f.key, batchBody(t, addrs, nil))
+	if r.status != 202 {
+		t.Fatalf("POST /v1/batch: %d %s", r.status, r.body)
+	}
+	job := r.json(t)["job_id"].(string)
+	const n, keyFmt = 600, "ha-sync-%03d"
+	kr := f.startKeyed(keyFmt, n, 12)
+	waitFor(t, func() bool { return int(kr.answered.Load()) >= n/3 })
+
+	stopped, promoted := h.failover(t)
+	t.Logf("primary stopped; standby promoted %v later; old primary rewound and streaming %v after the stop",
+		promoted.Sub(stopped).Round(time.Millisecond), time.Since(stopped).Round(time.Millisecond))
+
+	bodies := kr.wait(t)
+	for b, d := range kr.firstWrites(len(f.boxes), stopped, promoted) {
+		t.Logf("box%d: first 200 %v after the promotion", b, d.Round(time.Millisecond))
+		if d < 0 {
+			t.Errorf("box%d answered no 200 after the failover", b)
+		}
+	}
+	t.Logf("first answers %v; every answer %v", kr.firstStatuses(), kr.statuses)
+	// Every key answered 500 gets its answer when retried with its key
+	// within a lease of the promotion (docs/fleet.md, "High
+	// availability": a request cut off in the failover may leave its key
+	// pending on the new primary, which the box's heartbeat ends).
+	settled := kr.settled(promoted)
+	t.Logf("the last key answered 500 got its 200 %v after the promotion (lease %v)", settled.Round(time.Millisecond), fleetLease)
+	if settled > 2*fleetLease+5*time.Second {
+		t.Errorf("a key answered 500 got its 200 only %v after the promotion", settled)
+	}
+	if kr.statuses[500] == 0 {
+		t.Error("no request answered 500: the failover came at no request")
+	}
+	f.checkKeys(t, keyFmt, bodies, n)
+
+	m := f.waitJob(t, 0, job, 3*time.Minute)
+	if m["status"] != "completed" || m["progress"].(map[string]any)["processed"] != float64(len(addrs)) {
+		t.Fatalf("the job after the failover: %v", m)
+	}
+	results := 0
+	if err := f.db.JobResults(t.Context(), job, func(storage.Result) error { results++; return nil }); err != nil || results != len(addrs) {
+		t.Errorf("the job has %d results on the new primary for %d addresses (%v)", results, len(addrs), err)
+	}
+	for i, b := range f.boxes {
+		if !b.logged("the database's primary changed") && !b.logged("the database is writable again") {
+			t.Errorf("box%d logged nothing of the failover", i)
+		}
+	}
+}
