@@ -249,6 +249,15 @@ func (db *DB) chargeBatch(ctx context.Context, account string, ps []*pendingChar
 		if err != nil {
 			o = chargeOutcome{err: err}
 		}
+		if o.err == nil && o.out.Result.ID != "" {
+			// Answered 200 from here: what a reconciliation after a
+			// failover looks for (reconcile.go).
+			c := answeredCharge{at: time.Now(), account: account, result: o.out.Result.ID, seq: o.out.Entry.Seq}
+			if p.req.Idem != nil {
+				c.key = p.req.Idem.Key
+			}
+			db.journal.add(c)
+		}
 		p.done <- o
 	}
 }

@@ -97,6 +97,7 @@ type DB struct {
 	live liveHolds // this boot's holds a caller may still end (sweepHolds)
 
 	primary primaryWatch // the server written to (primary.go)
+	journal journal      // the charges answered last (reconcile.go)
 
 	stop   chan struct{}
 	beaten chan struct{} // a heartbeat reached the database (maintain)

@@ -25,4 +25,9 @@ var (
 	pgReady        = metrics.NewGauge("verifyd_storage_pg_ready", nil)
 	primaryChanges = metrics.NewCounter("verifyd_storage_pg_primary_changes_total")
 	readOnlyErrors = metrics.NewCounter("verifyd_storage_pg_read_only_errors_total")
+	// lostCharges counts the charges answered 200 that a reconciliation
+	// did not find on the database (reconcile.go); reconciliations the
+	// reconciliations run.
+	lostCharges     = metrics.NewCounter("verifyd_storage_pg_lost_charges_total")
+	reconciliations = metrics.NewCounter("verifyd_storage_pg_reconciliations_total")
 )

@@ -55,10 +55,17 @@ type primaryState struct {
 type primaryWatch struct {
 	state atomic.Pointer[primaryState]
 	wake  chan struct{} // run the watch now (a read-only error)
-	// last is the server the box last wrote to, "" before the first.
-	mu   sync.Mutex
-	last string
+	// last is the server the box last wrote to, "" before the first,
+	// timeline its timeline; reconcile is set when the box is to look
+	// for the charges it answered (reconcile.go).
+	mu        sync.Mutex
+	last      string
+	timeline  string
+	reconcile bool
 }
+
+// reconcileTimeout bounds one reconciliation.
+const reconcileTimeout = 30 * time.Second
 
 // readWrite makes cfg's connections look for a server that takes writes
 // when dsn does not choose the target session itself.
@@ -126,8 +133,13 @@ func (db *DB) checkPrimary() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
 	defer cancel()
 	var standby bool
-	var server string
-	err := db.pool.QueryRow(ctx, `SELECT current_setting('transaction_read_only')::bool, coalesce(host(inet_server_addr()) || ':' || inet_server_port(), 'local socket')`).Scan(&standby, &server)
+	var server, timeline string
+	// The timeline is the first part of the WAL file's name: a promotion
+	// starts a new one, whatever the server's address (a virtual IP
+	// stays the same).
+	err := db.pool.QueryRow(ctx, `SELECT current_setting('transaction_read_only')::bool,
+		coalesce(host(inet_server_addr()) || ':' || inet_server_port(), 'local socket'),
+		CASE WHEN pg_is_in_recovery() THEN '' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END`).Scan(&standby, &server, &timeline)
 	now := time.Now()
 	next := primaryState{ready: err == nil && !standby, since: now, server: server}
 	switch {
@@ -138,20 +150,37 @@ func (db *DB) checkPrimary() bool {
 		// Every connection goes: new ones look for the primary.
 		db.pool.Reset()
 	}
+	prev := db.primary.state.Load()
 	if next.ready {
-		// Another server than the last one written to: a failover the
-		// box may not even have seen as an outage (it took less than
-		// the watch's period).
+		// Another server or timeline than the last one written to: a
+		// failover the box may not even have seen as an outage (it took
+		// less than the watch's period).
 		db.primary.mu.Lock()
-		last := db.primary.last
-		db.primary.last = server
-		db.primary.mu.Unlock()
-		if last != "" && last != server {
+		last, lastTL := db.primary.last, db.primary.timeline
+		db.primary.last, db.primary.timeline = server, timeline
+		if last != "" && (last != server || lastTL != timeline) {
 			primaryChanges.Inc()
-			db.log.Warn("the database's primary changed", "from", last, "to", server)
+			db.log.Warn("the database's primary changed", "from", last, "to", server, "timeline_from", lastTL, "timeline", timeline)
+			db.primary.reconcile = true
+		}
+		if prev != nil && !prev.ready {
+			db.primary.reconcile = true
+		}
+		again := db.primary.reconcile
+		db.primary.mu.Unlock()
+		if again {
+			rctx, rcancel := context.WithTimeout(context.Background(), reconcileTimeout)
+			_, _, rerr := db.reconcile(rctx)
+			rcancel()
+			if rerr != nil {
+				db.log.Warn("reconciliation after the database came back failed; tried again at the next check", "err", rerr)
+			} else {
+				db.primary.mu.Lock()
+				db.primary.reconcile = false
+				db.primary.mu.Unlock()
+			}
 		}
 	}
-	prev := db.primary.state.Load()
 	if prev != nil && prev.ready == next.ready && prev.reason == next.reason {
 		return next.ready // no change: keep the state's start
 	}

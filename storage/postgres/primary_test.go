@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -89,5 +90,57 @@ func TestPrimaryWatch(t *testing.T) {
 	waitReady(t, db, true)
 	if _, err := db.AddCredits(ctx, acct.ID, 1, ""); err != nil {
 		t.Fatalf("a write once the server takes writes again: %v", err)
+	}
+}
+
+// TestReconcileFindsLostCharges: a charge answered and then gone from
+// the database (its result row deleted behind the box's back, as a
+// failover to a standby that had not received it leaves it) is found
+// and reported, once, when the box finds the database again after an
+// outage; the charges still there are not.
+func TestReconcileFindsLostCharges(t *testing.T) {
+	srv, pool, open := fleetOf(t, 30*time.Second)
+	db := open("a")
+	ctx := context.Background()
+	acct, err := db.CreateAccount(ctx, "reconcile", storage.PlanGrowth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AddCredits(ctx, acct.ID, 10, ""); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 3 {
+		h, err := db.Hold(ctx, acct.ID, 1, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := db.Charge(ctx, h, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("r%d@x.test", i), Status: "valid"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.Result.ID)
+	}
+	// The first charge's rows are gone.
+	if _, err := pool.Exec(ctx, `DELETE FROM results WHERE id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	lost, runs := lostCharges.Get(), reconciliations.Get()
+	srv.Kill()
+	waitReady(t, db, false)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, db, true)
+	if got := lostCharges.Get() - lost; got != 1 {
+		t.Errorf("%d lost charges reported, want 1 (result %s)", got, ids[0])
+	}
+	if got := reconciliations.Get() - runs; got != 1 {
+		t.Errorf("%d reconciliations, want 1", got)
+	}
+	// A second check of a database that stayed up runs none.
+	time.Sleep(2 * watchEvery)
+	if got := reconciliations.Get() - runs; got != 1 {
+		t.Errorf("%d reconciliations after the database stayed up, want 1", got)
 	}
 }
