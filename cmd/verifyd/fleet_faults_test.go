@@ -432,6 +432,19 @@ func (in *instance) loggedAll(subs ...string) bool {
 	})
 }
 
+// lines returns the lines the instance logged that contain sub.
+func (in *instance) lines(sub string) []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var ls []string
+	for _, l := range in.stderr {
+		if strings.Contains(l, sub) {
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
 // count returns how many lines the instance logged that contain sub.
 func (in *instance) count(sub string) int {
 	in.mu.Lock()
