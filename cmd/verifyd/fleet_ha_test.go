@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -93,6 +94,29 @@ func startHAVia(t *testing.T, n int, cfg string, addrs []string, sync bool, link
 	f.ac = adminClient(t, f.boxes[0])
 	f.acct = demoAccount(t, f.ac)
 	return &haCluster{primary: primary, standby: standby, f: f}
+}
+
+// chargeLatency measures what the replication costs a charge: n holds
+// and charges one after another on the test's own handle (what a box
+// does for a validation), the time of each pair; it logs and returns the
+// median and the 99th percentile.
+func (h *haCluster) chargeLatency(t *testing.T, n int) (p50, p99 time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	ds := make([]time.Duration, n)
+	for i := range n {
+		start := time.Now()
+		hold, err := h.f.db.Hold(ctx, h.f.acct.ID, 1, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.f.db.Charge(ctx, hold, storage.ChargeRequest{Result: storage.Result{Email: fmt.Sprintf("lat%d@catch.test", i), Status: "valid"}}); err != nil {
+			t.Fatal(err)
+		}
+		ds[i] = time.Since(start)
+	}
+	slices.Sort(ds)
+	return ds[n/2], ds[n*99/100]
 }
 
 // failover stops the primary at once, promotes the standby and makes the
@@ -197,6 +221,8 @@ func TestFleetFailoverSync(t *testing.T) {
 	f := h.f
 	defer f.dumpLogs(t)
 	f.addCredits(t, 10_000)
+	p50, p99 := h.chargeLatency(t, latencyCharges)
+	t.Logf("a hold and a charge, one after another, synchronous replication: p50 %v, p99 %v", p50.Round(time.Microsecond), p99.Round(time.Microsecond))
 
 	r := f.client(t, 1).do("POST", "/v1/batch", f.key, batchBody(t, addrs, nil))
 	if r.status != 202 {
@@ -231,7 +257,7 @@ func TestFleetFailoverSync(t *testing.T) {
 	if kr.statuses[500] == 0 {
 		t.Error("no request answered 500: the failover came at no request")
 	}
-	f.checkKeys(t, keyFmt, bodies, n)
+	f.checkKeys(t, keyFmt, bodies, n+latencyCharges) // and the ones chargeLatency made
 
 	m := f.waitJob(t, 0, job, 3*time.Minute)
 	if m["status"] != "completed" || m["progress"].(map[string]any)["processed"] != float64(len(addrs)) {
@@ -247,6 +273,9 @@ func TestFleetFailoverSync(t *testing.T) {
 		}
 	}
 }
+
+// latencyCharges is how many charges chargeLatency times.
+const latencyCharges = 400
 
 // lostLog is what a box logs for each charge it answered that a
 // reconciliation did not find (storage/postgres reconcile.go).
@@ -269,6 +298,8 @@ func TestFleetFailoverAsync(t *testing.T) {
 	f := h.f
 	defer f.dumpLogs(t)
 	f.addCredits(t, 10_000)
+	p50, p99 := h.chargeLatency(t, latencyCharges)
+	t.Logf("a hold and a charge, one after another, asynchronous replication: p50 %v, p99 %v", p50.Round(time.Microsecond), p99.Round(time.Microsecond))
 
 	r := f.client(t, 1).do("POST", "/v1/batch", f.key, batchBody(t, addrs, nil))
 	if r.status != 202 {
@@ -350,7 +381,7 @@ func TestFleetFailoverAsync(t *testing.T) {
 
 	// What is left is whole: no double charge, every receipt kept is
 	// charged once and replays, nothing held, the job complete.
-	f.checkKeys(t, keyFmt, kept, n-len(lost))
+	f.checkKeys(t, keyFmt, kept, n-len(lost)+latencyCharges)
 	m := f.waitJob(t, 0, job, 3*time.Minute)
 	if m["status"] != "completed" || m["progress"].(map[string]any)["processed"] != float64(len(addrs)) {
 		t.Fatalf("the job after the failover: %v", m)
