@@ -1,6 +1,10 @@
 package postgres
 
-import "github.com/VictoriaMetrics/metrics"
+import (
+	"sync"
+
+	"github.com/VictoriaMetrics/metrics"
+)
 
 // Metrics of the PostgreSQL storage (docs/fleet.md lists them).
 var (
@@ -22,7 +26,11 @@ var (
 	// pgReady is 1 while the box can write to a primary (primary.go),
 	// primaryChanges counts the times it found another server as its
 	// primary, readOnlyErrors the writes a read-only server refused.
-	pgReady        = metrics.NewGauge("verifyd_storage_pg_ready", nil)
+	pgReady = sync.OnceValue(func() *metrics.Gauge {
+		// Made by the first check of a fleet box: a single box, on
+		// Pebble, exports no such series (an alert on 0 would fire).
+		return metrics.GetOrCreateGauge("verifyd_storage_pg_ready", nil)
+	})
 	primaryChanges = metrics.NewCounter("verifyd_storage_pg_primary_changes_total")
 	readOnlyErrors = metrics.NewCounter("verifyd_storage_pg_read_only_errors_total")
 	// lostCharges counts the charges answered 200 that a reconciliation

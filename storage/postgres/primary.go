@@ -186,9 +186,9 @@ func (db *DB) checkPrimary() bool {
 	}
 	db.primary.state.Store(&next)
 	if next.ready {
-		pgReady.Set(1)
+		pgReady().Set(1)
 	} else {
-		pgReady.Set(0)
+		pgReady().Set(0)
 	}
 	switch {
 	case !next.ready && err != nil:
