@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,14 +125,35 @@ func (h *haCluster) chargeLatency(t *testing.T, n int) (p50, p99 time.Duration) 
 // stopped and when the new primary took writes.
 func (h *haCluster) failover(t *testing.T) (stopped, promoted time.Time) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	stopped = h.stop()
+	promoted = h.promote(t)
+	h.rewind(t)
+	return stopped, promoted
+}
+
+// stop stops the primary at once (pg_ctl stop -m immediate).
+func (h *haCluster) stop() time.Time {
 	h.primary.StopImmediate()
-	stopped = time.Now()
+	return time.Now()
+}
+
+// promote makes the standby the primary.
+func (h *haCluster) promote(t *testing.T) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	if err := h.standby.Promote(ctx); err != nil {
 		t.Fatal(err)
 	}
-	promoted = time.Now()
+	return time.Now()
+}
+
+// rewind makes the stopped primary a standby of the promoted one, and
+// swaps their names.
+func (h *haCluster) rewind(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	if err := h.primary.Rewind(h.standby.Addr()); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +161,33 @@ func (h *haCluster) failover(t *testing.T) (stopped, promoted time.Time) {
 		t.Fatal(err)
 	}
 	h.primary, h.standby = h.standby, h.primary
-	return stopped, promoted
+}
+
+// readiness polls GET /readyz on every box until each answers want
+// (status and body), and returns how long each took; /healthz must answer
+// 200 all along.
+func (f *faultFleet) readiness(t *testing.T, status int, body string, within time.Duration) []time.Duration {
+	t.Helper()
+	start := time.Now()
+	took := make([]time.Duration, len(f.boxes))
+	for i, b := range f.boxes {
+		c := &client{t: t, base: b.base}
+		for {
+			r := c.do("GET", "/readyz", "", "")
+			if r.status == status && strings.TrimSpace(string(r.body)) == body {
+				took[i] = time.Since(start)
+				break
+			}
+			if h := c.do("GET", "/healthz", "", ""); h.status != 200 {
+				t.Errorf("box%d: /healthz %d %s while its database is away: liveness must not depend on it", i, h.status, h.body)
+			}
+			if time.Since(start) > within {
+				t.Fatalf("box%d: /readyz is %d %s after %v, want %d %s", i, r.status, r.body, within, status, body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return took
 }
 
 // waitJob polls the job on box until it ends, answers 500 included (a
@@ -233,7 +281,18 @@ func TestFleetFailoverSync(t *testing.T) {
 	kr := f.startKeyed(keyFmt, n, 12)
 	waitFor(t, func() bool { return int(kr.answered.Load()) >= n/3 })
 
-	stopped, promoted := h.failover(t)
+	// The primary is gone; the standby is promoted only once every box
+	// has told its balancer so (/readyz 503), as a failover manager
+	// that waits out a few seconds would leave it.
+	stopped := h.stop()
+	for b, d := range f.readiness(t, 503, `{"status":"unavailable","reason":"database"}`, 30*time.Second) {
+		t.Logf("box%d: /readyz 503 database %v after the stop", b, d.Round(time.Millisecond))
+	}
+	promoted := h.promote(t)
+	for b, d := range f.readiness(t, 200, `{"status":"ready"}`, 30*time.Second) {
+		t.Logf("box%d: /readyz 200 %v after the promotion", b, d.Round(time.Millisecond))
+	}
+	h.rewind(t)
 	t.Logf("primary stopped; standby promoted %v later; old primary rewound and streaming %v after the stop",
 		promoted.Sub(stopped).Round(time.Millisecond), time.Since(stopped).Round(time.Millisecond))
 
