@@ -85,15 +85,19 @@ type Config struct {
 // history, jobs, webhooks, users and signing keys (docs/fleet.md).
 type Storage struct {
 	// Backend is pebble (this box's data_dir, the default) or postgres:
-	// every verifyd pointing at the same PostgreSQL (or CockroachDB)
-	// database is one service, a fleet. What stays on each box (egress
+	// every verifyd pointing at the same PostgreSQL database is one
+	// service, a fleet. What stays on each box (egress
 	// health, greylist cooldowns, resolver cache) is in data_dir either
 	// way.
 	Backend string `toml:"backend"`
 	// DSN is the database's connection string, for postgres, e.g.
 	// "postgres://verifyd@db1:5432/verifyd?sslmode=verify-full"; keep the
-	// password out of it (PGPASSFILE, or a client certificate). The
-	// environment variable VERIFYD_PG_DSN, when set, is used instead.
+	// password out of it (PGPASSFILE, or a client certificate). A primary
+	// and its standbys: name them all ("db1:5432,db2:5432"); verifyd
+	// connects to the one that takes writes (target_session_attrs
+	// read-write, set when the DSN does not say; docs/fleet.md, High
+	// availability). The environment variable VERIFYD_PG_DSN, when set,
+	// is used instead.
 	DSN string `toml:"dsn"`
 	// Box names this verifyd among the fleet's, in logs and in the
 	// ledger's notes. Default the host name.
