@@ -229,6 +229,7 @@ give_up_after = "500ms"
 
 	// Signed out.
 	call("GET", "/healthz", "/healthz", "")
+	call("GET", "/readyz", "/readyz", "")
 	if st, b := call("GET", "/openapi.json", "/openapi.json", ""); st != 200 || !bytes.Equal(b, raw) {
 		t.Fatal("GET /openapi.json is not the repository's server/openapi/openapi.json")
 	}
