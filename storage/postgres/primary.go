@@ -18,7 +18,8 @@ import (
 // primary may die and a standby be promoted in its place. The DSN names
 // every server (host=a,b port=p,q) and pgx connects to the first that
 // takes writes: target_session_attrs=read-write, which Open sets when the
-// DSN does not say (a box has nothing to do with a read-only server).
+// DSN names several and does not say (a box has nothing to do with a
+// read-only server).
 //
 // pgx checks a server only when it connects. A server that turns
 // read-only under open connections (a switchover that demotes it without
@@ -68,9 +69,20 @@ type primaryWatch struct {
 const reconcileTimeout = 30 * time.Second
 
 // readWrite makes cfg's connections look for a server that takes writes
-// when dsn does not choose the target session itself.
+// when dsn names several servers and does not choose the target session
+// itself. With one server there is none other to look for: the check
+// would only add a round trip to every new connection (on a slow link
+// it made a heartbeat's new connection miss its deadline), and the watch
+// sees a read-only server anyway.
 func readWrite(cfg *pgxpool.Config, dsn string) {
-	if !strings.Contains(dsn, "target_session_attrs") {
+	if strings.Contains(dsn, "target_session_attrs") {
+		return
+	}
+	hosts := map[string]bool{fmt.Sprintf("%s:%d", cfg.ConnConfig.Host, cfg.ConnConfig.Port): true}
+	for _, f := range cfg.ConnConfig.Fallbacks { // a host's TLS variants too
+		hosts[fmt.Sprintf("%s:%d", f.Host, f.Port)] = true
+	}
+	if len(hosts) > 1 {
 		cfg.ConnConfig.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsReadWrite
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/verifyd/verifyd/storage"
 )
 
@@ -142,5 +144,30 @@ func TestReconcileFindsLostCharges(t *testing.T) {
 	time.Sleep(2 * watchEvery)
 	if got := reconciliations.Get() - runs; got != 1 {
 		t.Errorf("%d reconciliations after the database stayed up, want 1", got)
+	}
+}
+
+// TestReadWriteOnlyWithSeveralHosts: a DSN naming several servers gets
+// target_session_attrs=read-write unless it says otherwise; one naming a
+// single server (with sslmode=prefer's TLS and plain variants of it) gets
+// no check of its own.
+func TestReadWriteOnlyWithSeveralHosts(t *testing.T) {
+	for dsn, want := range map[string]bool{
+		"postgres://u@db1:5432/v":                                 false,
+		"postgres://u@db1:5432/v?sslmode=prefer":                  false,
+		"postgres://u@db1:5432,db2:5432/v":                        true,
+		"host=db1,db2 port=5432,5433 user=u dbname=v":             true,
+		"postgres://u@db1,db2/v?target_session_attrs=any":         false,
+		"postgres://u@db1:5432,db2:5432/v?sslmode=disable":        true,
+		"postgres://u@db1:5432/v?target_session_attrs=read-write": true,
+	} {
+		cfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readWrite(cfg, dsn)
+		if got := cfg.ConnConfig.ValidateConnect != nil; got != want {
+			t.Errorf("%s: a read-write check %v, want %v", dsn, got, want)
+		}
 	}
 }

@@ -95,8 +95,8 @@ type Storage struct {
 	// password out of it (PGPASSFILE, or a client certificate). A primary
 	// and its standbys: name them all ("db1:5432,db2:5432"); verifyd
 	// connects to the one that takes writes (target_session_attrs
-	// read-write, set when the DSN does not say; docs/fleet.md, High
-	// availability). The environment variable VERIFYD_PG_DSN, when set,
+	// read-write, set when the DSN names several and does not say;
+	// docs/fleet.md, High availability). The environment variable VERIFYD_PG_DSN, when set,
 	// is used instead.
 	DSN string `toml:"dsn"`
 	// Box names this verifyd among the fleet's, in logs and in the
