@@ -15,6 +15,7 @@ import (
 	"github.com/verifyd/verifyd/probe/address"
 	"github.com/verifyd/verifyd/probe/authsig"
 	"github.com/verifyd/verifyd/probe/lists"
+	"github.com/verifyd/verifyd/probe/typo"
 	"github.com/verifyd/verifyd/resolver"
 )
 
@@ -27,6 +28,10 @@ type Options struct {
 	// Lists returns the current lists (a lists.Store's Get); default the
 	// embedded lists.
 	Lists func() *lists.Lists
+	// Typos, when set, suggests the address a person meant when the
+	// domain they typed receives no mail and is a typing slip of one that
+	// does (Result.DidYouMean; package typo). Nil: no suggestions.
+	Typos *typo.Suggester
 	// SMTPPort is the MX port. Default 25.
 	SMTPPort int
 	// HeloName is sent in EHLO when the egress address has no name of its
@@ -274,9 +279,35 @@ func (e *Engine) plan(ctx context.Context, r *Result, addr address.Address) plan
 	if len(rt.hosts) > 0 {
 		r.Checks.MXHost = rt.hosts[0]
 	}
+	// A typing slip is worth pointing out when the domain typed takes no
+	// mail, or is on the disposable list: many slips of the large
+	// providers are (gmial.com, hotmial.com: registered to catch what is
+	// mistyped), and mail sent there reaches someone else.
+	if e.opts.Typos != nil && (rt.outcome == DNSNXDomain || rt.outcome == DNSNoMX || ev.Disposable) {
+		r.DidYouMean = e.suggest(ctx, addr)
+	}
 	// A spamtrap is never probed (probing traps is what gets senders
 	// listed), nor is a disposable domain: the verdict is already decided.
 	return plan{route: rt, probe: rt.outcome == DNSRouted && !ev.Spamtrap && !ev.Disposable}
+}
+
+// suggest is the address meant, when addr's domain, which receives no
+// mail (or is disposable), is a typing slip of one that does: the
+// candidate's MX is looked up (the route's lookups, cached like any
+// other) and must route. A domain that receives mail, and is not
+// disposable, never gets here (plan), so a suggestion costs it nothing;
+// the rest pay at most one candidate's lookups.
+func (e *Engine) suggest(ctx context.Context, addr address.Address) *DidYouMean {
+	s, ok := e.opts.Typos.Suggest(addr.ASCIIDomain)
+	if !ok {
+		return nil
+	}
+	if e.route(ctx, s.Domain).outcome != DNSRouted {
+		typoSuggestions.noMail.Inc()
+		return nil
+	}
+	typoSuggestions.made.Inc()
+	return &DidYouMean{Email: addr.Local + "@" + s.Domain, Domain: s.Domain, Slip: s.Kind, TLD: s.TLD}
 }
 
 // finish decides the verdict and fills the derived fields.

@@ -36,6 +36,13 @@ import (
 //	                                             or "ambiguous" (left to the control); about "us"
 //	                                             (the prober) or "mailbox"
 var (
+	// typoSuggestions counts the did-you-mean candidates of domains that
+	// receive no mail: made (the candidate routes mail), noMail (it does
+	// not either: no suggestion).
+	typoSuggestions = struct{ made, noMail *metrics.Counter }{
+		metrics.NewCounter(`verifyd_probe_typo_suggestions_total{outcome="suggested"}`),
+		metrics.NewCounter(`verifyd_probe_typo_suggestions_total{outcome="candidate_takes_no_mail"}`),
+	}
 	rcptsSent = struct{ address, catchAll, role, control *metrics.Counter }{
 		metrics.NewCounter(`verifyd_probe_rcpts_total{kind="address"}`),
 		metrics.NewCounter(`verifyd_probe_rcpts_total{kind="catch_all"}`),

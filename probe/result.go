@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/verifyd/verifyd/probe/authsig"
+	"github.com/verifyd/verifyd/probe/typo"
 )
 
 // Result is the engine's answer for one address: the verdict, the score and
@@ -45,6 +46,20 @@ type Result struct {
 	// Calibration, when set, says Score is the account's calibrated
 	// probability of delivery (server/outcomes) and keeps the raw score.
 	Calibration *Calibration
+	// DidYouMean, when set, is the address the person probably meant:
+	// the domain typed receives no mail and is a typing slip of one that
+	// does (Options.Typos). It does not change the verdict.
+	DidYouMean *DidYouMean
+}
+
+// DidYouMean is a suggested address: Email, its Domain, and the slips
+// that make the typed domain from it (typo.Kind in the first label, ""
+// for none; TLD when the top-level part slipped).
+type DidYouMean struct {
+	Email  string
+	Domain string
+	Slip   typo.Kind
+	TLD    bool
 }
 
 // Calibration is how a result's score was calibrated.
