@@ -19,6 +19,7 @@ import (
 	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/probe/authsig"
 	"github.com/verifyd/verifyd/probe/lists"
+	"github.com/verifyd/verifyd/probe/typo"
 	"github.com/verifyd/verifyd/resolver"
 	"github.com/verifyd/verifyd/server/batch"
 	"github.com/verifyd/verifyd/server/httpapi"
@@ -173,6 +174,7 @@ func open(cfg config.Config, log *slog.Logger) (_ *app, err error) {
 		StartTLS:         cfg.SMTP.StartTLS,
 		CatchAllTTL:      cfg.Probe.CatchAllTTL,
 		Facts:            a.facts(),
+		Typos:            typo.Shipped(),
 		Logger:           log,
 	}); err != nil {
 		return nil, err

@@ -28,6 +28,39 @@ type Receipt struct {
 	// Calibration is present only when score is calibrated on the
 	// account's delivery outcomes (docs/outcomes.md); an additive field.
 	Calibration *Calibration `json:"calibration,omitempty"`
+	// DidYouMean is present only when the domain typed takes no mail (or
+	// is a disposable one) and is a typing slip of a mailbox domain that
+	// does (probe.Result.DidYouMean); an additive field. The verdict is
+	// the typed address's.
+	DidYouMean *DidYouMean `json:"did_you_mean,omitempty"`
+}
+
+// DidYouMean is the receipt's suggestion: the address probably meant,
+// and why (DidYouMeanDomain, DidYouMeanTLD).
+type DidYouMean struct {
+	Email  string `json:"email"`
+	Reason string `json:"reason"`
+}
+
+// The reasons of a suggestion.
+const (
+	// DidYouMeanDomain: the domain's name slipped (gmial.com), and maybe
+	// its top-level part too (hotmial.co).
+	DidYouMeanDomain = "domain_typo"
+	// DidYouMeanTLD: only the top-level part slipped (gmail.con).
+	DidYouMeanTLD = "tld_typo"
+)
+
+// DidYouMeanOf is the receipt's form of d; nil for nil.
+func DidYouMeanOf(d *probe.DidYouMean) *DidYouMean {
+	if d == nil {
+		return nil
+	}
+	reason := DidYouMeanDomain
+	if d.Slip == "" {
+		reason = DidYouMeanTLD
+	}
+	return &DidYouMean{Email: d.Email, Reason: reason}
 }
 
 // Calibration is the receipt's account of a calibrated score.
@@ -126,6 +159,7 @@ func Of(r *probe.Result) *Receipt {
 	}
 	addAuth(rec, r)
 	rec.Learned = LearnedOf(r.Learned)
+	rec.DidYouMean = DidYouMeanOf(r.DidYouMean)
 	if c := r.Calibration; c != nil {
 		rec.Calibration = &Calibration{Model: c.Model, Outcomes: c.Outcomes, RawScore: c.RawScore}
 	}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/verifyd/verifyd/bench/world"
+	"github.com/verifyd/verifyd/server/receipt"
+)
+
+// TestDidYouMeanReceipt: a single validation whose domain takes no mail
+// and is a typing slip of one that does carries did_you_mean, signed
+// with the receipt (checked against the JWKS); the verdict stays the
+// typed address's; a domain that receives mail gets none. The simulated
+// world says which domains receive mail: gmail.com and gmsil.com do,
+// gmail.co and gmial.com do not exist.
+func TestDidYouMeanReceipt(t *testing.T) {
+	run := startWorld(t, &world.World{
+		Hosts: []*world.Host{{Name: "mx.gmail.com", IP: "127.71.1.1"}, {Name: "mx.gmsil.com", IP: "127.71.1.2"}},
+		Domains: []*world.Domain{
+			{Name: "gmail.com", MX: []world.MX{{Pref: 10, Host: "mx.gmail.com"}}, Mailboxes: map[string]world.MailboxState{"ann": world.MailboxOK}},
+			{Name: "gmsil.com", MX: []world.MX{{Pref: 10, Host: "mx.gmsil.com"}}, Mailboxes: map[string]world.MailboxState{"bob": world.MailboxOK}},
+			{Name: "gmail.co", NXDomain: true},
+			{Name: "gmial.com", NXDomain: true},
+		},
+	})
+	in := startIn(t, t.TempDir(), worldConfig(run, "[rate_limits]\ndisabled = true\n"))
+	c := &client{t: t, base: in.base, key: in.key}
+	jwks := c.do("GET", "/.well-known/jwks.json", "", "").body
+	for email, want := range map[string]*receipt.DidYouMean{
+		"Ann@gmail.co":  {Email: "Ann@gmail.com", Reason: "tld_typo"},
+		"ann@gmial.com": {Email: "ann@gmail.com", Reason: "domain_typo"},
+		"ann@gmsil.com": nil, // receives mail
+		"ann@gmail.com": nil,
+	} {
+		r := c.do("POST", "/v1/validate", c.key, `{"email":"`+email+`"}`)
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", email, r.status, r.body)
+		}
+		if _, err := receipt.Verify(r.body, jwks); err != nil {
+			t.Fatalf("%s: the receipt's signature: %v", email, err)
+		}
+		var rec receipt.Receipt
+		if err := json.Unmarshal(r.body, &rec); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case want == nil && rec.DidYouMean != nil:
+			t.Errorf("%s: did_you_mean %+v, want none", email, rec.DidYouMean)
+		case want != nil && (rec.DidYouMean == nil || *rec.DidYouMean != *want):
+			t.Errorf("%s: did_you_mean %+v, want %+v (receipt %s)", email, rec.DidYouMean, want, r.body)
+		}
+		if want != nil && (rec.Status == "valid" || rec.Status == "risky") {
+			t.Errorf("%s: %s: a suggestion must not change the verdict", email, rec.Status)
+		}
+	}
+}
