@@ -54,4 +54,16 @@ func TestDidYouMeanReceipt(t *testing.T) {
 			t.Errorf("%s: %s: a suggestion must not change the verdict", email, rec.Status)
 		}
 	}
+	// A cache: true hit serves the suggestion with the cached receipt.
+	r := c.do("POST", "/v1/validate", c.key, `{"email":"ann@gmial.com","cache":true}`)
+	var rec receipt.Receipt
+	if err := json.Unmarshal(r.body, &rec); err != nil || r.status != 200 {
+		t.Fatalf("cache: true: %d %s %v", r.status, r.body, err)
+	}
+	if !rec.Cached || rec.DidYouMean == nil || rec.DidYouMean.Email != "ann@gmail.com" {
+		t.Errorf("cache: true hit: cached %v, did_you_mean %+v", rec.Cached, rec.DidYouMean)
+	}
+	if _, err := receipt.Verify(r.body, jwks); err != nil {
+		t.Errorf("the cached receipt's signature: %v", err)
+	}
 }
