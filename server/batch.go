@@ -229,12 +229,40 @@ func (s *Server) getJob(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 // chunk, so the client sees a broken transfer, never a short file that
 // looks whole.
 func (s *Server) getResults(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
-	account := c.Account
 	filter, issues := statusFilter(ctx.QueryArgs())
 	if issues != nil {
 		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeBadRequest, Message: "invalid query", Details: map[string]any{"issues": issues}})
 		return
 	}
+	s.download(ctx, c, "results.csv", func(id string) string {
+		name := "job-" + id
+		for _, st := range probe.Statuses {
+			if filter[string(st)] {
+				name += "-" + string(st)
+			}
+		}
+		return name
+	}, func(w io.Writer, db Store, id string) (int, error) {
+		return writeCSV(context.Background(), w, db, id, filter)
+	})
+}
+
+// getSuggestions serves GET /v1/jobs/{id}/suggestions.csv: the job's
+// addresses that have a did-you-mean, with it (writeSuggestions).
+// results.csv keeps spec §4.4's ten columns.
+func (s *Server) getSuggestions(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
+	s.download(ctx, c, "suggestions.csv", func(id string) string { return "job-" + id + "-suggestions" },
+		func(w io.Writer, db Store, id string) (int, error) {
+			return writeSuggestions(context.Background(), w, db, id)
+		})
+}
+
+// download streams a CSV file of a completed job of the caller's account,
+// written by write, under the downloads' gate; name gives the file's
+// name (without .csv) for Content-Disposition.
+func (s *Server) download(ctx *fasthttp.RequestCtx, c *httpapi.Caller, what string, name func(id string) string,
+	write func(w io.Writer, db Store, id string) (int, error)) {
+	account := c.Account
 	j, ok := s.ownJob(ctx, account)
 	if !ok {
 		return
@@ -251,7 +279,7 @@ func (s *Server) getResults(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 	if !ok {
 		csvRefused.Inc()
 		ctx.Response.Header.Set("Retry-After", "5")
-		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeRateLimited, Message: "too many results.csv downloads under way; retry after 5 seconds",
+		httpapi.WriteError(ctx, &httpapi.APIError{Code: httpapi.CodeRateLimited, Message: "too many " + what + " downloads under way; retry after 5 seconds",
 			Details: map[string]any{"retryAfter": 5, "limit": "csv_downloads"}})
 		return
 	}
@@ -265,21 +293,15 @@ func (s *Server) getResults(ctx *fasthttp.RequestCtx, c *httpapi.Caller) {
 		// reading, which closes the pipe).
 		defer release()
 		// Not the request's context: the download outlives the handler.
-		rows, err := writeCSV(context.Background(), pw, db, id, filter)
+		rows, err := write(pw, db, id)
 		csvRows.Add(rows)
 		if err != nil && !errors.Is(err, io.ErrClosedPipe) {
-			log.Error("results.csv broken off", "job", id, "rows", rows, "err", err)
+			log.Error(what+" broken off", "job", id, "rows", rows, "err", err)
 		}
 		pw.CloseWithError(err)
 	}()
 	ctx.Response.Header.SetContentType("text/csv; charset=utf-8")
-	name := "job-" + id
-	for _, st := range probe.Statuses {
-		if filter[string(st)] {
-			name += "-" + string(st)
-		}
-	}
-	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
+	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="`+name(id)+`.csv"`)
 	ctx.SetBodyStream(pr, -1)
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -75,3 +76,46 @@ func writeCSV(ctx context.Context, w io.Writer, db Store, jobID string, filter m
 	}
 	return rows, err
 }
+
+// suggestionsHeader is suggestions.csv's header row.
+var suggestionsHeader = []string{"email", "did_you_mean", "reason", "status"}
+
+// writeSuggestions streams the job's results that have a did-you-mean
+// (the receipt's did_you_mean, docs/api.md) as CSV, in upload order: the
+// address, the address probably meant, the reason (domain_typo or
+// tld_typo) and the address's verdict. The same CSV form as writeCSV's.
+func writeSuggestions(ctx context.Context, w io.Writer, db Store, jobID string) (rows int, err error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	cw := csv.NewWriter(bw)
+	cw.UseCRLF = true
+	if err := cw.Write(suggestionsHeader); err != nil {
+		return 0, err
+	}
+	row := make([]string, len(suggestionsHeader))
+	var f struct {
+		DidYouMean *receipt.DidYouMean `json:"did_you_mean"`
+	}
+	err = db.JobResults(ctx, jobID, func(r storage.Result) error {
+		// Only a receipt that names a suggestion is decoded.
+		if len(r.Receipt) == 0 || !bytes.Contains(r.Receipt, didYouMeanKey) {
+			return nil
+		}
+		f.DidYouMean = nil
+		if json.Unmarshal(r.Receipt, &f) != nil || f.DidYouMean == nil {
+			return nil
+		}
+		row[0], row[1], row[2], row[3] = r.Email, f.DidYouMean.Email, f.DidYouMean.Reason, r.Status
+		rows++
+		return cw.Write(row)
+	})
+	cw.Flush()
+	if err == nil {
+		err = cw.Error()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	return rows, err
+}
+
+var didYouMeanKey = []byte(`"did_you_mean"`)

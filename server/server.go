@@ -242,6 +242,7 @@ func New(opts Options) *Server {
 			r.POST("/v1/batch", g.Wrap(httpapi.ClassBatch, httpapi.ScopeWrite, s.postBatch))
 			r.GET("/v1/jobs/{id}", g.Wrap(httpapi.ClassOther, httpapi.ScopeRead, s.getJob))
 			r.GET("/v1/jobs/{id}/results.csv", g.Wrap(httpapi.ClassOther, httpapi.ScopeRead, s.getResults))
+			r.GET("/v1/jobs/{id}/suggestions.csv", g.Wrap(httpapi.ClassOther, httpapi.ScopeRead, s.getSuggestions))
 		}
 		if opts.Outcomes != nil {
 			r.POST("/v1/outcomes", g.Wrap(httpapi.ClassBatch, httpapi.ScopeOutcomes, s.postOutcomes))

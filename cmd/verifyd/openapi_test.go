@@ -275,6 +275,8 @@ give_up_after = "500ms"
 	bearer("GET", "/v1/jobs/{id}", "/v1/jobs/"+job.ID, "")
 	bearer("GET", "/v1/jobs/{id}", "/v1/jobs/00000000-0000-4000-8000-000000000000", "")
 	bearer("GET", "/v1/jobs/{id}/results.csv", "/v1/jobs/"+job.ID+"/results.csv", "")
+	bearer("GET", "/v1/jobs/{id}/suggestions.csv", "/v1/jobs/"+job.ID+"/suggestions.csv", "")
+	bearer("GET", "/v1/jobs/{id}/suggestions.csv", "/v1/jobs/00000000-0000-4000-8000-000000000000/suggestions.csv", "")
 	nd := []string{"Content-Type", "application/x-ndjson"}
 	if st, b := bearer("POST", "/v1/outcomes", "/v1/outcomes", `{"event_id":"o1","email":"ann@shop.test","event":"delivered","time":"2030-01-01T00:00:00Z"}`+"\n", nd...); st != 200 {
 		t.Fatalf("outcomes: %d %s", st, b)

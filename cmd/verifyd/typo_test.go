@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/verifyd/verifyd/bench/world"
 	"github.com/verifyd/verifyd/server/receipt"
@@ -65,5 +67,46 @@ func TestDidYouMeanReceipt(t *testing.T) {
 	}
 	if _, err := receipt.Verify(r.body, jwks); err != nil {
 		t.Errorf("the cached receipt's signature: %v", err)
+	}
+}
+
+// TestDidYouMeanBatch: a batch job's suggestions are its own download,
+// GET /v1/jobs/{id}/suggestions.csv (results.csv keeps spec §4.4's ten
+// columns): the addresses with one, in upload order, with the address
+// meant, the reason and the verdict; none for the others.
+func TestDidYouMeanBatch(t *testing.T) {
+	run := startWorld(t, &world.World{
+		Hosts: []*world.Host{{Name: "mx.gmail.com", IP: "127.71.1.1"}, {Name: "mx.gmsil.com", IP: "127.71.1.2"}, {Name: "mx.yahoo.com", IP: "127.71.1.3"}},
+		Domains: []*world.Domain{
+			{Name: "gmail.com", MX: []world.MX{{Pref: 10, Host: "mx.gmail.com"}}, Mailboxes: map[string]world.MailboxState{"ann": world.MailboxOK}},
+			{Name: "yahoo.com", MX: []world.MX{{Pref: 10, Host: "mx.yahoo.com"}}, Mailboxes: map[string]world.MailboxState{"carol": world.MailboxOK}},
+			{Name: "gmsil.com", MX: []world.MX{{Pref: 10, Host: "mx.gmsil.com"}}, Mailboxes: map[string]world.MailboxState{"bob": world.MailboxOK}},
+			{Name: "gmail.co", NXDomain: true},
+			{Name: "yahoo.con", NXDomain: true},
+		},
+	})
+	in := startIn(t, t.TempDir(), batchConfig(run, "", ""))
+	c := &client{t: t, base: in.base, key: in.key}
+	emails := []string{"ann@gmail.com", "dan@gmail.co", "bob@gmsil.com", "carol@yahoo.con", "zed@gmsil.com"}
+	r := c.do("POST", "/v1/batch", c.key, batchBody(t, emails, nil))
+	if r.status != 202 {
+		t.Fatalf("batch: %d %s", r.status, r.body)
+	}
+	id := r.json(t)["job_id"].(string)
+	waitDone(t, c, c.key, id, time.Minute)
+	s := c.do("GET", "/v1/jobs/"+id+"/suggestions.csv", c.key, "")
+	want := "email,did_you_mean,reason,status\r\n" +
+		"dan@gmail.co,dan@gmail.com,tld_typo,invalid\r\n" +
+		"carol@yahoo.con,carol@yahoo.com,tld_typo,invalid\r\n"
+	if s.status != 200 || string(s.body) != want {
+		t.Errorf("suggestions.csv: %d\n%s\nwant\n%s", s.status, s.body, want)
+	}
+	if cd := s.header.Get("Content-Disposition"); cd != `attachment; filename="job-`+id+`-suggestions.csv"` {
+		t.Errorf("Content-Disposition %q", cd)
+	}
+	// results.csv is unchanged: its ten columns.
+	res := c.do("GET", "/v1/jobs/"+id+"/results.csv", c.key, "")
+	if head, _, _ := strings.Cut(string(res.body), "\r\n"); head != "email,status,score,is_disposable,is_role_based,is_catch_all,is_free_provider,mx_host,latency_ms,probed_at" {
+		t.Errorf("results.csv's header: %q", head)
 	}
 }

@@ -37,6 +37,9 @@ func routeLabel(ctx *fasthttp.RequestCtx) string {
 		if len(p) > 12 && p[len(p)-12:] == "/results.csv" {
 			return "/v1/jobs/{id}/results.csv"
 		}
+		if len(p) > 16 && p[len(p)-16:] == "/suggestions.csv" {
+			return "/v1/jobs/{id}/suggestions.csv"
+		}
 		return "/v1/jobs/{id}"
 	}
 	return "other"
