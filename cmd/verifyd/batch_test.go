@@ -37,6 +37,7 @@ func batchWorld(t *testing.T, latency time.Duration) *world.Running {
 			{Name: "mx.catch.test", IP: "127.72.0.2", Latency: d},
 			{Name: "mx.mailinator.com", IP: "127.72.0.3"},
 			{Name: "mx.grey.test", IP: "127.72.0.4", Latency: d},
+			{Name: "mx.gmail.com", IP: "127.72.0.5", Latency: d},
 		},
 		Domains: []*world.Domain{
 			{Name: "shop.test", MX: []world.MX{{Pref: 10, Host: "mx.shop.test"}},
@@ -46,6 +47,9 @@ func batchWorld(t *testing.T, latency time.Duration) *world.Running {
 			{Name: "grey.test", MX: []world.MX{{Pref: 10, Host: "mx.grey.test"}}, Policy: world.PolicyGreylist,
 				GreylistDelay: world.Duration(time.Second), Mailboxes: map[string]world.MailboxState{"dan": world.MailboxOK, "eve": world.MailboxOK}},
 			{Name: "gone.test", NXDomain: true},
+			// A provider and a slip of it that does not exist: did you mean.
+			{Name: "gmail.com", MX: []world.MX{{Pref: 10, Host: "mx.gmail.com"}}, Mailboxes: map[string]world.MailboxState{"ann": world.MailboxOK}},
+			{Name: "gmail.co", NXDomain: true},
 		},
 	}
 	return startWorld(t, w)

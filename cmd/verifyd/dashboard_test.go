@@ -346,7 +346,18 @@ give_up_after = "1s"
 	tb.fill("#email", "ann@shop.test")
 	tb.click(`#validate-form button[type=submit]`)
 	tb.waitJS("the second receipt", `document.querySelector("#r-email").textContent === "ann@shop.test" && document.querySelector("#r-sig").classList.contains("ok")`, 30*time.Second)
+	if !eval[bool](tb, `document.querySelector("#r-dym").hidden`) {
+		t.Error("a suggestion shown for an address whose domain takes mail")
+	}
 	tb.shot("validate")
+	// --- a mistyped address: the receipt's did_you_mean, which goes into
+	// the form when clicked (not validated: that would cost a credit).
+	tb.fill("#email", "ann@gmail.co")
+	tb.click(`#validate-form button[type=submit]`)
+	tb.waitJS("the suggestion", `!document.querySelector("#r-dym").hidden && document.querySelector("#r-dym-use").textContent === "ann@gmail.com" && document.querySelector("#r-sig").classList.contains("ok")`, 30*time.Second)
+	tb.shot("validate-did-you-mean")
+	tb.click("#r-dym-use")
+	tb.waitJS("the suggestion in the form", `document.querySelector("#email").value === "ann@gmail.com"`, 10*time.Second)
 
 	// --- a 1,000-address batch from a CSV file, with a failing webhook
 	hook := webhooktest.New(t, 500)
@@ -506,7 +517,7 @@ give_up_after = "1s"
 	tb.open("/dashboard/history")
 	tb.waitJS("history rows", `document.querySelectorAll("#history tbody tr").length === 50`, 10*time.Second)
 	tb.choose("#kind", "single")
-	tb.waitJS("single rows", `document.querySelectorAll("#history tbody tr").length === 3 && [...document.querySelectorAll("#history .addr")].some(e => e.textContent === `+jsString(xssAddress)+`)`, 10*time.Second)
+	tb.waitJS("single rows", `document.querySelectorAll("#history tbody tr").length === 4 && [...document.querySelectorAll("#history .addr")].some(e => e.textContent === `+jsString(xssAddress)+`)`, 10*time.Second)
 	tb.inert("history")
 	tb.shot("history")
 	tb.choose("#kind", "all")
@@ -623,7 +634,7 @@ give_up_after = "1s"
 
 	// --- the overview, with the day's validations in the chart
 	tb.open("/dashboard")
-	tb.waitJS("the chart", `document.querySelectorAll("#chart svg rect.v-invalid").length >= 1 && document.querySelector("#total30").textContent === "1,003"`, 10*time.Second)
+	tb.waitJS("the chart", `document.querySelectorAll("#chart svg rect.v-invalid").length >= 1 && document.querySelector("#total30").textContent === "1,004"`, 10*time.Second)
 	tb.waitJS("the job listed", `document.querySelector("#jobs").textContent.includes("1,000 / 1,000")`, 10*time.Second)
 	// The job's row: its short id (the whole one in the title) and its
 	// list, one line each; the id opens the job.

@@ -297,6 +297,12 @@ function pageValidate() {
     }
     showReceipt(data);
   });
+  // A suggestion goes into the form, not straight to a validation: that
+  // would cost a credit the person did not ask to spend.
+  $("#r-dym-use").addEventListener("click", () => {
+    $("#email").value = $("#r-dym-use").textContent;
+    $("#email").focus();
+  });
 }
 
 function showReceipt(rc) {
@@ -304,6 +310,13 @@ function showReceipt(rc) {
   $("#r-status").replaceWith(Object.assign(badge(rc.status), { id: "r-status" }));
   $("#r-score").textContent = String(rc.score);
   $("#r-email").textContent = rc.email;
+  const dym = rc.did_you_mean;
+  $("#r-dym").hidden = !dym;
+  if (dym) {
+    $("#r-dym-use").textContent = dym.email;
+    $("#r-dym-why").textContent = dym.reason === "tld_typo"
+      ? "(the ending of the domain looks mistyped)" : "(the domain looks mistyped)";
+  }
   $("#r-json").textContent = JSON.stringify(rc, null, 2);
   const rows = [];
   const flat = (obj, prefix) => {
