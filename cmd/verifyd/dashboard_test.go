@@ -364,7 +364,7 @@ give_up_after = "1s"
 	var csvFile strings.Builder
 	csvFile.WriteString("name,email\n")
 	csvFile.WriteString(`"Mallory","""<img src=x onerror=alert(1)>""@x.test"` + "\n")
-	csvFile.WriteString("Ann,ann@shop.test\nAnn again,ANN@shop.test\nBob,none yet\n")
+	csvFile.WriteString("Ann,ann@shop.test\nAnn again,ANN@shop.test\nBob,none yet\nDan,dan@gmail.co\n")
 	for i := 0; len(strings.Split(strings.TrimSpace(csvFile.String()), "\n")) < 1003; i++ {
 		fmt.Fprintf(&csvFile, "User %d,user%d@shop.test\n", i, i)
 	}
@@ -386,6 +386,9 @@ give_up_after = "1s"
 	tb.click("#submit-batch")
 	tb.waitJS("the progress bar at 100 %", `document.querySelector("#progress-text").textContent.includes("1,000 / 1,000 (100 %)") && document.querySelector("#progress").value === 1000`, 120*time.Second)
 	tb.waitJS("the summary and the download links", `!document.querySelector("#download-row").hidden && document.querySelectorAll("#summary tbody tr").length > 1 && document.querySelectorAll("#downloads a").length === 5`, 30*time.Second)
+	// dan@gmail.co: one address with a suggestion, its file offered.
+	tb.waitJS("the suggestions", `!document.querySelector("#suggestions").hidden && document.querySelector("#suggestions-link").textContent === "Did you mean: 1 address looks mistyped" &&
+		document.querySelector("#suggestions-link").getAttribute("href").endsWith("/suggestions.csv")`, 30*time.Second)
 	tb.shot("batch-done")
 	tb.inert("batch")
 	jobID := tb.text("#job-id")

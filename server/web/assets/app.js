@@ -536,6 +536,21 @@ function downloads(j) {
     link("Unknown only: to try again later", ["unknown"]),
   );
   $("#download-row").hidden = false;
+  suggestions(j);
+}
+
+// suggestions offers the job's did-you-mean file when it has rows: the
+// addresses that look mistyped (GET /v1/jobs/{id}/suggestions.csv),
+// counted from the file itself.
+async function suggestions(j) {
+  const url = j.results_url.replace(/\/results\.csv$/, "/suggestions.csv");
+  const r = await fetch(url, { credentials: "same-origin", cache: "no-store" });
+  if (!r.ok) return;
+  const rows = (await r.text()).split("\r\n").filter((l) => l !== "").length - 1;
+  const a = $("#suggestions-link");
+  a.href = url;
+  a.textContent = "Did you mean: " + fmtNum(rows) + (rows === 1 ? " address looks" : " addresses look") + " mistyped";
+  $("#suggestions").hidden = rows < 1;
 }
 
 // ---- history
