@@ -63,6 +63,8 @@ type primaryWatch struct {
 	last      string
 	timeline  string
 	reconcile bool
+	from      time.Time // the reconciliation covers the journal's window before this
+	lastOK    time.Time // the last check that found a writable primary
 }
 
 // reconcileTimeout bounds one reconciliation.
@@ -170,19 +172,31 @@ func (db *DB) checkPrimary() bool {
 		db.primary.mu.Lock()
 		last, lastTL := db.primary.last, db.primary.timeline
 		db.primary.last, db.primary.timeline = server, timeline
+		// What to look for: the charges answered in the journal's window
+		// before the database went away, counted from the last check
+		// that found it writable (before the outage's start, which the
+		// watch sees up to a period late), however long it was away.
+		pending := func() {
+			at := db.primary.lastOK
+			if !db.primary.reconcile || at.Before(db.primary.from) {
+				db.primary.from = at
+			}
+			db.primary.reconcile = true
+		}
 		if last != "" && (last != server || lastTL != timeline) {
 			primaryChanges.Inc()
 			db.log.Warn("the database's primary changed", "from", last, "to", server, "timeline_from", lastTL, "timeline", timeline)
-			db.primary.reconcile = true
+			pending()
 		}
 		if prev != nil && !prev.ready {
-			db.primary.reconcile = true
+			pending()
 		}
-		again := db.primary.reconcile
+		db.primary.lastOK = now
+		again, from := db.primary.reconcile, db.primary.from
 		db.primary.mu.Unlock()
 		if again {
 			rctx, rcancel := context.WithTimeout(context.Background(), reconcileTimeout)
-			_, _, rerr := db.reconcile(rctx)
+			_, _, rerr := db.reconcile(rctx, from.Add(-journalWindow))
 			rcancel()
 			if rerr != nil {
 				db.log.Warn("reconciliation after the database came back failed; tried again at the next check", "err", rerr)

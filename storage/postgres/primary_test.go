@@ -101,6 +101,23 @@ func TestPrimaryWatch(t *testing.T) {
 // and reported, once, when the box finds the database again after an
 // outage; the charges still there are not.
 func TestReconcileFindsLostCharges(t *testing.T) {
+	testReconcile(t, 0)
+}
+
+// TestReconcileAfterALongOutage: the reconciliation looks at the charges
+// answered before the outage began, however long the database was away
+// (here four times the journal's window, shortened for the test).
+func TestReconcileAfterALongOutage(t *testing.T) {
+	saved := journalWindow
+	journalWindow = 500 * time.Millisecond
+	t.Cleanup(func() { journalWindow = saved })
+	testReconcile(t, 4*journalWindow)
+}
+
+// testReconcile charges three validations, deletes the first one's
+// result, takes the database away for at least away, and expects that
+// one reported lost.
+func testReconcile(t *testing.T, away time.Duration) {
 	srv, pool, open := fleetOf(t, 30*time.Second)
 	db := open("a")
 	ctx := context.Background()
@@ -130,6 +147,7 @@ func TestReconcileFindsLostCharges(t *testing.T) {
 	lost, runs := lostCharges.Get(), reconciliations.Get()
 	srv.Kill()
 	waitReady(t, db, false)
+	time.Sleep(away)
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,8 @@ import (
 // the charges it answered in the last journalWindow (the journal, in
 // memory); when the watch finds the database writable again after an
 // outage, or another primary or timeline than before, the box looks for
-// each of them on the database and reports those it does not find: an
+// those answered in the journalWindow before the outage began on the
+// database and reports those it does not find: an
 // error line each (account, result, ledger entry, idempotency key, when
 // answered), a summary line, and verifyd_storage_pg_lost_charges_total.
 // With synchronous replication (docs/fleet.md, "High availability") it
@@ -28,14 +29,15 @@ import (
 // it should be); its history row is gone. A retry of its Idempotency-Key
 // is processed again (the key's record went with it).
 
-// journalWindow is how long the journal keeps an answered charge:
-// asynchronous replication lags by milliseconds on a healthy link, by
-// seconds under load; a charge older than this is taken to have reached
-// the standby. journalMax bounds the journal (about 10 MB).
-const (
-	journalWindow = 2 * time.Minute
-	journalMax    = 1 << 17
-)
+// journalWindow is how far before the database went away a
+// reconciliation looks: asynchronous replication lags by milliseconds on
+// a healthy link, by seconds under load; a charge answered longer before
+// is taken to have reached the standby. The window is counted from the
+// outage's start, however long the outage was. journalMax bounds the
+// journal (about 10 MB); a variable, for tests.
+var journalWindow = 2 * time.Minute
+
+const journalMax = 1 << 17
 
 // answeredCharge is a charge the box answered.
 type answeredCharge struct {
@@ -77,11 +79,11 @@ func (j *journal) since(t time.Time) []answeredCharge {
 	return out
 }
 
-// reconcile looks for the charges of the journal on the database and
-// reports those it does not find; it returns how many it checked and
-// how many are lost.
-func (db *DB) reconcile(ctx context.Context) (checked, lost int, err error) {
-	cs := db.journal.since(time.Now().Add(-journalWindow))
+// reconcile looks for the charges of the journal answered after after
+// on the database and reports those it does not find; it returns how
+// many it checked and how many are lost.
+func (db *DB) reconcile(ctx context.Context, after time.Time) (checked, lost int, err error) {
+	cs := db.journal.since(after)
 	if len(cs) == 0 {
 		return 0, 0, nil
 	}
