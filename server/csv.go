@@ -34,17 +34,10 @@ type csvFlags struct {
 // one row in memory at a time. A filter keeps the rows of the verdicts it
 // holds; nil keeps all.
 func writeCSV(ctx context.Context, w io.Writer, db Store, jobID string, filter map[string]bool) (rows int, err error) {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	cw := csv.NewWriter(bw)
-	cw.UseCRLF = true
-	if err := cw.Write(csvHeader); err != nil {
-		return 0, err
-	}
-	row := make([]string, len(csvHeader))
 	var f csvFlags
-	err = db.JobResults(ctx, jobID, func(r storage.Result) error {
+	return streamJobCSV(ctx, w, db, jobID, csvHeader, func(r storage.Result, row []string) bool {
 		if filter != nil && !filter[r.Status] {
-			return nil
+			return false
 		}
 		f = csvFlags{}
 		if len(r.Receipt) > 0 {
@@ -64,17 +57,8 @@ func writeCSV(ctx context.Context, w io.Writer, db Store, jobID string, filter m
 			row[8] = strconv.FormatInt(r.LatencyMs, 10)
 		}
 		row[9] = receipt.FormatTime(r.ProbedAt)
-		rows++
-		return cw.Write(row)
+		return true
 	})
-	cw.Flush()
-	if err == nil {
-		err = cw.Error()
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
-	return rows, err
 }
 
 // suggestionsHeader is suggestions.csv's header row.
@@ -85,26 +69,42 @@ var suggestionsHeader = []string{"email", "did_you_mean", "reason", "status"}
 // address, the address probably meant, the reason (domain_typo or
 // tld_typo) and the address's verdict. The same CSV form as writeCSV's.
 func writeSuggestions(ctx context.Context, w io.Writer, db Store, jobID string) (rows int, err error) {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	cw := csv.NewWriter(bw)
-	cw.UseCRLF = true
-	if err := cw.Write(suggestionsHeader); err != nil {
-		return 0, err
-	}
-	row := make([]string, len(suggestionsHeader))
 	var f struct {
 		DidYouMean *receipt.DidYouMean `json:"did_you_mean"`
 	}
-	err = db.JobResults(ctx, jobID, func(r storage.Result) error {
+	return streamJobCSV(ctx, w, db, jobID, suggestionsHeader, func(r storage.Result, row []string) bool {
 		// Only a receipt that names a suggestion is decoded.
 		if len(r.Receipt) == 0 || !bytes.Contains(r.Receipt, didYouMeanKey) {
-			return nil
+			return false
 		}
 		f.DidYouMean = nil
 		if json.Unmarshal(r.Receipt, &f) != nil || f.DidYouMean == nil {
-			return nil
+			return false
 		}
 		row[0], row[1], row[2], row[3] = r.Email, f.DidYouMean.Email, f.DidYouMean.Reason, r.Status
+		return true
+	})
+}
+
+var didYouMeanKey = []byte(`"did_you_mean"`)
+
+// streamJobCSV writes header, then a row for each of the job's results
+// that fill keeps (fill writes the row's fields into row, reused), as
+// RFC 4180 CSV with CRLF line ends, one row in memory at a time; it
+// returns the rows written.
+func streamJobCSV(ctx context.Context, w io.Writer, db Store, jobID string, header []string,
+	fill func(r storage.Result, row []string) bool) (rows int, err error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	cw := csv.NewWriter(bw)
+	cw.UseCRLF = true
+	if err := cw.Write(header); err != nil {
+		return 0, err
+	}
+	row := make([]string, len(header))
+	err = db.JobResults(ctx, jobID, func(r storage.Result) error {
+		if !fill(r, row) {
+			return nil
+		}
 		rows++
 		return cw.Write(row)
 	})
@@ -117,5 +117,3 @@ func writeSuggestions(ctx context.Context, w io.Writer, db Store, jobID string) 
 	}
 	return rows, err
 }
-
-var didYouMeanKey = []byte(`"did_you_mean"`)

@@ -268,18 +268,8 @@ func TestFleetFailoverSync(t *testing.T) {
 	h := startHA(t, 3, batchConfig(run, "", "concurrency = 16\n"), addrs, true)
 	f := h.f
 	defer f.dumpLogs(t)
-	f.addCredits(t, 10_000)
-	p50, p99 := h.chargeLatency(t, latencyCharges)
-	t.Logf("a hold and a charge, one after another, synchronous replication: p50 %v, p99 %v", p50.Round(time.Microsecond), p99.Round(time.Microsecond))
-
-	r := f.client(t, 1).do("POST", "/v1/batch", f.key, batchBody(t, addrs, nil))
-	if r.status != 202 {
-		t.Fatalf("POST /v1/batch: %d %s", r.status, r.body)
-	}
-	job := r.json(t)["job_id"].(string)
-	const n, keyFmt = 600, "ha-sync-%03d"
-	kr := f.startKeyed(keyFmt, n, 12)
-	waitFor(t, func() bool { return int(kr.answered.Load()) >= n/3 })
+	const keyFmt = "ha-sync-%03d"
+	job, kr := h.startLoad(t, addrs, keyFmt, "synchronous")
 
 	// The primary is gone; the standby is promoted only once every box
 	// has told its balancer so (/readyz 503), as a failover manager
@@ -297,13 +287,7 @@ func TestFleetFailoverSync(t *testing.T) {
 		promoted.Sub(stopped).Round(time.Millisecond), time.Since(stopped).Round(time.Millisecond))
 
 	bodies := kr.wait(t)
-	for b, d := range kr.firstWrites(len(f.boxes), stopped, promoted) {
-		t.Logf("box%d: first 200 %v after the promotion", b, d.Round(time.Millisecond))
-		if d < 0 {
-			t.Errorf("box%d answered no 200 after the failover", b)
-		}
-	}
-	t.Logf("first answers %v; every answer %v", kr.firstStatuses(), kr.statuses)
+	f.checkFirstWrites(t, kr, stopped, promoted)
 	// Every key answered 500 gets its answer when retried with its key
 	// within a lease of the promotion (docs/fleet.md, "High
 	// availability": a request cut off in the failover may leave its key
@@ -316,16 +300,9 @@ func TestFleetFailoverSync(t *testing.T) {
 	if kr.statuses[500] == 0 {
 		t.Error("no request answered 500: the failover came at no request")
 	}
-	f.checkKeys(t, keyFmt, bodies, n+latencyCharges) // and the ones chargeLatency made
+	f.checkKeys(t, keyFmt, bodies, haKeys+latencyCharges) // and the ones chargeLatency made
 
-	m := f.waitJob(t, 0, job, 3*time.Minute)
-	if m["status"] != "completed" || m["progress"].(map[string]any)["processed"] != float64(len(addrs)) {
-		t.Fatalf("the job after the failover: %v", m)
-	}
-	results := 0
-	if err := f.db.JobResults(t.Context(), job, func(storage.Result) error { results++; return nil }); err != nil || results != len(addrs) {
-		t.Errorf("the job has %d results on the new primary for %d addresses (%v)", results, len(addrs), err)
-	}
+	f.checkJobComplete(t, job, len(addrs))
 	for i, b := range f.boxes {
 		if !b.logged("the database's primary changed") && !b.logged("the database is writable again") {
 			t.Errorf("box%d logged nothing of the failover", i)
@@ -333,8 +310,56 @@ func TestFleetFailoverSync(t *testing.T) {
 	}
 }
 
-// latencyCharges is how many charges chargeLatency times.
-const latencyCharges = 400
+// latencyCharges is how many charges chargeLatency times; haKeys how
+// many keyed validations the failover tests send.
+const latencyCharges, haKeys = 400, 600
+
+// startLoad is the load both failover tests put on the fleet: credits,
+// the timed charges (logged as the cost of replication, named by mode),
+// a batch job of every address, and haKeys keyed validations of keyFmt,
+// 12 at a time. It returns once a third of them are answered.
+func (h *haCluster) startLoad(t *testing.T, addrs []string, keyFmt, mode string) (job string, kr *keyedRun) {
+	t.Helper()
+	f := h.f
+	f.addCredits(t, 10_000)
+	p50, p99 := h.chargeLatency(t, latencyCharges)
+	t.Logf("a hold and a charge, one after another, %s replication: p50 %v, p99 %v", mode, p50.Round(time.Microsecond), p99.Round(time.Microsecond))
+	r := f.client(t, 1).do("POST", "/v1/batch", f.key, batchBody(t, addrs, nil))
+	if r.status != 202 {
+		t.Fatalf("POST /v1/batch: %d %s", r.status, r.body)
+	}
+	job = r.json(t)["job_id"].(string)
+	kr = f.startKeyed(keyFmt, haKeys, 12)
+	waitFor(t, func() bool { return int(kr.answered.Load()) >= haKeys/3 })
+	return job, kr
+}
+
+// checkFirstWrites logs when each box answered its first 200 after the
+// promotion, and fails t for a box that answered none.
+func (f *faultFleet) checkFirstWrites(t *testing.T, kr *keyedRun, stopped, promoted time.Time) {
+	t.Helper()
+	for b, d := range kr.firstWrites(len(f.boxes), stopped, promoted) {
+		t.Logf("box%d: first 200 %v after the promotion", b, d.Round(time.Millisecond))
+		if d < 0 {
+			t.Errorf("box%d answered no 200 after the failover", b)
+		}
+	}
+	t.Logf("first answers %v; every answer %v", kr.firstStatuses(), kr.statuses)
+}
+
+// checkJobComplete waits for the job, which must complete with all its n
+// addresses processed and n results on the new primary.
+func (f *faultFleet) checkJobComplete(t *testing.T, job string, n int) {
+	t.Helper()
+	m := f.waitJob(t, 0, job, 3*time.Minute)
+	if m["status"] != "completed" || m["progress"].(map[string]any)["processed"] != float64(n) {
+		t.Fatalf("the job after the failover: %v", m)
+	}
+	results := 0
+	if err := f.db.JobResults(t.Context(), job, func(storage.Result) error { results++; return nil }); err != nil || results != n {
+		t.Errorf("the job has %d results on the new primary for %d addresses (%v)", results, n, err)
+	}
+}
 
 // lostLog is what a box logs for each charge it answered that a
 // reconciliation did not find (storage/postgres reconcile.go).
@@ -356,18 +381,8 @@ func TestFleetFailoverAsync(t *testing.T) {
 	h := startHAVia(t, 3, batchConfig(run, "", "concurrency = 16\n"), addrs, false, &link)
 	f := h.f
 	defer f.dumpLogs(t)
-	f.addCredits(t, 10_000)
-	p50, p99 := h.chargeLatency(t, latencyCharges)
-	t.Logf("a hold and a charge, one after another, asynchronous replication: p50 %v, p99 %v", p50.Round(time.Microsecond), p99.Round(time.Microsecond))
-
-	r := f.client(t, 1).do("POST", "/v1/batch", f.key, batchBody(t, addrs, nil))
-	if r.status != 202 {
-		t.Fatalf("POST /v1/batch: %d %s", r.status, r.body)
-	}
-	job := r.json(t)["job_id"].(string)
-	const n, keyFmt = 600, "ha-async-%03d"
-	kr := f.startKeyed(keyFmt, n, 12)
-	waitFor(t, func() bool { return int(kr.answered.Load()) >= n/3 })
+	const keyFmt = "ha-async-%03d"
+	job, kr := h.startLoad(t, addrs, keyFmt, "asynchronous")
 	link.BlackHole()
 	cut := time.Now()
 	time.Sleep(1500 * time.Millisecond)
@@ -376,13 +391,7 @@ func TestFleetFailoverAsync(t *testing.T) {
 		stopped.Sub(cut).Round(time.Millisecond), promoted.Sub(stopped).Round(time.Millisecond))
 
 	bodies := kr.wait(t)
-	for b, d := range kr.firstWrites(len(f.boxes), stopped, promoted) {
-		t.Logf("box%d: first 200 %v after the promotion", b, d.Round(time.Millisecond))
-		if d < 0 {
-			t.Errorf("box%d answered no 200 after the failover", b)
-		}
-	}
-	t.Logf("first answers %v; every answer %v", kr.firstStatuses(), kr.statuses)
+	f.checkFirstWrites(t, kr, stopped, promoted)
 
 	// What the clients hold and the new primary lacks.
 	ctx := context.Background()
@@ -440,13 +449,6 @@ func TestFleetFailoverAsync(t *testing.T) {
 
 	// What is left is whole: no double charge, every receipt kept is
 	// charged once and replays, nothing held, the job complete.
-	f.checkKeys(t, keyFmt, kept, n-len(lost)+latencyCharges)
-	m := f.waitJob(t, 0, job, 3*time.Minute)
-	if m["status"] != "completed" || m["progress"].(map[string]any)["processed"] != float64(len(addrs)) {
-		t.Fatalf("the job after the failover: %v", m)
-	}
-	results := 0
-	if err := f.db.JobResults(t.Context(), job, func(storage.Result) error { results++; return nil }); err != nil || results != len(addrs) {
-		t.Errorf("the job has %d results on the new primary for %d addresses (%v)", results, len(addrs), err)
-	}
+	f.checkKeys(t, keyFmt, kept, haKeys-len(lost)+latencyCharges)
+	f.checkJobComplete(t, job, len(addrs))
 }

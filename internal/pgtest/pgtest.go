@@ -360,16 +360,25 @@ func (s *Server) Stop() error {
 	select {
 	case <-s.done:
 	default:
-		_ = s.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-s.done:
-		case <-time.After(30 * time.Second):
-			killGroup(s.cmd)
-			<-s.done
+		if !s.signalAndWait(os.Interrupt) {
 			err = errors.New("postgres did not shut down within 30 s; killed")
 		}
 	}
 	return errors.Join(err, os.RemoveAll(s.Dir))
+}
+
+// signalAndWait sends sig to the postmaster and waits for it to exit; a
+// server still running 30 s later is killed, and it returns false.
+func (s *Server) signalAndWait(sig os.Signal) bool {
+	_ = s.cmd.Process.Signal(sig)
+	select {
+	case <-s.done:
+		return true
+	case <-time.After(30 * time.Second):
+		killGroup(s.cmd)
+		<-s.done
+		return false
+	}
 }
 
 func freePort() (int, error) {

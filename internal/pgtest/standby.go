@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -72,7 +73,7 @@ func StartStandby(t testing.TB, source string, settings ...string) *Server {
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	host, port, err := splitHostPort(source)
+	host, port, err := net.SplitHostPort(source)
 	if err != nil {
 		os.RemoveAll(s.Dir)
 		t.Fatalf("pgtest: %v", err)
@@ -91,30 +92,13 @@ func StartStandby(t testing.TB, source string, settings ...string) *Server {
 	return s
 }
 
-func splitHostPort(addr string) (host, port string, err error) {
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == ':' {
-			return addr[:i], addr[i+1:], nil
-		}
-	}
-	return "", "", fmt.Errorf("%q is not host:port", addr)
-}
-
 // Addr is the server's "127.0.0.1:port".
 func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.Port) }
 
 // StopImmediate stops the server as pg_ctl stop -m immediate does
 // (SIGQUIT to the postmaster: every process quits at once, no
 // checkpoint; the next start recovers from the WAL), and waits for it.
-func (s *Server) StopImmediate() {
-	_ = s.cmd.Process.Signal(syscall.SIGQUIT)
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-		killGroup(s.cmd)
-		<-s.done
-	}
-}
+func (s *Server) StopImmediate() { s.signalAndWait(syscall.SIGQUIT) }
 
 // Promote makes a standby the primary (pg_promote, waiting until it
 // takes writes).
@@ -139,7 +123,7 @@ func (s *Server) Promote(ctx context.Context) error {
 // to where the two timelines part, then following source), and starts
 // it again on its port.
 func (s *Server) Rewind(source string) error {
-	host, port, err := splitHostPort(source)
+	host, port, err := net.SplitHostPort(source)
 	if err != nil {
 		return err
 	}

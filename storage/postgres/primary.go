@@ -49,7 +49,6 @@ type primaryState struct {
 	ready  bool
 	reason string    // why not ready: "unreachable", "read-only"
 	since  time.Time // of the current state
-	server string    // host:port of the primary, when ready
 }
 
 // primaryWatch is the state of DB.watch.
@@ -155,7 +154,7 @@ func (db *DB) checkPrimary() bool {
 		coalesce(host(inet_server_addr()) || ':' || inet_server_port(), 'local socket'),
 		CASE WHEN pg_is_in_recovery() THEN '' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END`).Scan(&standby, &server, &timeline)
 	now := time.Now()
-	next := primaryState{ready: err == nil && !standby, since: now, server: server}
+	next := primaryState{ready: err == nil && !standby, since: now}
 	switch {
 	case err != nil:
 		next.reason = "unreachable"
@@ -165,6 +164,7 @@ func (db *DB) checkPrimary() bool {
 		db.pool.Reset()
 	}
 	prev := db.primary.state.Load()
+	again, from := false, time.Time{}
 	if next.ready {
 		// Another server or timeline than the last one written to: a
 		// failover the box may not even have seen as an outage (it took
@@ -192,25 +192,33 @@ func (db *DB) checkPrimary() bool {
 			pending()
 		}
 		db.primary.lastOK = now
-		again, from := db.primary.reconcile, db.primary.from
+		again, from = db.primary.reconcile, db.primary.from
 		db.primary.mu.Unlock()
-		if again {
-			rctx, rcancel := context.WithTimeout(context.Background(), reconcileTimeout)
-			_, _, rerr := db.reconcile(rctx, from.Add(-journalWindow))
-			rcancel()
-			if rerr != nil {
-				db.log.Warn("reconciliation after the database came back failed; tried again at the next check", "err", rerr)
-			} else {
-				db.primary.mu.Lock()
-				db.primary.reconcile = false
-				db.primary.mu.Unlock()
-			}
+	}
+	db.notePrimary(prev, &next, err, server)
+	if again {
+		// After the state: the box serves while it reconciles.
+		rctx, rcancel := context.WithTimeout(context.Background(), reconcileTimeout)
+		_, _, rerr := db.reconcile(rctx, from.Add(-journalWindow))
+		rcancel()
+		if rerr != nil {
+			db.log.Warn("reconciliation after the database came back failed; tried again at the next check", "err", rerr)
+		} else {
+			db.primary.mu.Lock()
+			db.primary.reconcile = false
+			db.primary.mu.Unlock()
 		}
 	}
+	return next.ready
+}
+
+// notePrimary records the watch's new state when it differs from prev:
+// Ready's answer, verifyd_storage_pg_ready and a log line.
+func (db *DB) notePrimary(prev, next *primaryState, err error, server string) {
 	if prev != nil && prev.ready == next.ready && prev.reason == next.reason {
-		return next.ready // no change: keep the state's start
+		return // no change: keep the state's start
 	}
-	db.primary.state.Store(&next)
+	db.primary.state.Store(next)
 	if next.ready {
 		pgReady().Set(1)
 	} else {
@@ -222,7 +230,6 @@ func (db *DB) checkPrimary() bool {
 	case !next.ready:
 		db.log.Warn("the database server is a standby (read-only): connecting again to find the primary", "server", server)
 	case prev != nil:
-		db.log.Warn("the database is writable again", "after", now.Sub(prev.since).Round(time.Millisecond), "server", server)
+		db.log.Warn("the database is writable again", "after", next.since.Sub(prev.since).Round(time.Millisecond), "server", server)
 	}
-	return next.ready
 }

@@ -152,6 +152,10 @@ func testReconcile(t *testing.T, away time.Duration) {
 		t.Fatal(err)
 	}
 	waitReady(t, db, true)
+	// The reconciliation runs once the box is ready again.
+	for deadline := time.Now().Add(time.Minute); reconciliations.Get() == runs && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if got := lostCharges.Get() - lost; got != 1 {
 		t.Errorf("%d lost charges reported, want 1 (result %s)", got, ids[0])
 	}

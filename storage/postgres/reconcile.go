@@ -85,6 +85,7 @@ func (j *journal) since(t time.Time) []answeredCharge {
 func (db *DB) reconcile(ctx context.Context, after time.Time) (checked, lost int, err error) {
 	cs := db.journal.since(after)
 	if len(cs) == 0 {
+		reconciliations.Inc()
 		return 0, 0, nil
 	}
 	ids := make([]string, len(cs))
