@@ -298,7 +298,11 @@ func (e *Engine) plan(ctx context.Context, r *Result, addr address.Address) plan
 // disposable, never gets here (plan), so a suggestion costs it nothing;
 // the rest pay at most one candidate's lookups.
 func (e *Engine) suggest(ctx context.Context, addr address.Address) *DidYouMean {
-	s, ok := e.opts.Typos.Suggest(addr.ASCIIDomain)
+	var extra []string
+	if f, _ := ctx.Value(typoTargetsKey{}).(TypoTargets); f != nil {
+		extra = f(ctx)
+	}
+	s, ok := e.opts.Typos.Suggest(addr.ASCIIDomain, extra...)
 	if !ok {
 		return nil
 	}
@@ -308,6 +312,22 @@ func (e *Engine) suggest(ctx context.Context, addr address.Address) *DidYouMean 
 	}
 	typoSuggestions.made.Inc()
 	return &DidYouMean{Email: addr.Local + "@" + s.Domain, Domain: s.Domain, Slip: s.Kind, TLD: s.TLD}
+}
+
+// TypoTargets returns more domains a typed one may be a slip of, beside
+// Options.Typos' own: the domains an account's validations found
+// receiving mail. It is called only when a suggestion is looked for (the
+// typed domain takes no mail, or is disposable), so what it costs is not
+// paid by the addresses whose domain receives mail.
+type TypoTargets func(ctx context.Context) []string
+
+type typoTargetsKey struct{}
+
+// WithTypoTargets returns ctx carrying f: the probes run under it look
+// for slips of f's domains too (Result.DidYouMean). Without Options.Typos
+// it has no effect.
+func WithTypoTargets(ctx context.Context, f TypoTargets) context.Context {
+	return context.WithValue(ctx, typoTargetsKey{}, f)
 }
 
 // finish decides the verdict and fills the derived fields.

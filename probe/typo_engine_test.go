@@ -71,3 +71,59 @@ func TestDidYouMean(t *testing.T) {
 		t.Errorf("an engine without Options.Typos suggested %+v", r.DidYouMean)
 	}
 }
+
+// TestDidYouMeanAccountTargets: an account's own domains (WithTypoTargets)
+// are targets too, asked for only when a suggestion is looked for. A
+// parked domain, which the parked-domain guidance (internet.nl's how-to)
+// has publish a null MX (RFC 7505), takes no mail and gets a suggestion; one whose MX takes
+// mail gets none.
+func TestDidYouMeanAccountTargets(t *testing.T) {
+	w := &world.World{
+		Hosts: []*world.Host{{Name: "mx.northwindtraders.com", IP: "127.82.1.1"}, {Name: "mx.parking.test", IP: "127.82.1.2"}},
+		Domains: []*world.Domain{
+			{Name: "northwindtraders.com", MX: mx("mx.northwindtraders.com"), Mailboxes: ok("ann")},
+			{Name: "northwindtrders.com", NXDomain: true},
+			// Parked as internet.nl's how-to says: null MX.
+			{Name: "northwindtradres.com", MX: []world.MX{{Pref: 0, Host: "."}}},
+			// Parked behind a service whose MX takes every address.
+			{Name: "nortwindtraders.com", MX: mx("mx.parking.test"), Policy: world.PolicyCatchAll},
+		},
+	}
+	w.Defaults()
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := startEnv(t, w, envOptions{})
+	eng := e.engineWith(t, e.res, func(o *Options) { o.Typos = typo.Shipped() })
+	calls := 0
+	targets := WithTypoTargets(context.Background(), func(context.Context) []string {
+		calls++
+		return []string{"northwindtraders.com", "example.test"}
+	})
+	for _, c := range []struct {
+		ctx         context.Context
+		email, want string
+		asked       bool
+	}{
+		{targets, "ann@northwindtrders.com", "ann@northwindtraders.com", true},
+		{targets, "ann@northwindtradres.com", "ann@northwindtraders.com", true},
+		{targets, "ann@nortwindtraders.com", "", false}, // receives mail
+		{targets, "ann@northwindtraders.com", "", false},
+		{context.Background(), "ann@northwindtrders.com", "", false},
+	} {
+		calls = 0
+		ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+		r := eng.Verify(ctx, c.email)
+		cancel()
+		got := ""
+		if r.DidYouMean != nil {
+			got = r.DidYouMean.Email
+		}
+		if got != c.want {
+			t.Errorf("%s: did you mean %q (%s/%s), want %q", c.email, got, r.Status, r.Reason, c.want)
+		}
+		if (calls > 0) != c.asked {
+			t.Errorf("%s: the account's targets asked %d times, want asked: %v", c.email, calls, c.asked)
+		}
+	}
+}

@@ -44,6 +44,7 @@ import (
 	"github.com/verifyd/verifyd/server/openapi"
 	"github.com/verifyd/verifyd/server/outcomes"
 	"github.com/verifyd/verifyd/server/receipt"
+	"github.com/verifyd/verifyd/server/typos"
 )
 
 // Verifier runs single validations (probe.Pools in verifyd).
@@ -71,6 +72,10 @@ type Options struct {
 	// Platforms receive the sending platforms' webhooks
 	// (/v1/outcomes/{platform}), with Outcomes; nil: no receivers.
 	Platforms *Platforms
+	// Typos, when set, gives the engine each account's own domains as
+	// targets of its did_you_mean suggestions (server/typos); nil: the
+	// engine's shipped targets only.
+	Typos *typos.Accounts
 	// MaxOutcomesBody is the largest body of POST /v1/outcomes. Default
 	// outcomes.MaxBody (32 MiB).
 	MaxOutcomesBody int

@@ -90,6 +90,9 @@ func (s *Server) validateFresh(ctx *fasthttp.RequestCtx, c *httpapi.Caller, idem
 		return
 	}
 	pctx, cancel := context.WithTimeout(rctx, s.opts.RealtimeBudget)
+	if s.opts.Typos != nil {
+		pctx = probe.WithTypoTargets(pctx, s.opts.Typos.Targets(c.Account))
+	}
 	res, err := s.opts.Verifier.Verify(pctx, in)
 	cancel()
 	if err != nil || res == nil {

@@ -43,6 +43,7 @@ import (
 	"github.com/verifyd/verifyd/server/outcomes"
 	"github.com/verifyd/verifyd/server/outcomes/platform"
 	"github.com/verifyd/verifyd/server/tlsserve"
+	"github.com/verifyd/verifyd/server/typos"
 	"github.com/verifyd/verifyd/server/web"
 	"github.com/verifyd/verifyd/server/webhook"
 	"github.com/verifyd/verifyd/storage"
@@ -206,8 +207,14 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	if a.pg != nil {
 		leases = a.pg // a fleet: this box runs the job slices it leases
 	}
+	// --- each account's own domains as did-you-mean targets (server/typos)
+	var accountTypos *typos.Accounts
+	if cfg.Probe.DidYouMean {
+		accountTypos = typos.New(a.db, typos.Options{})
+	}
 	jobs, err := batch.Start(batch.Options{
-		DB: a.db, Leases: leases, Verifier: a.pools, Hooks: hooks, Learn: learned, Logger: log,
+		Typos: accountTypos,
+		DB:    a.db, Leases: leases, Verifier: a.pools, Hooks: hooks, Learn: learned, Logger: log,
 		RetryWindow: cfg.Jobs.RetryWindow, Concurrency: cfg.Jobs.Concurrency,
 		DomainConcurrency: cfg.Jobs.DomainConcurrency, GroupSize: cfg.Jobs.GroupSize,
 		GroupTimeout: cfg.Jobs.GroupTimeout, MaxFailures: cfg.Jobs.MaxFailures,
@@ -238,6 +245,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 	api := server.New(server.Options{
 		Outcomes:               learned,
 		Platforms:              platforms,
+		Typos:                  accountTypos,
 		DB:                     a.db,
 		Keys:                   a.keys,
 		Verifier:               a.pools,

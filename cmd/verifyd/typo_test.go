@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/verifyd/verifyd/bench/world"
+	"github.com/verifyd/verifyd/server/admin/adminapi"
 	"github.com/verifyd/verifyd/server/receipt"
 )
 
@@ -108,5 +109,91 @@ func TestDidYouMeanBatch(t *testing.T) {
 	res := c.do("GET", "/v1/jobs/"+id+"/results.csv", c.key, "")
 	if head, _, _ := strings.Cut(string(res.body), "\r\n"); head != "email,status,score,is_disposable,is_role_based,is_catch_all,is_free_provider,mx_host,latency_ms,probed_at" {
 		t.Errorf("results.csv's header: %q", head)
+	}
+}
+
+// TestDidYouMeanAccountDomains: once an account validated an address at
+// its customer's domain, a slip of that domain is suggested to it, in a
+// single validation and in a batch job, and not to another account (which
+// never validated there); probe.did_you_mean = false turns suggestions
+// off. The world says what takes mail: northwind.test does, its slips do
+// not exist.
+func TestDidYouMeanAccountDomains(t *testing.T) {
+	w := &world.World{
+		Hosts: []*world.Host{{Name: "mx.northwindtraders.test", IP: "127.71.2.1"}},
+		Domains: []*world.Domain{
+			{Name: "northwindtraders.test", MX: []world.MX{{Pref: 10, Host: "mx.northwindtraders.test"}},
+				Mailboxes: map[string]world.MailboxState{"ann": world.MailboxOK, "bob": world.MailboxOK}},
+			{Name: "northwindtrders.test", NXDomain: true},
+			{Name: "northwindtradrs.test", NXDomain: true},
+			{Name: "gmail.co", NXDomain: true},
+		},
+	}
+	run := startWorld(t, w)
+	dir := t.TempDir()
+	in := startIn(t, dir, batchConfig(run, "", ""))
+	c := &client{t: t, base: in.base, key: in.key}
+	dym := func(key, email string) string {
+		t.Helper()
+		r := c.do("POST", "/v1/validate", key, `{"email":"`+email+`"}`)
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", email, r.status, r.body)
+		}
+		var rec receipt.Receipt
+		if err := json.Unmarshal(r.body, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.DidYouMean == nil {
+			return ""
+		}
+		return rec.DidYouMean.Email
+	}
+	if got := dym(c.key, "ann@northwindtrders.test"); got != "" {
+		t.Errorf("before the account validated at northwindtraders.test: did_you_mean %q", got)
+	}
+	if got := dym(c.key, "ann@northwindtraders.test"); got != "" {
+		t.Errorf("a valid address: did_you_mean %q", got)
+	}
+	// The account's domains were read (and found none) a moment ago: they
+	// are read again after a minute. A second account reads its own now.
+	ac := adminClient(t, in)
+	acct, err := ac.CreateAccount(t.Context(), adminapi.CreateAccount{Name: "other", Plan: "enterprise", Credits: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := ac.MintKey(t.Context(), acct.ID, adminapi.MintKey{Scopes: []string{"validate:read", "validate:write"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dym(other.Token, "bob@northwindtrders.test"); got != "" {
+		t.Errorf("another account: did_you_mean %q, want none (it never validated at northwindtraders.test)", got)
+	}
+	stopVerifyd(t, in)
+
+	// A restart starts with no account read: the history is what counts.
+	in = startIn(t, dir, batchConfig(run, "", ""))
+	c.base = in.base
+	if got, want := dym(c.key, "bob@northwindtrders.test"), "bob@northwindtraders.test"; got != want {
+		t.Errorf("after validating at northwindtraders.test: did_you_mean %q, want %q", got, want)
+	}
+	r := c.do("POST", "/v1/batch", c.key, batchBody(t, []string{"bob@northwindtraders.test", "carl@northwindtradrs.test"}, nil))
+	if r.status != 202 {
+		t.Fatalf("batch: %d %s", r.status, r.body)
+	}
+	id := r.json(t)["job_id"].(string)
+	waitDone(t, c, c.key, id, time.Minute)
+	s := c.do("GET", "/v1/jobs/"+id+"/suggestions.csv", c.key, "")
+	if want := "email,did_you_mean,reason,status\r\ncarl@northwindtradrs.test,carl@northwindtraders.test,domain_typo,invalid\r\n"; string(s.body) != want {
+		t.Errorf("suggestions.csv: %d\n%s\nwant\n%s", s.status, s.body, want)
+	}
+	stopVerifyd(t, in)
+
+	// Turned off.
+	in = startIn(t, dir, strings.Replace(batchConfig(run, "", ""), "[probe]\n", "[probe]\ndid_you_mean = false\n", 1))
+	c.base = in.base
+	for _, e := range []string{"bob@northwindtrders.test", "ann@gmail.co"} {
+		if got := dym(c.key, e); got != "" {
+			t.Errorf("probe.did_you_mean = false: %s: did_you_mean %q", e, got)
+		}
 	}
 }

@@ -174,7 +174,7 @@ func open(cfg config.Config, log *slog.Logger) (_ *app, err error) {
 		StartTLS:         cfg.SMTP.StartTLS,
 		CatchAllTTL:      cfg.Probe.CatchAllTTL,
 		Facts:            a.facts(),
-		Typos:            typo.Shipped(),
+		Typos:            a.typos(cfg),
 		Logger:           log,
 	}); err != nil {
 		return nil, err
@@ -186,6 +186,15 @@ func open(cfg config.Config, log *slog.Logger) (_ *app, err error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// typos are the engine's did-you-mean targets: nil when turned off
+// (probe.did_you_mean).
+func (a *app) typos(cfg config.Config) *typo.Suggester {
+	if !cfg.Probe.DidYouMean {
+		return nil
+	}
+	return typo.Shipped()
 }
 
 // facts is what the engine shares with the fleet's other boxes: nil on

@@ -805,6 +805,9 @@ func (sc *scheduler) verify(ctx context.Context, g *group) (rs []*probe.Result, 
 			err = fmt.Errorf("the engine panicked: %v", v)
 		}
 	}()
+	if sc.opts.Typos != nil {
+		ctx = probe.WithTypoTargets(ctx, sc.opts.Typos.Targets(g.job.account))
+	}
 	return sc.opts.Verifier.VerifyDomain(ctx, g.addrs, g.prefer)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/verifyd/verifyd/egress"
 	"github.com/verifyd/verifyd/probe"
 	"github.com/verifyd/verifyd/probe/address"
+	"github.com/verifyd/verifyd/server/typos"
 	"github.com/verifyd/verifyd/server/webhook"
 	"github.com/verifyd/verifyd/storage"
 )
@@ -37,6 +38,9 @@ type Options struct {
 	// Learn changes the engine's results by what the account's delivery
 	// outcomes taught (server/outcomes.Service.Apply); nil: nothing.
 	Learn Learner
+	// Typos, when set, gives the engine each account's own domains as
+	// targets of its did_you_mean suggestions (server/typos).
+	Typos *typos.Accounts
 	// RetryWindow is how long after its first greylisting an address is
 	// retried; when it is spent, its result is the last one (unknown).
 	// Default 30 min.

@@ -399,6 +399,11 @@ type Probe struct {
 	// AuthSignals collects the domain's authentication signals (spec
 	// §2.6) beside each SMTP probe. Default true.
 	AuthSignals bool `toml:"auth_signals"`
+	// DidYouMean suggests the address meant when a domain that takes no
+	// mail is a typing slip of one that does: of the large providers
+	// verifyd ships, or of the account's own domains (receipt
+	// did_you_mean, the jobs' suggestions.csv). Default true.
+	DidYouMean bool `toml:"did_you_mean"`
 	// AuthConcurrency bounds the domains whose auth-signal lookups run at
 	// once (a score of DNS lookups each); more wait their turn, real-time
 	// validations ahead of batch work. Default 128.
@@ -599,6 +604,7 @@ func Defaults() Config {
 			ListsDir:         "/etc/verifyd/lists",
 			CacheMaxAge:      server.DefaultCacheMaxAge,
 			AuthSignals:      true,
+			DidYouMean:       true,
 			AuthConcurrency:  authsig.DefaultConcurrency,
 		},
 		Limits: Limits{
