@@ -279,11 +279,12 @@ func (e *Engine) plan(ctx context.Context, r *Result, addr address.Address) plan
 	if len(rt.hosts) > 0 {
 		r.Checks.MXHost = rt.hosts[0]
 	}
-	// A typing slip is worth pointing out when the domain typed takes no
-	// mail, or is on the disposable list: many slips of the large
-	// providers are (gmial.com, hotmial.com: registered to catch what is
-	// mistyped), and mail sent there reaches someone else.
-	if e.opts.Typos != nil && (rt.outcome == DNSNXDomain || rt.outcome == DNSNoMX || ev.Disposable) {
+	// A typing slip is pointed out only when the domain typed takes no
+	// mail: a domain that does is never corrected, even one registered
+	// to catch mistyped mail and on the disposable list (its verdict,
+	// disposable, says what matters), since nothing in DNS tells it from
+	// a company's real domain one letter from a provider's.
+	if e.opts.Typos != nil && (rt.outcome == DNSNXDomain || rt.outcome == DNSNoMX) {
 		r.DidYouMean = e.suggest(ctx, addr)
 	}
 	// A spamtrap is never probed (probing traps is what gets senders
@@ -292,11 +293,10 @@ func (e *Engine) plan(ctx context.Context, r *Result, addr address.Address) plan
 }
 
 // suggest is the address meant, when addr's domain, which receives no
-// mail (or is disposable), is a typing slip of one that does: the
-// candidate's MX is looked up (the route's lookups, cached like any
-// other) and must route. A domain that receives mail, and is not
-// disposable, never gets here (plan), so a suggestion costs it nothing;
-// the rest pay at most one candidate's lookups.
+// mail, is a typing slip of one that does: the candidate's MX is looked
+// up (the route's lookups, cached like any other) and must route. A
+// domain that receives mail never gets here (plan), so a suggestion
+// costs it nothing; the rest pay at most one candidate's lookups.
 func (e *Engine) suggest(ctx context.Context, addr address.Address) *DidYouMean {
 	var extra []string
 	if f, _ := ctx.Value(typoTargetsKey{}).(TypoTargets); f != nil {

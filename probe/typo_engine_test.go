@@ -30,8 +30,10 @@ func TestDidYouMean(t *testing.T) {
 			// its verdict.
 			{Name: "gmsil.com", MX: mx("mx.gmsil.com"), Mailboxes: ok("bob")},
 			{Name: "ymail.co", MX: mx("mx.ymail.co"), Mailboxes: ok("ann")},
-			// A slip registered to catch mistyped mail: it takes mail,
-			// and the disposable list has it.
+			// A slip registered to catch mistyped mail (a typo trap): it
+			// takes mail, and the disposable list has it; it is never
+			// corrected (the issue's "never suggest for a domain that
+			// receives mail"): its verdict is disposable.
 			{Name: "gmaill.com", MX: mx("mx.gmaill.com"), Policy: world.PolicyCatchAll},
 		},
 	}
@@ -45,7 +47,7 @@ func TestDidYouMean(t *testing.T) {
 		"ann@gmial.com":    "ann@gmail.com", // NXDOMAIN, a transposition of gmail.com (and disposable-listed)
 		"Ann.B@gmial.com":  "Ann.B@gmail.com",
 		"ann@gmail.co":     "ann@gmail.com", // NXDOMAIN, a TLD slip
-		"ann@gmaill.com":   "ann@gmail.com", // takes mail, but on the disposable list
+		"ann@gmaill.com":   "",              // takes mail (and is on the disposable list)
 		"ann@hotmail.con":  "",              // hotmail.com receives no mail in this world
 		"ann@gmsil.com":    "",              // receives mail (its mailbox does not exist: invalid, no suggestion)
 		"ann@ymail.co":     "",              // receives mail

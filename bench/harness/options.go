@@ -73,8 +73,11 @@ type Options struct {
 	// FeedbackDomains is the size of scenario 9's world (the feedback
 	// profile, ten addresses a domain).
 	FeedbackDomains int
+	// TypoDomains is the number of businesses of scenario 10's world (the
+	// typos profile), beside its providers and the published corpus.
+	TypoDomains int
 	// Scenarios to run, by name (fresh, cache, batch, mixed, accuracy,
-	// realworld, fairness, fleet, feedback); empty: all.
+	// realworld, fairness, fleet, feedback, typos); empty: all.
 	Scenarios []string
 	// Soak, when its Duration is set, replaces the scenarios with the
 	// soak: binary A under a steady mixed load for that long, sampled
@@ -143,6 +146,7 @@ func ShortOptions() Options {
 		FairSmallSize:    100,
 		RealWorldDomains: 500,
 		FeedbackDomains:  200,
+		TypoDomains:      200,
 		// The world's deferrals last for ever; a minute of retries shows
 		// the batch's path without the 30 minutes of a real one.
 		RealWorldRetryWindow: 54 * time.Second,
@@ -181,6 +185,7 @@ func FullOptions() Options {
 	o.FleetConcurrency = 1024
 	o.RealWorldDomains = 2000
 	o.FeedbackDomains = 1000
+	o.TypoDomains = 1000
 	o.MaxTime = 50 * time.Minute
 	return o
 }

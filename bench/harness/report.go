@@ -226,6 +226,7 @@ func writeMarkdown(w io.Writer, res *Result, jsonRel, plotRel string) {
 	fairnessSection(w, res)
 	fleetSection(w, res)
 	feedbackSection(w, res)
+	typosSection(w, res)
 	profileSection(w, res)
 
 	// Ratios.

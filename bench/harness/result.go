@@ -106,6 +106,8 @@ type Scenarios struct {
 	Fairness *FairnessResult `json:"fairness,omitempty"`
 	// Feedback is scenario 9 (absent in results of earlier versions).
 	Feedback *FeedbackResult `json:"feedback,omitempty"`
+	// Typos is scenario 10 (absent in results of earlier versions).
+	Typos *TyposResult `json:"typos,omitempty"`
 }
 
 // FreshResult is scenario 1: single fresh validations at increasing

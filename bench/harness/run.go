@@ -249,6 +249,7 @@ func (r *runner) run(ctx context.Context, work string) error {
 		{"fairness", r.scenarioFairness},
 		{"fleet", r.scenarioFleet},
 		{"feedback", r.scenarioFeedback},
+		{"typos", r.scenarioTypos},
 	}
 	for _, s := range steps {
 		if ctx.Err() != nil {
@@ -338,6 +339,10 @@ func (r *runner) skipRest(name, why string) {
 		case "feedback":
 			if s.Feedback == nil {
 				s.Feedback = &FeedbackResult{Skipped: why}
+			}
+		case "typos":
+			if s.Typos == nil {
+				s.Typos = &TyposResult{Skipped: why}
 			}
 		}
 	}

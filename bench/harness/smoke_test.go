@@ -43,6 +43,7 @@ func TestSmoke(t *testing.T) {
 	o.FairSmallSize = 5
 	o.RealWorldDomains = 30
 	o.RealWorldRetryWindow = 5 * time.Second
+	o.TypoDomains = 30
 	o.Config.CommandTimeout = 2 * time.Second // the tarpits of the world
 	o.MaxTime = 2 * time.Minute
 	o.OutDir = filepath.Join(out, "results")
@@ -98,7 +99,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("result: %s", b)
 	}
 	run := doc.Runs[0]
-	for _, s := range []string{"fresh", "cache", "batch", "mixed", "accuracy", "realworld", "fairness"} {
+	for _, s := range []string{"fresh", "cache", "batch", "mixed", "accuracy", "realworld", "fairness", "typos"} {
 		if raw, ok := run.Scenarios[s]; !ok || string(raw) == "null" {
 			t.Errorf("scenario %s missing from the result", s)
 		}
@@ -188,6 +189,17 @@ func TestSmoke(t *testing.T) {
 			fr.BRatio <= 0 || fr.BWorstRatio < fr.BRatio || fr.ASlowdown <= 0 || len(fr.AAlone) != 2)) {
 		t.Errorf("fairness %+v", fr)
 	}
+	// Did you mean, against the typos world's truth: the targets
+	// (precision at least 99 %, recall at least 80 % on the generated
+	// slips, no suggestion for a domain that takes mail).
+	var ty TyposResult
+	if err := json.Unmarshal(run.Scenarios["typos"], &ty); err != nil {
+		t.Fatal(err)
+	}
+	if g := ty.Generated; ty.Error != "" || ty.Skipped != "" || g.Slips < 100 || g.Precision() < 0.99 || g.Recall() < 0.80 ||
+		ty.TakesMail == 0 || ty.FalseSuggestions != 0 || ty.BatchSuggestions != 0 || ty.Published.Slips == 0 {
+		t.Errorf("typos %+v", ty)
+	}
 	if len(run.Targets) == 0 {
 		t.Error("no targets")
 	}
@@ -210,7 +222,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# verifybench results", "## Targets", "## 1. Fresh single validations", "## 5. Accuracy", "## 6. Real-world mix", "sessions refusing the client / 10k", "## 7. Fairness between accounts", "## 8. Fleet", "By kind of server and mailbox", "expected ↓ / got →", filepath.Base(files[0])} {
+	for _, want := range []string{"# verifybench results", "## Targets", "## 1. Fresh single validations", "## 5. Accuracy", "## 6. Real-world mix", "sessions refusing the client / 10k", "## 7. Fairness between accounts", "## 8. Fleet", "## 10. Did you mean", "By kind of server and mailbox", "expected ↓ / got →", filepath.Base(files[0])} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}

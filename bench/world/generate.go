@@ -166,9 +166,9 @@ func (o *GenOptions) validate() error {
 		errs = append(errs, fmt.Errorf("mailbox state fractions add up to %.3f, more than 1", m))
 	}
 	switch o.Profile {
-	case ProfileSynthetic, ProfileRealWorld, ProfileFeedback:
+	case ProfileSynthetic, ProfileRealWorld, ProfileFeedback, ProfileTypos:
 	default:
-		errs = append(errs, fmt.Errorf("profile %q is not %q, %q or %q", o.Profile, ProfileSynthetic, ProfileRealWorld, ProfileFeedback))
+		errs = append(errs, fmt.Errorf("profile %q is not %q, %q, %q or %q", o.Profile, ProfileSynthetic, ProfileRealWorld, ProfileFeedback, ProfileTypos))
 	}
 	if _, err := netip.ParseAddr(o.FirstIP); err != nil {
 		errs = append(errs, fmt.Errorf("first IP %q: %w", o.FirstIP, err))
@@ -235,9 +235,12 @@ func Generate(o GenOptions) (*World, []Expectation, error) {
 	delivery := rand.New(rand.NewPCG(o.Seed^0x2545f4914f6cdd1d, o.Seed+2))
 	n := o.Domains + len(o.DisposableDomains)
 	w := &World{SMTPPort: o.SMTPPort, ComplaintRate: o.ComplaintRate}
-	if o.Profile == ProfileRealWorld {
+	if o.Profile == ProfileRealWorld || o.Profile == ProfileTypos {
 		g := &generator{o: o, rng: rng, extra: extra, delivery: delivery, w: w}
 		g.ip, _ = netip.ParseAddr(o.FirstIP)
+		if o.Profile == ProfileTypos {
+			return generateTypos(g)
+		}
 		return generateRealWorld(g)
 	}
 	w.Domains = make([]*Domain, 0, n)
@@ -478,7 +481,7 @@ func (g *generator) finish() (*World, []Expectation, error) {
 	}
 	for i := range exp {
 		e := w.Expect(exp[i].Email)
-		e.Role, e.Group = exp[i].Role, exp[i].Group
+		e.Role, e.Group, e.Meant = exp[i].Role, exp[i].Group, exp[i].Meant
 		if e.Group != "" {
 			e.Group += " · " + w.mailboxLabel(e.Email, e.Role)
 		}

@@ -681,6 +681,11 @@ type Expectation struct {
 	// accuracy can be told per row of a profile; empty in the default
 	// profile.
 	Group string `json:"group,omitempty"`
+	// Meant is the address the person meant, when this one is a typing
+	// slip of it whose domain takes no mail (ProfileTypos): what a
+	// correct did_you_mean says. Empty for every other address, whose
+	// correct did_you_mean is none.
+	Meant string `json:"meant,omitempty"`
 	// Delivery and DeliveryTruth are the truth of delivery, apart from
 	// the verdict's truth of SMTP: the event a real send to the address
 	// gets and why (World.Deliver: Delivery.Event and Delivery.Truth), so

@@ -23,7 +23,9 @@
 // and none when two are as near (tmail.com is one slip from gmail.com and
 // from ymail.com); a short first label (three letters or fewer: qq.com,
 // aol.com) is only corrected in its top-level part, where a one-letter
-// change of the name would as likely be another domain.
+// change of the name would as likely be another domain, but a slip of
+// its name still makes another target as near ambiguous (ail.com is
+// mail.com without its m, or aol.com with i beside o).
 package typo
 
 import (
@@ -133,9 +135,14 @@ func (s *Suggester) Suggest(domain string, extra ...string) (Suggestion, bool) {
 		if tld {
 			n++
 		}
+		// A short name (three letters or fewer: aol, qq) is never
+		// corrected in its name, where a one-letter change as likely
+		// makes another domain; but it makes a target as near ambiguous
+		// (ail.com: mail.com or aol.com).
+		short := k != "" && len(t.sld) <= 3
 		switch {
 		case n < bestSlips:
-			best, bestSlips, tie = Suggestion{Domain: t.domain, Kind: k, TLD: tld}, n, false
+			best, bestSlips, tie = Suggestion{Domain: t.domain, Kind: k, TLD: tld}, n, short
 		case n == bestSlips:
 			tie = true
 		}
@@ -164,9 +171,6 @@ func slip(typed string, t target) (name Kind, tld, ok bool) {
 	tn, tr, _ := strings.Cut(typed, ".")
 	wr := t.domain[len(t.sld)+1:]
 	if tn != t.sld {
-		if len(t.sld) <= 3 {
-			return "", false, false // qq.com, aol.com: too many neighbours
-		}
 		if name, ok = edit(tn, t.sld); !ok {
 			return "", false, false
 		}

@@ -74,6 +74,7 @@ func TestNeverSuggest(t *testing.T) {
 		"aol.cm.com":     "a dot added is not a slip of a letter",
 		"gmal.cmo.uk":    "three slips",
 		"tmail.com":      "one slip from gmail.com and from ymail.com: a guess",
+		"ail.com":        "one slip from mail.com and from aol.com (a short name, never suggested, still makes it a guess)",
 		"":               "empty",
 	} {
 		if got, ok := s.Suggest(typed); ok {

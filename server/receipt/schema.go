@@ -28,9 +28,8 @@ type Receipt struct {
 	// Calibration is present only when score is calibrated on the
 	// account's delivery outcomes (docs/outcomes.md); an additive field.
 	Calibration *Calibration `json:"calibration,omitempty"`
-	// DidYouMean is present only when the domain typed takes no mail (or
-	// is a disposable one) and is a typing slip of a mailbox domain that
-	// does (probe.Result.DidYouMean); an additive field. The verdict is
+	// DidYouMean is present only when the domain typed takes no mail and
+	// is a typing slip of a mailbox domain that does (probe.Result.DidYouMean); an additive field. The verdict is
 	// the typed address's.
 	DidYouMean *DidYouMean `json:"did_you_mean,omitempty"`
 }

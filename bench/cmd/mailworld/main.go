@@ -53,7 +53,7 @@ func run() error {
 		verbose     = flag.Bool("v", false, "log every session at debug level")
 		o           world.GenOptions
 	)
-	flag.StringVar(&o.Profile, "profile", "", `with -gen: "" for the behaviour fractions below, "realworld" for providers weighted by market share (bench/RESULTS.md, "Real-world mix"; the fractions are not used)`)
+	flag.StringVar(&o.Profile, "profile", "", `with -gen: "" for the behaviour fractions below, "realworld" for providers weighted by market share (bench/RESULTS.md, "Real-world mix"), "feedback" for learning from outcomes, "typos" for did-you-mean (typed domains and the addresses meant); the fractions are not used but by ""`)
 	flag.IntVar(&o.Domains, "domains", 1000, "with -gen: number of domains")
 	flag.Uint64Var(&o.Seed, "seed", 1, "with -gen: random seed")
 	flag.IntVar(&o.AddressesPerDomain, "addresses", 10, "with -gen: expected addresses per domain")

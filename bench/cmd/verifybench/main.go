@@ -133,6 +133,7 @@ func run() int {
 	integer("fleet-concurrency", s.FleetConcurrency, "scenario 8: concurrency of fresh probes, split over the boxes", func(o *harness.Options, v int) { o.FleetConcurrency = v })
 	integer("fleet-batch", s.FleetBatchSize, "scenario 8: addresses in the batch (the full shape: 100,000)", func(o *harness.Options, v int) { o.FleetBatchSize = v })
 	integer("realworld-domains", s.RealWorldDomains, "scenario 6: domains of the real-world world", func(o *harness.Options, v int) { o.RealWorldDomains = v })
+	integer("typo-domains", s.TypoDomains, "scenario 10: businesses of the typos world, beside its providers and the published corpus", func(o *harness.Options, v int) { o.TypoDomains = v })
 	integer("feedback-domains", s.FeedbackDomains, "scenario 9: domains of the feedback world (ten addresses each)", func(o *harness.Options, v int) { o.FeedbackDomains = v })
 	dur("realworld-retry-window", s.RealWorldRetryWindow, "scenario 6: the verifyds' jobs.retry_window", func(o *harness.Options, v time.Duration) { o.RealWorldRetryWindow = v })
 	ds := s.Soak
@@ -146,7 +147,7 @@ func run() int {
 	float("soak-hook-fail", ds.HookFail, "soak: fraction of webhook attempts the receiver answers with a 500", func(o *harness.Options, v float64) { o.Soak.HookFail = v })
 	durs("soak-hook-retry", ds.HookRetry, "soak: verifyd's webhooks.retry_schedule, comma-separated", func(o *harness.Options, v []time.Duration) { o.Soak.HookRetry = v })
 	dur("soak-retry-window", ds.RetryWindow, "soak: verifyd's jobs.retry_window", func(o *harness.Options, v time.Duration) { o.Soak.RetryWindow = v })
-	str("scenarios", "", "run only these scenarios, comma-separated: fresh,cache,batch,mixed,accuracy,realworld,fairness,fleet,feedback (cache and accuracy use fresh's receipts)",
+	str("scenarios", "", "run only these scenarios, comma-separated: fresh,cache,batch,mixed,accuracy,realworld,fairness,fleet,feedback,typos (cache and accuracy use fresh's receipts)",
 		func(o *harness.Options, v string) { o.Scenarios = strings.Split(v, ",") })
 
 	integer("egress", len(s.Config.Egress), "verifyd: number of egress addresses, 1-16 (A's from 127.0.0.2, B's from 127.0.0.18)", func(o *harness.Options, v int) {
