@@ -22,6 +22,8 @@ const (
 	TargetFairSmallRatio     = 2.0    // issue 16: B's small batch beside A's large one ≤ 2× its time alone
 	TargetFairSlowdown       = 1.10   // issue 16: A's large batch slowed by B's by at most 10 %
 	TargetBatchReference     = 100000 // the batch size the batch targets are stated for
+	TargetTypoPrecision      = 0.99   // issue 39: did_you_mean right, of those made (generated slips)
+	TargetTypoRecall         = 0.80   // issue 39: generated slips whose domain takes no mail that get the address meant
 )
 
 func met(ok bool) *bool { return &ok }
@@ -281,7 +283,43 @@ func targets(run *RunResult, o Options) []Target {
 	}
 	ts = append(ts, t)
 	ts = append(ts, egressTargets(rw)...)
-	return ts
+	return append(ts, typoTargets(sc.Typos)...)
+}
+
+// typoTargets are issue 39's: did_you_mean's precision and recall on
+// the generated slips, and no suggestion for a domain that takes mail.
+func typoTargets(ty *TyposResult) []Target {
+	p := Target{Name: "did you mean: precision", Figure: "scenario 10: suggestions that are the address meant, generated slips", Unit: "%",
+		Target: fmt.Sprintf("≥ %.0f %%", 100*TargetTypoPrecision)}
+	r := Target{Name: "did you mean: recall", Figure: "scenario 10: generated slips whose domain takes no mail that get the address meant", Unit: "%",
+		Target: fmt.Sprintf("≥ %.0f %%", 100*TargetTypoRecall)}
+	f := Target{Name: "did you mean: false suggestions", Figure: "scenario 10: suggestions for addresses whose domain takes mail", Unit: "",
+		Target: "0"}
+	ts := []*Target{&p, &r, &f}
+	switch {
+	case ty == nil:
+		for _, t := range ts {
+			t.Note = "did not run"
+		}
+	case ty.Skipped != "" || ty.Error != "":
+		why := "failed: " + ty.Error
+		if ty.Skipped != "" {
+			why = "skipped: " + ty.Skipped
+		}
+		for _, t := range ts {
+			t.Note = why
+		}
+	default:
+		g := ty.Generated
+		p.Value, p.Met = round3(100*g.Precision()), met(g.Precision() >= TargetTypoPrecision)
+		p.Note = fmt.Sprintf("%s of %s; the published corpus: %.2f %%", itoa(g.Right), itoa(g.Right+g.Wrong), 100*ty.Published.Precision())
+		r.Value, r.Met = round3(100*g.Recall()), met(g.Recall() >= TargetTypoRecall)
+		r.Note = fmt.Sprintf("%s of %s; the published corpus: %.2f %% (%s of %s)", itoa(g.Right), itoa(g.Slips), 100*ty.Published.Recall(), itoa(ty.Published.Right), itoa(ty.Published.Slips))
+		n := ty.FalseSuggestions + ty.BatchSuggestions
+		f.Value, f.Met = float64(n), met(n == 0)
+		f.Note = fmt.Sprintf("of %s addresses, and %s batch rows", itoa(ty.TakesMail), itoa(ty.BatchSuggestions))
+	}
+	return []Target{p, r, f}
 }
 
 // egressTargets are issue 35's targets of the real-world mix: no host of
