@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
+
 	"github.com/verifyd/verifyd/bench/world"
 	"github.com/verifyd/verifyd/probe/typo"
 )
@@ -102,6 +104,19 @@ func TestDidYouMeanAccountTargets(t *testing.T) {
 		calls++
 		return []string{"northwindtraders.com", "example.test"}
 	})
+	// What a suggestion costs an address whose domain takes mail: no
+	// look at the account's domains, no DNS query of a candidate (the
+	// first validation here, so nothing is cached yet).
+	before := e.run.DNS.Queries()
+	if r := eng.Verify(targets, "ann@nortwindtraders.com"); r.DidYouMean != nil || calls != 0 {
+		t.Errorf("a domain that takes mail: did you mean %+v, targets asked %d times", r.DidYouMean, calls)
+	}
+	for _, q := range []uint16{dns.TypeMX, dns.TypeA, dns.TypeAAAA} {
+		if n := e.run.DNS.QueryCount("northwindtraders.com", q); n != 0 {
+			t.Errorf("the candidate northwindtraders.com was looked up (%s: %d queries) for an address whose domain takes mail", dns.TypeToString[q], n)
+		}
+	}
+	t.Logf("ann@nortwindtraders.com: %d DNS queries", e.run.DNS.Queries()-before)
 	for _, c := range []struct {
 		ctx         context.Context
 		email, want string
