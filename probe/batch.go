@@ -44,6 +44,7 @@ func (e *Engine) VerifyInputs(ctx context.Context, ins []address.Input, prefer n
 		r := &Result{Email: in.Email, ProbedAt: start}
 		results[i] = r
 		if in.Err != nil {
+			r.DidYouMean = e.suggestLocal(ctx, in)
 			continue
 		}
 		addr := in.Addr

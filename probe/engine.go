@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -232,6 +233,7 @@ func (e *Engine) VerifyInput(ctx context.Context, in address.Input) *Result {
 	start := e.opts.Now()
 	r := &Result{Email: in.Email, ProbedAt: start}
 	if in.Err != nil {
+		r.DidYouMean = e.suggestLocal(ctx, in)
 		return e.finish(r, start)
 	}
 	addr := in.Addr
@@ -312,6 +314,56 @@ func (e *Engine) suggest(ctx context.Context, addr address.Address) *DidYouMean 
 	}
 	typoSuggestions.made.Inc()
 	return &DidYouMean{Email: addr.Local + "@" + s.Domain, Domain: s.Domain, Slip: s.Kind, TLD: s.TLD}
+}
+
+// suggestLocal is the address meant when in failed to parse for stray
+// dots in its local part alone (ann.@gmail.com, ann..lee@gmail.com,
+// .ann@gmail.com) and its domain is one of the large providers of
+// Options.Typos, or a slip of one that takes no mail: their local parts
+// are letters, digits and dots between them (Google's and Microsoft's
+// rules for a new address; Gmail does not even read the dots), so the
+// mailbox meant is plain to read. Elsewhere a stray dot is left alone
+// (the verdict, invalid syntax, stands): a company's local parts follow
+// no rule known here. The provider's MX must route.
+func (e *Engine) suggestLocal(ctx context.Context, in address.Input) *DidYouMean {
+	if e.opts.Typos == nil {
+		return nil
+	}
+	at := strings.LastIndexByte(in.Email, '@')
+	if at <= 0 {
+		return nil
+	}
+	local := in.Email[:at]
+	fixed := strings.Trim(local, ".")
+	for strings.Contains(fixed, "..") {
+		fixed = strings.ReplaceAll(fixed, "..", ".")
+	}
+	if fixed == local || fixed == "" {
+		return nil
+	}
+	fin := address.NewInput(fixed + in.Email[at:])
+	if fin.Err != nil {
+		return nil // something else is wrong too
+	}
+	domain := fin.Addr.ASCIIDomain
+	d := &DidYouMean{Domain: domain, Local: true}
+	if !e.opts.Typos.Known(domain) {
+		s, ok := e.opts.Typos.Suggest(domain)
+		if !ok {
+			return nil
+		}
+		if o := e.route(ctx, domain).outcome; o != DNSNXDomain && o != DNSNoMX {
+			return nil // the domain typed takes mail: never corrected
+		}
+		d.Domain, d.Slip, d.TLD = s.Domain, s.Kind, s.TLD
+	}
+	if e.route(ctx, d.Domain).outcome != DNSRouted {
+		typoSuggestions.noMail.Inc()
+		return nil
+	}
+	typoSuggestions.made.Inc()
+	d.Email = fin.Addr.Local + "@" + d.Domain
+	return d
 }
 
 // TypoTargets returns more domains a typed one may be a slip of, beside

@@ -53,13 +53,15 @@ type Result struct {
 }
 
 // DidYouMean is a suggested address: Email, its Domain, and the slips
-// that make the typed domain from it (typo.Kind in the first label, ""
-// for none; TLD when the top-level part slipped).
+// that make the typed address from it (typo.Kind in the domain's first
+// label, "" for none; TLD when the top-level part slipped; Local when
+// stray dots broke the local part of a large provider's address).
 type DidYouMean struct {
 	Email  string
 	Domain string
 	Slip   typo.Kind
 	TLD    bool
+	Local  bool
 }
 
 // Calibration is how a result's score was calibrated.

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -142,5 +143,63 @@ func TestDidYouMeanAccountTargets(t *testing.T) {
 		if (calls > 0) != c.asked {
 			t.Errorf("%s: the account's targets asked %d times, want asked: %v", c.email, calls, c.asked)
 		}
+	}
+}
+
+// TestDidYouMeanLocalPart: stray dots in the local part (RFC 5322 allows
+// a dot only between two other characters: the verdict is invalid
+// syntax) of a large provider's address get the mailbox meant, by
+// Google's and Microsoft's rules for a local part (letters, digits, dots
+// between them); at any other domain, or when the provider's domain
+// takes no mail, none.
+func TestDidYouMeanLocalPart(t *testing.T) {
+	w := &world.World{
+		Hosts: []*world.Host{{Name: "mx.gmail.com", IP: "127.82.2.1"}, {Name: "mx.outlook.com", IP: "127.82.2.2"}, {Name: "mx.shop.test", IP: "127.82.2.3"}},
+		Domains: []*world.Domain{
+			{Name: "gmail.com", MX: mx("mx.gmail.com"), Mailboxes: ok("ann")},
+			{Name: "outlook.com", MX: mx("mx.outlook.com"), Mailboxes: ok("ann.lee")},
+			{Name: "shop.test", MX: mx("mx.shop.test"), Mailboxes: ok("ann")},
+			{Name: "gmial.com", NXDomain: true},
+			{Name: "yahoo.com", NXDomain: true}, // in this world
+		},
+	}
+	w.Defaults()
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := startEnv(t, w, envOptions{})
+	eng := e.engineWith(t, e.res, func(o *Options) { o.Typos = typo.Shipped() })
+	for email, want := range map[string]struct {
+		email  string
+		local  bool
+		domain typo.Kind
+	}{
+		"ann.@gmail.com":       {"ann@gmail.com", true, ""},
+		".ann@gmail.com":       {"ann@gmail.com", true, ""},
+		"Ann..Lee@outlook.com": {"Ann.Lee@outlook.com", true, ""},
+		"ann.@gmial.com":       {"ann@gmail.com", true, typo.Transposition}, // and the domain slipped
+		"ann.@shop.test":       {},                                          // not a provider
+		"ann.@yahoo.com":       {},                                          // the provider takes no mail here
+		"ann@@gmail.com":       {},                                          // not a dot
+		"...@gmail.com":        {},                                          // nothing left
+	} {
+		r := eng.Verify(context.Background(), email)
+		if r.Status != StatusInvalid || r.Reason != ReasonSyntax {
+			t.Errorf("%s: %s/%s, want invalid/syntax", email, r.Status, r.Reason)
+		}
+		switch d := r.DidYouMean; {
+		case want.email == "" && d != nil:
+			t.Errorf("%s: did you mean %+v, want none", email, d)
+		case want.email != "" && (d == nil || d.Email != want.email || !d.Local || d.Slip != want.domain):
+			t.Errorf("%s: did you mean %+v, want %s (local, slip %q)", email, d, want.email, want.domain)
+		}
+	}
+	// A batch's addresses the same.
+	rs := eng.VerifyDomain(context.Background(), []string{"ann.@gmail.com", "ann@gmail.com"}, netip.Addr{})
+	if d := rs[0].DidYouMean; d == nil || d.Email != "ann@gmail.com" {
+		t.Errorf("batch: ann.@gmail.com: did you mean %+v", d)
+	}
+	if rs[1].DidYouMean != nil {
+		t.Errorf("batch: ann@gmail.com: did you mean %+v", rs[1].DidYouMean)
 	}
 }

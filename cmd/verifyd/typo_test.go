@@ -31,10 +31,11 @@ func TestDidYouMeanReceipt(t *testing.T) {
 	c := &client{t: t, base: in.base, key: in.key}
 	jwks := c.do("GET", "/.well-known/jwks.json", "", "").body
 	for email, want := range map[string]*receipt.DidYouMean{
-		"Ann@gmail.co":  {Email: "Ann@gmail.com", Reason: "tld_typo"},
-		"ann@gmial.com": {Email: "ann@gmail.com", Reason: "domain_typo"},
-		"ann@gmsil.com": nil, // receives mail
-		"ann@gmail.com": nil,
+		"Ann@gmail.co":   {Email: "Ann@gmail.com", Reason: "tld_typo"},
+		"ann@gmial.com":  {Email: "ann@gmail.com", Reason: "domain_typo"},
+		"ann.@gmail.com": {Email: "ann@gmail.com", Reason: "local_part_typo"},
+		"ann@gmsil.com":  nil, // receives mail
+		"ann@gmail.com":  nil,
 	} {
 		r := c.do("POST", "/v1/validate", c.key, `{"email":"`+email+`"}`)
 		if r.status != 200 {

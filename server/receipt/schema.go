@@ -35,7 +35,7 @@ type Receipt struct {
 }
 
 // DidYouMean is the receipt's suggestion: the address probably meant,
-// and why (DidYouMeanDomain, DidYouMeanTLD).
+// and why (DidYouMeanDomain, DidYouMeanTLD, DidYouMeanLocal).
 type DidYouMean struct {
 	Email  string `json:"email"`
 	Reason string `json:"reason"`
@@ -48,6 +48,9 @@ const (
 	DidYouMeanDomain = "domain_typo"
 	// DidYouMeanTLD: only the top-level part slipped (gmail.con).
 	DidYouMeanTLD = "tld_typo"
+	// DidYouMeanLocal: only stray dots in the local part of a large
+	// provider's address (ann.@gmail.com, ann..lee@outlook.com).
+	DidYouMeanLocal = "local_part_typo"
 )
 
 // DidYouMeanOf is the receipt's form of d; nil for nil.
@@ -56,8 +59,12 @@ func DidYouMeanOf(d *probe.DidYouMean) *DidYouMean {
 		return nil
 	}
 	reason := DidYouMeanDomain
-	if d.Slip == "" {
+	switch {
+	case d.Slip != "":
+	case d.TLD:
 		reason = DidYouMeanTLD
+	case d.Local:
+		reason = DidYouMeanLocal
 	}
 	return &DidYouMean{Email: d.Email, Reason: reason}
 }

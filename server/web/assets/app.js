@@ -315,7 +315,8 @@ function showReceipt(rc) {
   if (dym) {
     $("#r-dym-use").textContent = dym.email;
     $("#r-dym-why").textContent = dym.reason === "tld_typo"
-      ? "(the ending of the domain looks mistyped)" : "(the domain looks mistyped)";
+      ? "(the ending of the domain looks mistyped)"
+      : dym.reason === "local_part_typo" ? "(the dots before the @ look mistyped)" : "(the domain looks mistyped)";
   }
   $("#r-json").textContent = JSON.stringify(rc, null, 2);
   const rows = [];
