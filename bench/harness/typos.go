@@ -318,7 +318,7 @@ func typosSection(w io.Writer, res *Result) {
 			p("\n")
 		}
 		if len(t.Missed) > 0 {
-			p("Published slips without a suggestion (none is made for two slips in one part, a dot moved, a letter replaced by one not beside it, a name of three letters or fewer):\n\n")
+			p("Published slips without a suggestion (none is made for two slips in one part, a dot moved or left out, a letter replaced by one not beside it, letters moved further than a swap, an extra key typed beside the right one, a slip in a name of three letters or fewer):\n\n")
 			for _, s := range t.Missed {
 				p("- `%s`\n", s)
 			}
