@@ -45,6 +45,7 @@ func (r *runner) measured(ctx context.Context, v *Verifyd, l Load, nested bool) 
 		before, _ = scrapeMetrics(v.Config.Metrics)
 	}
 	st := l.Run(ctx)
+	r.doneLoading(v)
 	uv, uw, uc := mv.Stop(), mw.Stop(), mc.Stop()
 	calls, callsOK := sc.stop()
 	prof()
@@ -532,7 +533,7 @@ func (r *runner) scenarioBatch(ctx context.Context) error {
 	n := min(r.o.BatchSize, len(r.pool))
 	emails := make([]string, n)
 	copy(emails, r.pool) // the shuffled pool: domains interleaved as in a real list
-	for _, i := range r.order(0) {
+	for _, i := range r.restedFirst() {
 		v, run := r.vds[i], r.runs[i]
 		if ctx.Err() != nil {
 			return nil
@@ -554,6 +555,7 @@ func (r *runner) scenarioBatch(ctx context.Context) error {
 				rb.download(ctx, r.world)
 			}
 		}
+		r.doneLoading(v)
 		uv, uw := mv.Stop(), mw.Stop()
 		prof()
 		res.Verifyd = procUsage(uv, res.Processed, true)
@@ -607,7 +609,7 @@ func (r *runner) scenarioMixed(ctx context.Context) error {
 	for len(singles) > 0 && len(cycled) < r.o.MixedSingles {
 		cycled = append(cycled, singles[:min(len(singles), r.o.MixedSingles-len(cycled))]...)
 	}
-	for _, i := range r.order(1) {
+	for _, i := range r.restedFirst() {
 		v, run := r.vds[i], r.runs[i]
 		if ctx.Err() != nil {
 			return nil
@@ -673,6 +675,7 @@ func (r *runner) scenarioMixed(ctx context.Context) error {
 		cancel()
 		wcancel()
 		mr.Share = <-sampled
+		r.doneLoading(v)
 		uv, uw := mv.Stop(), mw.Stop()
 		rb.res.Verifyd = procUsage(uv, rb.res.Processed+lv.OK, true)
 		rb.res.World = procUsage(uw, 0, false)
@@ -765,6 +768,7 @@ func (r *runner) batchAlone(ctx context.Context, v *Verifyd, emails []string) *B
 	if rb.res.Skipped == "" && rb.res.Error == "" {
 		rb.wait(ctx, r.o.BatchTimeout)
 	}
+	r.doneLoading(v)
 	uv, uw := mv.Stop(), mw.Stop()
 	rb.res.Verifyd = procUsage(uv, rb.res.Processed, true)
 	rb.res.World = procUsage(uw, 0, false)
