@@ -10,6 +10,8 @@
 //   - Transposition: two neighbouring letters swapped (gmial.com);
 //   - Adjacent: a letter replaced by a key next to it on a QWERTY
 //     keyboard (gnail.com: n is next to m);
+//   - Extra key: a key next to one typed hit with it, a letter too many
+//     (hoitmail.com: i beside o; Word to the Wise's typo traps have it);
 //   - in the top-level part, any of the above (hotmail.con, yahoo.cmo,
 //     gmail.co), alone or beside one in the name (hotmial.co).
 //
@@ -42,6 +44,7 @@ const (
 	Doubling      Kind = "doubling"
 	Transposition Kind = "transposition"
 	Adjacent      Kind = "adjacent_key"
+	ExtraKey      Kind = "extra_key"
 )
 
 // Suggestion is the domain Suggest thinks was meant, and the slips: Kind
@@ -204,9 +207,20 @@ func edit(typed, want string) (Kind, bool) {
 	case len(a) == 0 && len(b) == 1:
 		return Deletion, true
 	case len(a) == 1 && len(b) == 0:
-		// Only a letter typed twice: the one beside it is the same.
-		if (p > 0 && typed[p-1] == a[0]) || (p+1 < len(typed) && typed[p+1] == a[0]) {
+		// A letter typed twice: the one beside it is the same; or a key
+		// hit with the one beside it: they touch on the keyboard.
+		before, after := byte(0), byte(0)
+		if p > 0 {
+			before = typed[p-1]
+		}
+		if p+1 < len(typed) {
+			after = typed[p+1]
+		}
+		switch {
+		case before == a[0] || after == a[0]:
 			return Doubling, true
+		case adjacent(a[0], before) || adjacent(a[0], after):
+			return ExtraKey, true
 		}
 	case len(a) == 2 && len(b) == 2 && a[0] == b[1] && a[1] == b[0]:
 		return Transposition, true

@@ -40,6 +40,9 @@ func TestSlipKinds(t *testing.T) {
 		"ggmail.com":     {Domain: "gmail.com", Kind: Doubling},
 		"gmial.com":      {Domain: "gmail.com", Kind: Transposition},
 		"gnail.com":      {Domain: "gmail.com", Kind: Adjacent},
+		"hoitmail.com":   {Domain: "hotmail.com", Kind: ExtraKey}, // i beside o
+		"hotrmail.com":   {Domain: "hotmail.com", Kind: ExtraKey}, // r beside t
+		"gmail.comn":     {Domain: "gmail.com", TLD: true},        // n beside m
 		"hotmail.con":    {Domain: "hotmail.com", TLD: true},
 		"yahoo.cmo":      {Domain: "yahoo.com", TLD: true},
 		"gmail.co":       {Domain: "gmail.com", TLD: true},
@@ -67,6 +70,7 @@ func TestNeverSuggest(t *testing.T) {
 		"ymail.com":      "likewise (one letter from gmail.com)",
 		"mail.com":       "a target one deletion from gmail.com",
 		"gxail.com":      "x is not next to m: not a typing slip",
+		"gxmail.com":     "an extra x, next to neither g nor m",
 		"gmailcom":       "no dot",
 		"gmail":          "no dot",
 		"example.com":    "far from every target",
