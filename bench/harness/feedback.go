@@ -10,13 +10,12 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
-	"net/netip"
 	"net/url"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,18 +117,14 @@ func (r *runner) scenarioFeedback(ctx context.Context) error {
 			res.Skipped = "not run: " + ctx.Err().Error()
 			continue
 		}
-		cfg := o.Config
-		cfg.DNS, cfg.SMTPPort = w.DNS, w.SMTPPort
-		cfg.Egress = EgressRange(netip.MustParseAddr(feedbackEgress[i]), len(o.Config.Egress))
-		cfg.OutcomesRefitEvery = 2 * time.Second
-		v, err := StartVerifyd(ctx, r.procs, run.Label+"-feedback", run.Binary, filepath.Join(r.work, "verifyd-"+run.Label+"-feedback"), cfg)
-		if err != nil {
+		v, err := r.startOn(ctx, run, w, "feedback", feedbackEgress[i], func(cfg *VerifydConfig) { cfg.OutcomesRefitEvery = 2 * time.Second })
+		var ns *notStarted
+		switch {
+		case errors.As(err, &ns):
 			res.Skipped = "this verifyd does not start with an [outcomes] section (it learns nothing from outcomes): " + firstLine(err.Error())
 			r.logf("feedback %s: %s", run.Label, res.Skipped)
 			continue
-		}
-		if err := v.SetCredits(ctx, o.Credits); err != nil {
-			_ = v.Stop()
+		case err != nil:
 			return err
 		}
 		if err := r.feedbackRun(ctx, v, w, emails, res); err != nil {

@@ -224,6 +224,33 @@ func (r *runner) profileWorld(ctx context.Context, name, profile string, domains
 	return w, emails, nil
 }
 
+// startOn starts run's verifyd on w, the world of a later scenario, as
+// <label>-<name> with data of its own and the egress addresses from
+// first, its configuration changed by mod (nil: none), and gives it the
+// run's credits. A verifyd that did not start is a *notStarted error.
+func (r *runner) startOn(ctx context.Context, run *RunResult, w *World, name, first string, mod func(*VerifydConfig)) (*Verifyd, error) {
+	cfg := r.o.Config
+	cfg.DNS, cfg.SMTPPort = w.DNS, w.SMTPPort
+	cfg.Egress = EgressRange(netip.MustParseAddr(first), len(r.o.Config.Egress))
+	if mod != nil {
+		mod(&cfg)
+	}
+	v, err := StartVerifyd(ctx, r.procs, run.Label+"-"+name, run.Binary, filepath.Join(r.work, "verifyd-"+run.Label+"-"+name), cfg)
+	if err != nil {
+		return nil, &notStarted{err}
+	}
+	if err := v.SetCredits(ctx, r.o.Credits); err != nil {
+		_ = v.Stop()
+		return nil, err
+	}
+	return v, nil
+}
+
+// notStarted is startOn's error for a verifyd that did not start.
+type notStarted struct{ error }
+
+func (e *notStarted) Unwrap() error { return e.error }
+
 // scenarioRealWorld is scenario 6.
 func (r *runner) scenarioRealWorld(ctx context.Context) error {
 	o := r.o
@@ -240,21 +267,15 @@ func (r *runner) scenarioRealWorld(ctx context.Context) error {
 			res.Skipped = "not run: " + ctx.Err().Error()
 			continue
 		}
-		cfg := o.Config
-		cfg.DNS, cfg.SMTPPort = w.DNS, w.SMTPPort
-		cfg.Egress = EgressRange(netip.MustParseAddr(realWorldEgress[i]), len(o.Config.Egress))
-		cfg.RetryWindow = o.RealWorldRetryWindow
 		port, err := freePort()
 		if err != nil {
 			return err
 		}
-		cfg.Metrics, cfg.Pprof = fmt.Sprintf("127.0.0.1:%d", port), false
-		v, err := StartVerifyd(ctx, r.procs, run.Label+"-realworld", run.Binary, filepath.Join(r.work, "verifyd-"+run.Label+"-realworld"), cfg)
+		v, err := r.startOn(ctx, run, w, "realworld", realWorldEgress[i], func(cfg *VerifydConfig) {
+			cfg.RetryWindow = o.RealWorldRetryWindow
+			cfg.Metrics, cfg.Pprof = fmt.Sprintf("127.0.0.1:%d", port), false
+		})
 		if err != nil {
-			return err
-		}
-		if err := v.SetCredits(ctx, o.Credits); err != nil {
-			_ = v.Stop()
 			return err
 		}
 		r.realWorldRun(ctx, v, w, emails, res)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/netip"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -104,15 +102,8 @@ func (r *runner) scenarioTypos(ctx context.Context) error {
 			res.Skipped = "not run: " + ctx.Err().Error()
 			continue
 		}
-		cfg := o.Config
-		cfg.DNS, cfg.SMTPPort = w.DNS, w.SMTPPort
-		cfg.Egress = EgressRange(netip.MustParseAddr(typosEgress[i]), len(o.Config.Egress))
-		v, err := StartVerifyd(ctx, r.procs, run.Label+"-typos", run.Binary, filepath.Join(r.work, "verifyd-"+run.Label+"-typos"), cfg)
+		v, err := r.startOn(ctx, run, w, "typos", typosEgress[i], nil)
 		if err != nil {
-			return err
-		}
-		if err := v.SetCredits(ctx, o.Credits); err != nil {
-			_ = v.Stop()
 			return err
 		}
 		if err := r.typosRun(ctx, v, w, res); err != nil {
