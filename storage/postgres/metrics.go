@@ -9,6 +9,7 @@ import (
 // Metrics of the PostgreSQL storage (docs/fleet.md lists them).
 var (
 	txRetries          = metrics.NewCounter("verifyd_storage_pg_tx_retries_total")
+	idemRetries        = metrics.NewCounter("verifyd_storage_pg_idem_retries_total")
 	heartbeatFailures  = metrics.NewCounter("verifyd_storage_pg_heartbeat_failures_total")
 	staleHoldsReleased = metrics.NewCounter("verifyd_storage_pg_stale_holds_released_total")
 	slicesLeased       = metrics.NewCounter("verifyd_storage_pg_job_slices_leased_total")
