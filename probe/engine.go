@@ -286,7 +286,7 @@ func (e *Engine) plan(ctx context.Context, r *Result, addr address.Address) plan
 	// to catch mistyped mail and on the disposable list (its verdict,
 	// disposable, says what matters), since nothing in DNS tells it from
 	// a company's real domain one letter from a provider's.
-	if e.opts.Typos != nil && (rt.outcome == DNSNXDomain || rt.outcome == DNSNoMX) {
+	if e.opts.Typos != nil && rt.outcome.takesNoMail() {
 		r.DidYouMean = e.suggest(ctx, addr)
 	}
 	// A spamtrap is never probed (probing traps is what gets senders
@@ -305,16 +305,26 @@ func (e *Engine) suggest(ctx context.Context, addr address.Address) *DidYouMean 
 		extra = f(ctx)
 	}
 	s, ok := e.opts.Typos.Suggest(addr.ASCIIDomain, extra...)
-	if !ok {
+	if !ok || !e.suggestionRoutes(ctx, s.Domain) {
 		return nil
 	}
-	if e.route(ctx, s.Domain).outcome != DNSRouted {
-		typoSuggestions.noMail.Inc()
-		return nil
-	}
-	typoSuggestions.made.Inc()
 	return &DidYouMean{Email: addr.Local + "@" + s.Domain, Domain: s.Domain, Slip: s.Kind, TLD: s.TLD}
 }
+
+// suggestionRoutes reports whether the domain suggested takes mail (its
+// MX routes), and counts the suggestion made or given up.
+func (e *Engine) suggestionRoutes(ctx context.Context, domain string) bool {
+	if e.route(ctx, domain).outcome != DNSRouted {
+		typoSuggestions.noMail.Inc()
+		return false
+	}
+	typoSuggestions.made.Inc()
+	return true
+}
+
+// takesNoMail reports whether a domain of this outcome is certain to take
+// no mail: it does not exist, or it has no MX host (null MX included).
+func (o DNSOutcome) takesNoMail() bool { return o == DNSNXDomain || o == DNSNoMX }
 
 // suggestLocal is the address meant when in failed to parse for stray
 // dots in its local part alone (ann.@gmail.com, ann..lee@gmail.com,
@@ -352,16 +362,14 @@ func (e *Engine) suggestLocal(ctx context.Context, in address.Input) *DidYouMean
 		if !ok {
 			return nil
 		}
-		if o := e.route(ctx, domain).outcome; o != DNSNXDomain && o != DNSNoMX {
+		if !e.route(ctx, domain).outcome.takesNoMail() {
 			return nil // the domain typed takes mail: never corrected
 		}
 		d.Domain, d.Slip, d.TLD = s.Domain, s.Kind, s.TLD
 	}
-	if e.route(ctx, d.Domain).outcome != DNSRouted {
-		typoSuggestions.noMail.Inc()
+	if !e.suggestionRoutes(ctx, d.Domain) {
 		return nil
 	}
-	typoSuggestions.made.Inc()
 	d.Email = fin.Addr.Local + "@" + d.Domain
 	return d
 }
@@ -369,8 +377,8 @@ func (e *Engine) suggestLocal(ctx context.Context, in address.Input) *DidYouMean
 // TypoTargets returns more domains a typed one may be a slip of, beside
 // Options.Typos' own: the domains an account's validations found
 // receiving mail. It is called only when a suggestion is looked for (the
-// typed domain takes no mail, or is disposable), so what it costs is not
-// paid by the addresses whose domain receives mail.
+// typed domain takes no mail), so what it costs is not paid by the
+// addresses whose domain receives mail.
 type TypoTargets func(ctx context.Context) []string
 
 type typoTargetsKey struct{}

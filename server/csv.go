@@ -67,7 +67,8 @@ var suggestionsHeader = []string{"email", "did_you_mean", "reason", "status"}
 // writeSuggestions streams the job's results that have a did-you-mean
 // (the receipt's did_you_mean, docs/api.md) as CSV, in upload order: the
 // address, the address probably meant, the reason (domain_typo,
-// tld_typo or local_part_typo) and the address's verdict. The same CSV form as writeCSV's.
+// tld_typo or local_part_typo) and the address's verdict. The same CSV
+// form as writeCSV's.
 func writeSuggestions(ctx context.Context, w io.Writer, db Store, jobID string) (rows int, err error) {
 	var f struct {
 		DidYouMean *receipt.DidYouMean `json:"did_you_mean"`

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -143,7 +145,7 @@ func (r *runner) typosRun(ctx context.Context, v *Verifyd, w *World, res *TyposR
 		return err
 	}
 	if rb.res.Skipped != "" || rb.res.Error != "" {
-		res.Skipped = cmpOr(rb.res.Skipped, rb.res.Error)
+		res.Skipped = cmp.Or(rb.res.Skipped, rb.res.Error)
 		return nil
 	}
 	rb.wait(ctx, 5*time.Minute)
@@ -160,7 +162,7 @@ func (r *runner) typosRun(ctx context.Context, v *Verifyd, w *World, res *TyposR
 	case status != http.StatusOK:
 		return fmt.Errorf("suggestions.csv: %s", httpFailure(status, data))
 	}
-	rows, err := csv.NewReader(strings.NewReader(string(data))).ReadAll()
+	rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
 	if err != nil {
 		return fmt.Errorf("suggestions.csv: %w", err)
 	}
@@ -170,7 +172,6 @@ func (r *runner) typosRun(ctx context.Context, v *Verifyd, w *World, res *TyposR
 	// again (now that the account knows them).
 	all := append(slices.Clone(typed), known...)
 	dym := make([]string, len(all))
-	answered := make([]bool, len(all))
 	bodies := validateBodies(all, false)
 	client := NewClient(v.Addr, 32, r.o.RequestTimeout)
 	defer client.CloseIdleConnections()
@@ -195,7 +196,6 @@ func (r *runner) typosRun(ctx context.Context, v *Verifyd, w *World, res *TyposR
 			if rc.DidYouMean != nil {
 				dym[i] = rc.DidYouMean.Email
 			}
-			answered[i] = true
 			return ""
 		},
 	}.Run(ctx)
@@ -207,15 +207,12 @@ func (r *runner) typosRun(ctx context.Context, v *Verifyd, w *World, res *TyposR
 	for i, email := range all {
 		e := w.Expect[lower(email)]
 		g, fate := typoGroupOf(e.Group)
-		if !answered[i] {
-			continue
-		}
 		if e.Meant == "" {
 			res.TakesMail++
 			if dym[i] != "" {
 				res.FalseSuggestions++
 				if len(res.Wrong) < 40 {
-					res.Wrong = append(res.Wrong, fmt.Sprintf("%s → %s (%s: its domain takes mail)", email, dym[i], cmpOr(fate, g)))
+					res.Wrong = append(res.Wrong, fmt.Sprintf("%s → %s (%s: its domain takes mail)", email, dym[i], cmp.Or(fate, g)))
 				}
 			}
 			continue
@@ -259,13 +256,6 @@ func (r *runner) typosRun(ctx context.Context, v *Verifyd, w *World, res *TyposR
 	r.logf("typos %s: generated precision %.4f recall %.4f; published precision %.4f recall %.4f; %d false suggestions of %d addresses that take mail",
 		v.Label, res.Generated.Precision(), res.Generated.Recall(), res.Published.Precision(), res.Published.Recall(), res.FalseSuggestions, res.TakesMail)
 	return nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // typosSection writes scenario 10.

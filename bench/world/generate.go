@@ -384,14 +384,7 @@ func (g *generator) auth(d *Domain) {
 func (g *generator) addresses(d *Domain, n, mailboxes int, role bool, group string) {
 	o, rng := g.o, g.rng
 	locals := make([]string, 0, n)
-	if g.seen == nil {
-		g.seen = map[*Domain]map[string]bool{}
-	}
-	seen := g.seen[d]
-	if seen == nil {
-		seen = map[string]bool{}
-		g.seen[d] = seen
-	}
+	seen := g.seenOf(d)
 	for len(locals) < n {
 		var lp string
 		switch {
@@ -436,6 +429,17 @@ func (g *generator) addresses(d *Domain, n, mailboxes int, role bool, group stri
 		e.Role = i == 0 && role && mailboxes > 0
 		g.exp = append(g.exp, e)
 	}
+}
+
+// seenOf returns the local parts made for d so far.
+func (g *generator) seenOf(d *Domain) map[string]bool {
+	if g.seen == nil {
+		g.seen = map[*Domain]map[string]bool{}
+	}
+	if g.seen[d] == nil {
+		g.seen[d] = map[string]bool{}
+	}
+	return g.seen[d]
 }
 
 // finish adds the DNS lists, validates the world and writes every

@@ -185,23 +185,15 @@ func generateTypos(g *generator) (*World, []Expectation, error) {
 	rng := g.rng
 	corpus := TypoCorpus()
 	// The real domains: providers, the corpus' meant and left-alone
-	// domains, and the businesses.
-	real := map[string]bool{}
-	var meant, others []string
-	addReal := func(d string, isMeant bool) {
-		if real[d] {
-			if isMeant && !slices.Contains(meant, d) {
-				meant = append(meant, d)
-				others = slices.DeleteFunc(others, func(x string) bool { return x == d })
-			}
-			return
+	// domains, and the businesses; isMeant says whether slips of one are
+	// made (every real domain has a key).
+	isMeant := map[string]bool{}
+	var order []string
+	addReal := func(d string, m bool) {
+		if _, ok := isMeant[d]; !ok {
+			order = append(order, d)
 		}
-		real[d] = true
-		if isMeant {
-			meant = append(meant, d)
-		} else {
-			others = append(others, d)
-		}
+		isMeant[d] = isMeant[d] || m
 	}
 	for _, d := range typoProviders {
 		addReal(d, true)
@@ -213,10 +205,29 @@ func generateTypos(g *generator) (*World, []Expectation, error) {
 			addReal(e.Meant, true)
 		}
 	}
-	for tries := 0; len(meant) < len(typoProviders)+o.Domains && tries < 100*o.Domains; tries++ {
+	countMeant := func() (n int) {
+		for _, m := range isMeant {
+			if m {
+				n++
+			}
+		}
+		return n
+	}
+	for n, tries := countMeant(), 0; n < len(typoProviders)+o.Domains && tries < 100*o.Domains; tries++ {
 		d := typoFirst[rng.IntN(len(typoFirst))] + typoSecond[rng.IntN(len(typoSecond))] + "." + typoTLDs[rng.IntN(len(typoTLDs))]
-		if !real[d] {
+		if _, ok := isMeant[d]; !ok {
 			addReal(d, true)
+			n++
+		}
+	}
+	// The meant domains first, then the others, each in the order first
+	// seen.
+	var meant, others []string
+	for _, d := range order {
+		if isMeant[d] {
+			meant = append(meant, d)
+		} else {
+			others = append(others, d)
 		}
 	}
 	// Each real domain: a host of its own that takes mail for its known
@@ -233,7 +244,7 @@ func generateTypos(g *generator) (*World, []Expectation, error) {
 		h := g.newHost("mx." + name)
 		d.MX = []MX{{Pref: 10, Host: h.Name}}
 		group := TypoGroupReal
-		if slices.Contains(meant, name) {
+		if isMeant[name] {
 			group = TypoGroupMeant
 		}
 		g.addresses(d, 1, 1, false, group)
@@ -259,8 +270,9 @@ func generateTypos(g *generator) (*World, []Expectation, error) {
 	for _, s := range all {
 		fate, ok := fates[s.typed]
 		if !ok {
+			_, real := isMeant[s.typed]
 			switch r := rng.Float64(); {
-			case real[s.typed]:
+			case real:
 				fate = TypoRealOther
 			case r < 0.85:
 				fate = TypoNXDomain
@@ -276,18 +288,13 @@ func generateTypos(g *generator) (*World, []Expectation, error) {
 			fates[s.typed] = fate
 		}
 		// An address of its own: a person's name and a number.
+		d := byName[s.typed]
+		seen := g.seenOf(d)
 		local := ""
-		for local == "" || byName[s.typed].Mailboxes[local] != MailboxState("") || g.seen[byName[s.typed]][local] {
+		for local == "" || seen[local] {
 			local = fmt.Sprintf("%s%d", firstNames[rng.IntN(len(firstNames))], rng.IntN(100_000))
 		}
-		d := byName[s.typed]
-		if g.seen == nil {
-			g.seen = map[*Domain]map[string]bool{}
-		}
-		if g.seen[d] == nil {
-			g.seen[d] = map[string]bool{}
-		}
-		g.seen[d][local] = true
+		seen[local] = true
 		if fate == TypoRealOther {
 			d.Mailboxes[local] = MailboxOK // someone real has it
 		}

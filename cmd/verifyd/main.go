@@ -213,8 +213,7 @@ func run(cfg config.Config, path, source string, log *slog.Logger, level *slog.L
 		accountTypos = typos.New(a.db, typos.Options{})
 	}
 	jobs, err := batch.Start(batch.Options{
-		Typos: accountTypos,
-		DB:    a.db, Leases: leases, Verifier: a.pools, Hooks: hooks, Learn: learned, Logger: log,
+		DB: a.db, Leases: leases, Verifier: a.pools, Hooks: hooks, Learn: learned, Typos: accountTypos, Logger: log,
 		RetryWindow: cfg.Jobs.RetryWindow, Concurrency: cfg.Jobs.Concurrency,
 		DomainConcurrency: cfg.Jobs.DomainConcurrency, GroupSize: cfg.Jobs.GroupSize,
 		GroupTimeout: cfg.Jobs.GroupTimeout, MaxFailures: cfg.Jobs.MaxFailures,

@@ -91,21 +91,28 @@ func Parse(text string) []string {
 func New(domains []string) *Suggester {
 	s := &Suggester{known: make(map[string]bool, len(domains))}
 	for _, d := range domains {
-		d = strings.TrimSuffix(strings.ToLower(d), ".")
+		d = norm(d)
 		if d == "" || s.known[d] {
 			continue
 		}
 		s.known[d] = true
-		sld, _, _ := strings.Cut(d, ".")
-		s.targets = append(s.targets, target{domain: d, sld: sld})
+		s.targets = append(s.targets, newTarget(d))
 	}
 	return s
+}
+
+// norm is a domain as targets are kept: lower case, no final dot.
+func norm(domain string) string { return strings.TrimSuffix(strings.ToLower(domain), ".") }
+
+func newTarget(d string) target {
+	sld, _, _ := strings.Cut(d, ".")
+	return target{domain: d, sld: sld}
 }
 
 // Known reports whether domain is one of the targets: it is never
 // corrected (googlemail.com is not a slip of gmail.com).
 func (s *Suggester) Known(domain string) bool {
-	return s.known[strings.TrimSuffix(strings.ToLower(domain), ".")]
+	return s.known[norm(domain)]
 }
 
 // Suggest returns the target domain fewest slips from domain (one in its
@@ -114,14 +121,9 @@ func (s *Suggester) Known(domain string) bool {
 // for one two targets are as near. extra are more targets (an account's
 // own domains), never corrected themselves.
 func (s *Suggester) Suggest(domain string, extra ...string) (Suggestion, bool) {
-	d := strings.TrimSuffix(strings.ToLower(domain), ".")
+	d := norm(domain)
 	if d == "" || s.known[d] || !strings.Contains(d, ".") {
 		return Suggestion{}, false
-	}
-	for _, e := range extra {
-		if strings.EqualFold(strings.TrimSuffix(e, "."), d) {
-			return Suggestion{}, false
-		}
 	}
 	// The target fewest slips away; two as near: no suggestion.
 	var best Suggestion
@@ -154,12 +156,12 @@ func (s *Suggester) Suggest(domain string, extra ...string) (Suggestion, bool) {
 		consider(t)
 	}
 	for _, e := range extra {
-		e = strings.TrimSuffix(strings.ToLower(e), ".")
-		if s.known[e] || !strings.Contains(e, ".") {
-			continue
+		switch e = norm(e); {
+		case e == d:
+			return Suggestion{}, false // one of the caller's own
+		case !s.known[e] && strings.Contains(e, "."):
+			consider(newTarget(e))
 		}
-		sld, _, _ := strings.Cut(e, ".")
-		consider(target{domain: e, sld: sld})
 	}
 	if bestSlips == 3 || tie {
 		return Suggestion{}, false

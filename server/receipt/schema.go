@@ -28,9 +28,11 @@ type Receipt struct {
 	// Calibration is present only when score is calibrated on the
 	// account's delivery outcomes (docs/outcomes.md); an additive field.
 	Calibration *Calibration `json:"calibration,omitempty"`
-	// DidYouMean is present only when the domain typed takes no mail and
-	// is a typing slip of a mailbox domain that does (probe.Result.DidYouMean); an additive field. The verdict is
-	// the typed address's.
+	// DidYouMean is present only when the address looks mistyped: its
+	// domain takes no mail and is a typing slip of a mailbox domain that
+	// does, or stray dots broke a large provider's local part
+	// (probe.Result.DidYouMean); an additive field. The verdict is the
+	// typed address's.
 	DidYouMean *DidYouMean `json:"did_you_mean,omitempty"`
 }
 
