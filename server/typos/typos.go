@@ -58,6 +58,9 @@ type Options struct {
 	Now func() time.Time
 }
 
+// readRetry is how long after a failed read the next one is made.
+const readRetry = 5 * time.Second
+
 // Accounts keeps the accounts' domains.
 type Accounts struct {
 	db History
@@ -109,8 +112,10 @@ func (a *Accounts) Targets(account string) probe.TypoTargets {
 	return func(ctx context.Context) []string { return a.Domains(ctx, account) }
 }
 
-// Domains returns the account's domains: read again once TTL old. A
-// failed read gives none and is tried again by the next caller.
+// Domains returns the account's domains: read again once TTL old. After
+// a failed read the last ones read (or none) serve for readRetry before
+// the next try: a database that fails is not asked again by every
+// validation of the account, each waiting on the one before.
 func (a *Accounts) Domains(ctx context.Context, account string) []string {
 	now := a.o.Now()
 	a.mu.Lock()
@@ -133,6 +138,7 @@ func (a *Accounts) Domains(ctx context.Context, account string) []string {
 	p, err := a.db.ListHistory(ctx, account, storage.HistoryAll, "", a.o.HistoryRows)
 	if err != nil {
 		historyErrors.Inc()
+		e.at = now.Add(readRetry - a.o.TTL)
 		return e.domains // the last ones read, if any
 	}
 	e.domains, e.at = validDomains(p.Rows, a.o.MaxDomains), now

@@ -97,3 +97,33 @@ func TestAccountsBounded(t *testing.T) {
 		t.Errorf("validDomains(max 1) = %q, want %q", got, want)
 	}
 }
+
+// TestAccountReadRetry: a failed read (the store closed) is not made
+// again by every caller: the next comes readRetry later.
+func TestAccountReadRetry(t *testing.T) {
+	db, err := pebble.Open(t.TempDir(), pebble.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := db.CreateAccount(t.Context(), "a", storage.PlanEnterprise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	now := time.Unix(1_800_000_000, 0)
+	acc := New(db, Options{Now: func() time.Time { return now }})
+	errs := historyErrors.Get()
+	for range 3 {
+		if got := acc.Domains(context.Background(), a.ID); len(got) != 0 {
+			t.Fatalf("domains %q from a closed store", got)
+		}
+	}
+	if n := historyErrors.Get() - errs; n != 1 {
+		t.Errorf("%d failed reads by three callers within %v, want 1", n, readRetry)
+	}
+	now = now.Add(readRetry)
+	acc.Domains(context.Background(), a.ID)
+	if n := historyErrors.Get() - errs; n != 2 {
+		t.Errorf("%d failed reads after %v, want 2 (read again)", n, readRetry)
+	}
+}
