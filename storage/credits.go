@@ -94,6 +94,10 @@ type Hold struct {
 	N   int64
 	Ref string
 	At  time.Time
+	// Part, when not 0, names a part of the hold Seq: on PostgreSQL a
+	// box may hold a block of an account's credits as one hold and hand
+	// each validation its credit from it (docs/fleet.md, credit leases).
+	Part uint64
 }
 
 // Credits is an account's credit position.

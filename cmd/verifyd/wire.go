@@ -78,7 +78,8 @@ func open(cfg config.Config, log *slog.Logger) (_ *app, err error) {
 	if cfg.Storage.Backend == "postgres" {
 		dsn := cmp.Or(os.Getenv("VERIFYD_PG_DSN"), cfg.Storage.DSN)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		a.pg, err = postgres.Open(ctx, dsn, postgres.Options{Box: cfg.Storage.Box, Lease: cfg.Storage.Lease, CallTimeout: cfg.Storage.CallTimeout, Logger: log})
+		a.pg, err = postgres.Open(ctx, dsn, postgres.Options{Box: cfg.Storage.Box, Lease: cfg.Storage.Lease, CallTimeout: cfg.Storage.CallTimeout,
+			CreditLeases: cfg.Storage.CreditLeases, Logger: log})
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("cannot open the fleet's database: %w", err)

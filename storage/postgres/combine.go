@@ -45,22 +45,33 @@ var testHookCommitted func()
 // for its transaction.
 type pendingCharge struct {
 	hold bool
-	ref  string // a hold's
-	h    *storage.Hold
-	n    int64
-	req  storage.ChargeRequest
-	r0   storage.Result
-	now  time.Time
-	done chan chargeOutcome
+	// lease: the hold takes a block of credits instead, when the account
+	// has enough (leases.go)
+	lease bool
+	ref   string // a hold's
+	h     *storage.Hold
+	n     int64
+	req   storage.ChargeRequest
+	r0    storage.Result
+	now   time.Time
+	done  chan chargeOutcome
 	// abandoned is set when the caller's context ended while it was
 	// queued: a transaction that has not taken it yet leaves it out.
 	abandoned atomic.Bool
+	// blockGone: the charge of a lease's part found its block gone or
+	// short (set by its transaction).
+	blockGone bool
 }
 
 type chargeOutcome struct {
 	out  storage.Charged
 	held storage.Hold
 	err  error
+	// leased: held is a block of credits (a hold's with lease set).
+	leased bool
+	// blockGone: a part's block was gone or short; the part was charged
+	// from the available credits, or not at all (leases.go).
+	blockGone bool
 }
 
 // combiner queues the charges of each account on this box.
@@ -249,6 +260,7 @@ func (db *DB) chargeBatch(ctx context.Context, account string, ps []*pendingChar
 		if err != nil {
 			o = chargeOutcome{err: err}
 		}
+		o.blockGone = p.blockGone
 		if o.err == nil && o.out.Result.ID != "" {
 			// Answered 200 from here: what a reconciliation after a
 			// failover looks for (reconcile.go).
@@ -325,6 +337,14 @@ func (db *DB) pipelineTx(ctx context.Context, conn *pgxpool.Conn, flush bool, fn
 	return nil, err
 }
 
+// chargeBlocksSQL takes the credits of lease parts from their blocks
+// ($2 the blocks' seqs, $3 the credits of each), each only when it has
+// them, and returns the blocks that gave.
+const chargeBlocksSQL = `UPDATE holds AS h SET amount = h.amount - d.n
+	FROM unnest($2::bigint[], $3::bigint[]) AS d(seq, n)
+	WHERE h.account = $1 AND h.seq = d.seq AND h.amount >= d.n
+	RETURNING h.seq`
+
 // chargeTx is one transaction of chargeBatch on tx, a connection outside
 // of one: it begins it, reads, and returns the writes for pipelineTx to
 // send with the COMMIT. outs gets each charge's outcome (a retried
@@ -342,9 +362,13 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 	}
 	b.Queue(`SELECT balance, held, next_seq FROM accounts WHERE id = $1 FOR UPDATE`, account)
 	var holdSeqs []int64
+	blocks := map[int64]int64{} // the credits charged to each block of the parts
 	nCharges := 0
 	for _, p := range ps {
-		if p.h != nil {
+		switch {
+		case p.h != nil && p.h.Part != 0:
+			blocks[int64(p.h.Seq)] += p.h.N
+		case p.h != nil:
 			holdSeqs = append(holdSeqs, int64(p.h.Seq))
 		}
 		if !p.hold {
@@ -352,6 +376,15 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 		}
 	}
 	b.Queue(`DELETE FROM holds WHERE account = $1 AND seq = ANY($2) RETURNING seq, amount`, account, holdSeqs)
+	if len(blocks) > 0 {
+		// Each block gives its parts' credits only when it still has
+		// them all: otherwise they are charged as ChargeDirect's.
+		seqs, ns := make([]int64, 0, len(blocks)), make([]int64, 0, len(blocks))
+		for seq, n := range blocks {
+			seqs, ns = append(seqs, seq), append(ns, n)
+		}
+		b.Queue(chargeBlocksSQL, account, seqs, ns)
+	}
 	b.Queue(`SELECT nextval('history_ids') FROM generate_series(1, $1)`, nCharges)
 	var mss []int64
 	for _, p := range ps {
@@ -395,6 +428,14 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 		var rows pgx.Rows
 		if rows, err = br.Query(); err == nil {
 			_, err = pgx.ForEachRow(rows, []any{&s, &amount}, func() error { held[s] = amount; return nil })
+		}
+	}
+	covered := map[int64]bool{} // the blocks that gave their parts' credits
+	if err == nil && len(blocks) > 0 {
+		var s int64
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			_, err = pgx.ForEachRow(rows, []any{&s}, func() error { covered[s] = true; return nil })
 		}
 	}
 	if err == nil {
@@ -441,22 +482,42 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 	next := 0 // the next history id
 	for i, p := range ps {
 		if p.hold {
-			if avail := acct.balance - acct.held; avail < p.n {
+			avail := acct.balance - acct.held
+			n, ref, leased := p.n, p.ref, false
+			if l := db.leases; p.lease && l != nil && l.size(avail) >= p.n {
+				n, ref, leased = l.size(avail), leaseRef, true
+			}
+			if avail < n {
 				outs[i] = chargeOutcome{err: &storage.InsufficientCreditsError{Current: acct.balance, Held: acct.held, Needed: p.n}}
 				continue
 			}
-			e, args := acct.next(account, p.now, storage.EntryHold, p.n, 0, p.n, 0, p.ref, "")
+			e, args := acct.next(account, p.now, storage.EntryHold, n, 0, n, 0, ref, "")
 			rows.ledger.entry(args)
-			rows.hold(account, int64(e.Seq), p.n, p.ref, db.boot, e.Time)
-			outs[i] = chargeOutcome{held: storage.Hold{Account: account, Seq: e.Seq, N: p.n, Ref: p.ref, At: e.Time}}
+			rows.hold(account, int64(e.Seq), n, ref, db.boot, e.Time)
+			outs[i] = chargeOutcome{held: storage.Hold{Account: account, Seq: e.Seq, N: n, Ref: ref, At: e.Time}, leased: leased}
 			continue
 		}
+		p.blockGone = false
 		r, amount := p.r0, p.n
 		r.HistoryID = uint64(ids[next])
 		next++
 		var holdSeq uint64
 		heldDelta := int64(0)
-		if p.h != nil {
+		switch {
+		case p.h != nil && p.h.Part != 0:
+			// A lease's part: charged against its block, or, when the
+			// block is gone or short, from the available credits.
+			amount = p.h.N
+			if covered[int64(p.h.Seq)] {
+				holdSeq, heldDelta = p.h.Seq, -amount
+				break
+			}
+			p.blockGone = true
+			if acct.balance-acct.held < amount && !answered[i] {
+				outs[i] = chargeOutcome{err: &storage.InsufficientCreditsError{Current: acct.balance, Held: acct.held, Needed: amount}}
+				continue
+			}
+		case p.h != nil:
 			var ok bool
 			if amount, ok = held[int64(p.h.Seq)]; !ok {
 				outs[i] = chargeOutcome{err: holdNotActive(*p.h)}
@@ -464,8 +525,8 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 			}
 			delete(held, int64(p.h.Seq)) // a second charge of it in this batch finds it gone
 			holdSeq, heldDelta = p.h.Seq, -amount
-		} else if acct.balance-acct.held < p.n && !answered[i] {
-			outs[i] = chargeOutcome{err: &storage.InsufficientCreditsError{Current: acct.balance, Held: acct.held, Needed: p.n}}
+		case acct.balance-acct.held < amount && !answered[i]:
+			outs[i] = chargeOutcome{err: &storage.InsufficientCreditsError{Current: acct.balance, Held: acct.held, Needed: amount}}
 			continue
 		}
 		if p.req.Idem != nil && p.req.IdemHash != nil && keysCharged[*p.req.Idem] {
@@ -479,7 +540,7 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 		if answered[i] {
 			// Not charged; its hold, ended by the reads above, is
 			// released.
-			if p.h != nil {
+			if holdSeq != 0 {
 				_, args := acct.next(account, p.now, storage.EntryRelease, amount, 0, -amount, holdSeq, p.h.Ref, "idempotency key answered meanwhile")
 				rows.ledger.entry(args)
 			}

@@ -109,11 +109,43 @@ func (db *DB) SetCredits(ctx context.Context, account string, n int64, note stri
 		return storage.Entry{}, err
 	}
 	return db.adjust(ctx, account, func(ctx context.Context, tx pgx.Tx, r *acctRow) (storage.Entry, error) {
+		if n < r.held {
+			// What the boxes' credit leases have not handed out is not
+			// held by a validation in flight: the blocks end first.
+			if err := db.endBlocks(ctx, tx, account, r); err != nil {
+				return storage.Entry{}, err
+			}
+		}
 		if err := storage.CheckSetCreditsHeld(n, r.held); err != nil {
 			return storage.Entry{}, err
 		}
 		return r.entry(ctx, tx, account, db.now(), storage.EntrySet, n, n-r.balance, 0, 0, "", note)
 	})
+}
+
+// endBlocks releases the account's credit leases (leases.go) in tx, one
+// ledger entry each. The boxes that hold them charge their parts in
+// flight from the available credits.
+func (db *DB) endBlocks(ctx context.Context, tx pgx.Tx, account string, r *acctRow) error {
+	rows, err := tx.Query(ctx, `DELETE FROM holds WHERE account = $1 AND ref = $2 RETURNING seq, amount`, account, leaseRef)
+	if err != nil {
+		return err
+	}
+	var seqs, amounts []int64
+	var seq, amount int64
+	if _, err := pgx.ForEachRow(rows, []any{&seq, &amount}, func() error {
+		seqs, amounts = append(seqs, seq), append(amounts, amount)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for i, seq := range seqs {
+		if _, err := r.entry(ctx, tx, account, db.now(), storage.EntryRelease, amounts[i], 0, -amounts[i], uint64(seq), leaseRef,
+			"credit lease ended: the balance was set below the credits held"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // adjust runs one change of the account's credits in a transaction that
@@ -155,9 +187,33 @@ func (db *DB) Hold(ctx context.Context, account string, n int64, ref string) (st
 	if err := storage.CheckHold(n); err != nil {
 		return storage.Hold{}, err
 	}
+	now := time.Now()
+	if db.leases != nil {
+		if h, ok := db.leases.take(account, n, ref, now); ok {
+			return h, nil
+		}
+	}
 	p := &pendingCharge{hold: true, ref: ref, n: n, now: db.now(), done: make(chan chargeOutcome, 1)}
+	p.lease = db.leases != nil && db.leases.startTake(account, now)
 	db.live.begin(ref)
+	if p.lease {
+		db.live.begin(leaseRef)
+	}
 	o := db.submit(ctx, account, p)
+	if p.lease {
+		// The block's holds row is the lease manager's from here, or
+		// the heartbeat's when its answer was lost (sweepHolds).
+		var lease *storage.Hold
+		if o.err == nil && o.leased {
+			lease = &o.held
+		}
+		db.live.end(leaseRef, o.held, lease != nil)
+		h := db.leases.taken(account, lease, n, ref, now)
+		if lease != nil {
+			db.live.end(ref, storage.Hold{}, false)
+			return h, nil
+		}
+	}
 	db.live.end(ref, o.held, o.err == nil)
 	return o.held, o.err
 }
@@ -167,7 +223,16 @@ func (db *DB) Hold(ctx context.Context, account string, n int64, ref string) (st
 // cannot be reached, the request's deadline), the heartbeat releases the
 // hold once the database answers again: its request has ended, so its
 // credits must not stay held while this box lives.
+//
+// A part of a credit lease (h.Part) goes back to its block in memory: no
+// ledger entry; the block's return releases what is left of it.
 func (db *DB) Release(ctx context.Context, h storage.Hold, note string) (storage.Entry, error) {
+	if h.Part != 0 {
+		if db.leases == nil || !db.leases.end(h, true) {
+			return storage.Entry{}, holdNotActive(h)
+		}
+		return storage.Entry{}, nil
+	}
 	e, err := db.release(ctx, h, note)
 	db.live.drop(h)
 	if err != nil && !errors.Is(err, storage.ErrHoldNotActive) && !errors.Is(err, storage.ErrNotFound) {

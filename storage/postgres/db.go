@@ -44,6 +44,12 @@ type Options struct {
 	// CallTimeout bounds one call of the storage contract (its database
 	// time, retries included): past it the call fails. Default 30 s.
 	CallTimeout time.Duration
+	// CreditLeases lets the box hold blocks of an account's credits that
+	// validate on it many times a second, and hand each validation its
+	// credit from the block in memory (leases.go): a validation then
+	// costs the database its charge alone. verifyd sets it from
+	// storage.credit_leases (default on).
+	CreditLeases bool
 	// Logger receives the package's log lines; default slog.Default().
 	Logger *slog.Logger
 }
@@ -95,6 +101,9 @@ type DB struct {
 	wall  wallClock
 
 	live liveHolds // this boot's holds a caller may still end (sweepHolds)
+	// leases are the box's blocks of credits (leases.go); nil: none
+	// (Options.CreditLeases).
+	leases *creditLeases
 
 	primary primaryWatch // the server written to (primary.go)
 	journal journal      // the charges answered last (reconcile.go)
@@ -206,6 +215,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("postgres: release the holds of stopped boxes: %w", err)
 	}
 	db.checkPrimary()
+	if opts.CreditLeases {
+		db.leases = newCreditLeases()
+		db.wg.Add(1)
+		go db.leaseLoop()
+	}
 	db.wg.Add(3)
 	go db.heartbeat()
 	go db.maintain()

@@ -40,3 +40,13 @@ var (
 	lostCharges     = metrics.NewCounter("verifyd_storage_pg_lost_charges_total")
 	reconciliations = metrics.NewCounter("verifyd_storage_pg_reconciliations_total")
 )
+
+// The credit leases (leases.go): blocks taken and returned, parts handed
+// out, and parts charged from the available credits because their block
+// was gone.
+var (
+	leasesTaken    = metrics.NewCounter("verifyd_storage_pg_credit_leases_taken_total")
+	leasesReturned = metrics.NewCounter("verifyd_storage_pg_credit_leases_returned_total")
+	leaseParts     = metrics.NewCounter("verifyd_storage_pg_credit_lease_holds_total")
+	leaseDirect    = metrics.NewCounter("verifyd_storage_pg_credit_lease_direct_charges_total")
+)

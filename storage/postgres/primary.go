@@ -155,6 +155,12 @@ func (db *DB) checkPrimary() bool {
 		CASE WHEN pg_is_in_recovery() THEN '' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END`).Scan(&standby, &server, &timeline)
 	now := time.Now()
 	next := primaryState{ready: err == nil && !standby, since: now}
+	if !next.ready && db.leases != nil {
+		// The blocks' rows may be lost with this primary: no part is
+		// taken from them any more (a part in flight is charged from the
+		// available credits if its block is gone).
+		db.leases.retireAll()
+	}
 	switch {
 	case err != nil:
 		next.reason = "unreachable"
@@ -185,6 +191,9 @@ func (db *DB) checkPrimary() bool {
 		}
 		if last != "" && (last != server || lastTL != timeline) {
 			primaryChanges.Inc()
+			if db.leases != nil {
+				db.leases.retireAll()
+			}
 			db.log.Warn("the database's primary changed", "from", last, "to", server, "timeline_from", lastTL, "timeline", timeline)
 			pending()
 		}

@@ -138,7 +138,22 @@ func scanResultWith(row scanner, lead ...any) (storage.Result, int64, error) {
 // history row and cache entry and, with req.Idem, the idempotent response,
 // in one transaction. ErrHoldNotActive when the hold was already charged
 // or released (by this box, or by another that found its boot stopped).
+//
+// A part of a credit lease (h.Part) is charged against its block, or,
+// when the block is gone, from the available credits (leases.go).
 func (db *DB) Charge(ctx context.Context, h storage.Hold, req storage.ChargeRequest) (storage.Charged, error) {
+	if h.Part != 0 {
+		if db.leases == nil || !db.leases.end(h, false) {
+			return storage.Charged{}, holdNotActive(h)
+		}
+		o := db.chargeOutcome(ctx, h.Account, &h, 0, req)
+		if o.blockGone {
+			leaseDirect.Inc()
+			db.leases.gone(h)
+		}
+		db.charged(req.Idem, o.err)
+		return o.out, o.err
+	}
 	c, err := db.charge(ctx, h.Account, &h, 0, req)
 	db.live.drop(h)
 	db.charged(req.Idem, err)
@@ -185,17 +200,22 @@ func (db *DB) ChargeDirect(ctx context.Context, account string, n int64, req sto
 // client was answered for it. On CockroachDB (no such setting) every
 // commit is durable when it returns.
 func (db *DB) charge(ctx context.Context, account string, h *storage.Hold, n int64, req storage.ChargeRequest) (storage.Charged, error) {
+	o := db.chargeOutcome(ctx, account, h, n, req)
+	return o.out, o.err
+}
+
+// chargeOutcome is charge with its whole outcome.
+func (db *DB) chargeOutcome(ctx context.Context, account string, h *storage.Hold, n int64, req storage.ChargeRequest) chargeOutcome {
 	if err := storage.CheckCharge(account, &req); err != nil {
-		return storage.Charged{}, err
+		return chargeOutcome{err: err}
 	}
 	now := db.now()
 	r0 := req.Result
 	if err := storage.PrepareResult(&r0, now); err != nil {
-		return storage.Charged{}, err
+		return chargeOutcome{err: err}
 	}
 	p := &pendingCharge{h: h, n: n, req: req, r0: r0, now: now, done: make(chan chargeOutcome, 1)}
-	o := db.submit(ctx, account, p)
-	return o.out, o.err
+	return db.submit(ctx, account, p)
 }
 
 // GetResult returns the result with that id (with its receipt), or

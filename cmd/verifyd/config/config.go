@@ -110,6 +110,14 @@ type Storage struct {
 	// the request answers 500 INTERNAL (retryable) instead of waiting on
 	// a slow or silent link. Default 30s.
 	CallTimeout time.Duration `toml:"call_timeout"`
+	// CreditLeases (postgres): a box that validates for an account many
+	// times a second holds a block of its credits (at most 1 % of those
+	// available, 10,000 at most, only while 10,000 are available) and
+	// hands each validation its credit from it, so a validation costs
+	// the database its charge alone; the block's rest goes back after
+	// 2 s without a validation (docs/fleet.md, Credit leases). Default
+	// true.
+	CreditLeases bool `toml:"credit_leases"`
 	// MinFreeBytes is the free space of data_dir's file system below
 	// which the box's Pebble refuses writes: requests that write answer
 	// 503 (nothing charged), running jobs pause, and all goes on by
@@ -548,7 +556,7 @@ func Defaults() Config {
 		DataDir:   dataDir,
 		LogLevel:  "info",
 		LogFormat: "auto",
-		Storage: Storage{Backend: "pebble", Lease: postgres.DefaultLease, CallTimeout: postgres.DefaultCallTimeout,
+		Storage: Storage{Backend: "pebble", Lease: postgres.DefaultLease, CallTimeout: postgres.DefaultCallTimeout, CreditLeases: true,
 			MinFreeBytes: pebble.DefaultMinFreeBytes},
 		HTTP: HTTP{
 			Listen:          "127.0.0.1:8080",
