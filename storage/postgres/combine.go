@@ -375,7 +375,9 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 			nCharges++
 		}
 	}
-	b.Queue(`DELETE FROM holds WHERE account = $1 AND seq = ANY($2) RETURNING seq, amount`, account, holdSeqs)
+	if len(holdSeqs) > 0 {
+		b.Queue(`DELETE FROM holds WHERE account = $1 AND seq = ANY($2) RETURNING seq, amount`, account, holdSeqs)
+	}
 	if len(blocks) > 0 {
 		// Each block gives its parts' credits only when it still has
 		// them all: otherwise they are charged as ChargeDirect's.
@@ -423,7 +425,7 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 	held := map[int64]int64{}
 	var ids []int64
 	places := newPositionsAt(mss)
-	if err == nil {
+	if err == nil && len(holdSeqs) > 0 {
 		var s, amount int64
 		var rows pgx.Rows
 		if rows, err = br.Query(); err == nil {

@@ -76,7 +76,9 @@ type DB struct {
 	log     *slog.Logger
 	keyTTL  time.Duration
 	keys    readCache[storage.APIKey] // VerifyKey's, by prefix
-	plans   readCache[storage.Plan]   // AccountPlan's, by account
+	// touching: the keys whose last use a request of this box writes
+	touching keySet
+	plans    readCache[storage.Plan] // AccountPlan's, by account
 	// callTimeout bounds one contract call (ctx).
 	callTimeout time.Duration
 	// asyncCommit: holds and charges commit without waiting for their WAL

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -117,7 +118,12 @@ func (db *DB) VerifyKey(ctx context.Context, key string) (storage.APIKey, error)
 		return storage.APIKey{}, err
 	}
 	now := db.now().Truncate(time.Millisecond)
-	if k.LastUsed.IsZero() || now.Sub(k.LastUsed) >= time.Minute {
+	if (k.LastUsed.IsZero() || now.Sub(k.LastUsed) >= time.Minute) && db.touching.begin(prefix) {
+		// One request of the box writes it; the others of that moment
+		// go on (each writing it queued on the key's row lock, and on
+		// its commit's flush: 256 writes at the start of a minute under
+		// load, measured).
+		defer db.touching.end(prefix)
 		ctx, cancel := db.ctx(ctx)
 		defer cancel()
 		// Only the first of the requests of that minute writes it.
@@ -158,4 +164,31 @@ func (db *DB) ListKeys(ctx context.Context, account string) ([]storage.APIKey, e
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (storage.APIKey, error) { return scanKey(r) })
+}
+
+// keySet is a set of key prefixes, for VerifyKey's last-use writes under
+// way.
+type keySet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+// begin adds prefix, reporting false when it was there.
+func (s *keySet) begin(prefix string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[prefix]; ok {
+		return false
+	}
+	if s.m == nil {
+		s.m = map[string]struct{}{}
+	}
+	s.m[prefix] = struct{}{}
+	return true
+}
+
+func (s *keySet) end(prefix string) {
+	s.mu.Lock()
+	delete(s.m, prefix)
+	s.mu.Unlock()
 }
