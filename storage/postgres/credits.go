@@ -187,13 +187,16 @@ func (db *DB) Hold(ctx context.Context, account string, n int64, ref string) (st
 	if err := storage.CheckHold(n); err != nil {
 		return storage.Hold{}, err
 	}
-	now := time.Now()
+	// now times the blocks' use on this box; at is the hold's time, by
+	// the records' clock.
+	now, at := time.Now(), db.now()
 	if db.leases != nil {
 		if h, ok := db.leases.take(account, n, ref, now); ok {
+			h.At = at.Truncate(time.Millisecond)
 			return h, nil
 		}
 	}
-	p := &pendingCharge{hold: true, ref: ref, n: n, now: db.now(), done: make(chan chargeOutcome, 1)}
+	p := &pendingCharge{hold: true, ref: ref, n: n, now: at, done: make(chan chargeOutcome, 1)}
 	p.lease = db.leases != nil && db.leases.startTake(account, now)
 	db.live.begin(ref)
 	if p.lease {
@@ -211,6 +214,7 @@ func (db *DB) Hold(ctx context.Context, account string, n int64, ref string) (st
 		h := db.leases.taken(account, lease, n, ref, now)
 		if lease != nil {
 			db.live.end(ref, storage.Hold{}, false)
+			h.At = lease.At
 			return h, nil
 		}
 	}

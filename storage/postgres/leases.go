@@ -122,14 +122,15 @@ func (c *creditLeases) take(account string, n int64, ref string, now time.Time) 
 	return c.handOut(l, n, ref, now), true
 }
 
-// handOut takes a part of n from l; c.mu is held.
+// handOut takes a part of n from l; c.mu is held. The part's At is the
+// caller's to set, by the records' clock (Options.Now).
 func (c *creditLeases) handOut(l *creditLease, n int64, ref string, now time.Time) storage.Hold {
 	c.part++
 	l.avail -= n
 	l.parts[c.part] = n
 	l.used = now
 	leaseParts.Inc()
-	return storage.Hold{Account: l.hold.Account, Seq: l.hold.Seq, N: n, Ref: ref, At: now.UTC().Truncate(time.Millisecond), Part: c.part}
+	return storage.Hold{Account: l.hold.Account, Seq: l.hold.Seq, N: n, Ref: ref, Part: c.part}
 }
 
 // startTake notes a hold of the account at now that found no block, and

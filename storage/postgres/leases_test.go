@@ -145,7 +145,8 @@ func TestCreditLeases(t *testing.T) {
 }
 
 // TestCreditLeaseThresholds: no block while fewer than leaseMin credits
-// are available, and none for a hold after more than a second without one.
+// are available, and none for a hold more than leaseRecent after the
+// account's last hold on the box; the hold right after it takes one.
 func TestCreditLeaseThresholds(t *testing.T) {
 	srv, _, _ := fleetOf(t, time.Minute)
 	db := openLeasing(t, srv, "a", time.Minute)
@@ -159,6 +160,22 @@ func TestCreditLeaseThresholds(t *testing.T) {
 	}
 	if db.leases.out() != 0 {
 		t.Fatal("a block taken under leaseMin")
+	}
+
+	rich := leaseAccount(t, db, 100_000)
+	if h, err := db.Hold(ctx, rich, 1, "first"); err != nil || h.Part != 0 {
+		t.Fatalf("the first hold: %+v, %v; want a hold of its own", h, err)
+	}
+	time.Sleep(leaseRecent + 100*time.Millisecond)
+	if h, err := db.Hold(ctx, rich, 1, "later"); err != nil || h.Part != 0 {
+		t.Fatalf("a hold %v after the last: %+v, %v; want a hold of its own", leaseRecent+100*time.Millisecond, h, err)
+	}
+	h, err := db.Hold(ctx, rich, 1, "next")
+	if err != nil || h.Part == 0 {
+		t.Fatalf("the hold right after: %+v, %v; want a part of a block", h, err)
+	}
+	if at := db.now().Truncate(time.Millisecond); h.At.IsZero() || h.At.After(at) {
+		t.Fatalf("the part's time %v, now %v", h.At, at)
 	}
 }
 
