@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -337,38 +339,94 @@ func (db *DB) pipelineTx(ctx context.Context, conn *pgxpool.Conn, flush bool, fn
 	return nil, err
 }
 
-// chargeBlocksSQL takes the credits of lease parts from their blocks
-// ($2 the blocks' seqs, $3 the credits of each), each only when it has
-// them, and returns the blocks that gave.
-const chargeBlocksSQL = `UPDATE holds AS h SET amount = h.amount - d.n
-	FROM unnest($2::bigint[], $3::bigint[]) AS d(seq, n)
-	WHERE h.account = $1 AND h.seq = d.seq AND h.amount >= d.n
-	RETURNING h.seq`
+// lockAccountSQL reads an account's credits and locks its row for the
+// rest of the transaction; it also sets the transaction's settings: with
+// generic, the generic plan of each of its statements is kept instead of
+// planning again a statement whose plan depends on an array's length (a
+// tenth of the database's CPU); with async, its commit does not wait for
+// the WAL flush (chargeBatch flushes after it). In the same statement, as
+// each statement costs the server its own round of work. The settings
+// are evaluated with the row, before the statements that follow are
+// planned.
+// settings counts the columns of the settings, after the account's.
+func lockAccountSQL(generic, async bool) (q string, settings int) {
+	q = `SELECT balance, held, next_seq`
+	if generic {
+		q += `, set_config('plan_cache_mode', 'force_generic_plan', true)`
+		settings++
+	}
+	if async {
+		q += `, set_config('synchronous_commit', 'off', true)`
+		settings++
+	}
+	return q + ` FROM accounts WHERE id = $1 FOR UPDATE`, settings
+}
+
+// afterLock is the statement a charge transaction reads with once it has
+// its account's lock, its snapshot taken after the transaction before
+// it committed: with del, it ends the plain holds charged (and returns
+// their seqs and amounts); with blocks, it takes the credits of lease
+// parts from their blocks, each only when it has them all (and returns
+// the blocks that gave); then the history ids of the charges and the top
+// position of each of their milliseconds (NULL: none), each found by one
+// step down the account's index, where topsSQL reads every row between
+// the first and the last.
+type afterLock struct{ del, blocks bool }
+
+func (a afterLock) sql() string {
+	var with, cols []string
+	n := 1 // $1 is the account
+	param := func() string { n++; return "$" + strconv.Itoa(n) }
+	if a.del {
+		with = append(with, `d AS (DELETE FROM holds WHERE account = $1 AND seq = ANY(`+param()+`::bigint[]) RETURNING seq, amount)`)
+		cols = append(cols, `ARRAY(SELECT seq FROM d)`, `ARRAY(SELECT amount FROM d)`)
+	}
+	if a.blocks {
+		seqs, ns := param(), param()
+		with = append(with, `b AS (UPDATE holds AS h SET amount = h.amount - x.n
+			FROM unnest(`+seqs+`::bigint[], `+ns+`::bigint[]) AS x (seq, n)
+			WHERE h.account = $1 AND h.seq = x.seq AND h.amount >= x.n RETURNING h.seq)`)
+		cols = append(cols, `ARRAY(SELECT seq FROM b)`)
+	}
+	count, ms, per := param(), param(), param()
+	cols = append(cols, `ARRAY(SELECT nextval('history_ids') FROM generate_series(1, `+count+`))`,
+		`ARRAY(SELECT (SELECT max(pos) FROM results WHERE account = $1 AND pos >= m * `+per+` AND pos < (m + 1) * `+per+`)
+			FROM unnest(`+ms+`::bigint[]) AS m)`)
+	q := `SELECT ` + strings.Join(cols, ", ")
+	if len(with) > 0 {
+		q = `WITH ` + strings.Join(with, ", ") + " " + q
+	}
+	return q
+}
+
+// args are sql's arguments: the account, the plain holds' seqs, the
+// blocks' seqs and the credits each gives, the number of charges and
+// their milliseconds.
+func (a afterLock) args(account string, holdSeqs, blockSeqs, blockNs []int64, charges int, mss []int64) []any {
+	args := []any{account}
+	if a.del {
+		args = append(args, holdSeqs)
+	}
+	if a.blocks {
+		args = append(args, blockSeqs, blockNs)
+	}
+	return append(args, charges, mss, int64(posPerMs))
+}
 
 // chargeTx is one transaction of chargeBatch on tx, a connection outside
 // of one: it begins it, reads, and returns the writes for pipelineTx to
 // send with the COMMIT. outs gets each charge's outcome (a retried
 // transaction writes them again).
 func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps []*pendingCharge, outs []chargeOutcome) (*pgx.Batch, error) {
-	// The reads, after the lock: the holds ended, history ids, the top
-	// position of each charge's millisecond.
+	// Two statements read: the account's row, locked (with the
+	// transaction's settings), and, after the lock, what the charges take
+	// (afterLockSQL). Each statement costs the server its own round of
+	// work (protocol, snapshot, executor), so the reads are as few
+	// statements as they can be.
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
-	// Each of its statements has one good plan, whatever its arguments:
-	// keep it, instead of planning a statement whose plan depends on an
-	// array's length again each time (a tenth of the database's CPU).
-	// Its commit does not wait for the WAL flush (charge): set here, in
-	// the same statement, as each statement costs the server its own
-	// round of work.
-	switch {
-	case db.genericPlans && db.asyncCommit:
-		b.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('synchronous_commit', 'off', true)`)
-	case db.genericPlans:
-		b.Queue(`SET LOCAL plan_cache_mode TO force_generic_plan`)
-	case db.asyncCommit:
-		b.Queue(`SET LOCAL synchronous_commit TO off`)
-	}
-	b.Queue(`SELECT balance, held, next_seq FROM accounts WHERE id = $1 FOR UPDATE`, account)
+	lockSQL, settings := lockAccountSQL(db.genericPlans, db.asyncCommit)
+	b.Queue(lockSQL, account)
 	var holdSeqs []int64
 	blocks := map[int64]int64{} // the credits charged to each block of the parts
 	nCharges := 0
@@ -383,26 +441,32 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 			nCharges++
 		}
 	}
-	if len(holdSeqs) > 0 {
-		b.Queue(`DELETE FROM holds WHERE account = $1 AND seq = ANY($2) RETURNING seq, amount`, account, holdSeqs)
+	// Each block gives its parts' credits only when it still has them
+	// all: otherwise they are charged as ChargeDirect's.
+	seqs, ns := make([]int64, 0, len(blocks)), make([]int64, 0, len(blocks))
+	for seq, n := range blocks {
+		seqs, ns = append(seqs, seq), append(ns, n)
 	}
-	if len(blocks) > 0 {
-		// Each block gives its parts' credits only when it still has
-		// them all: otherwise they are charged as ChargeDirect's.
-		seqs, ns := make([]int64, 0, len(blocks)), make([]int64, 0, len(blocks))
-		for seq, n := range blocks {
-			seqs, ns = append(seqs, seq), append(ns, n)
-		}
-		b.Queue(chargeBlocksSQL, account, seqs, ns)
-	}
-	b.Queue(`SELECT nextval('history_ids') FROM generate_series(1, $1)`, nCharges)
 	var mss []int64
 	for _, p := range ps {
 		if ms := p.r0.ProbedAt.UnixMilli(); !p.hold && !slices.Contains(mss, ms) {
 			mss = append(mss, ms)
 		}
 	}
-	b.Queue(topsAtSQL, account, mss, int64(posPerMs))
+	// One statement does not change the holds table twice (CockroachDB
+	// refuses it): ending plain holds and drawing on blocks in the same
+	// transaction, rare, takes a statement more.
+	delAlone := len(holdSeqs) > 0 && len(blocks) > 0
+	if delAlone {
+		b.Queue(`DELETE FROM holds WHERE account = $1 AND seq = ANY($2) RETURNING seq, amount`, account, holdSeqs)
+	}
+	after := afterLock{del: len(holdSeqs) > 0 && !delAlone, blocks: len(blocks) > 0}
+	// A transaction of holds alone (takes of blocks, lone holds) reads
+	// nothing after the lock.
+	afterRead := after.del || after.blocks || nCharges > 0
+	if afterRead {
+		b.Queue(after.sql(), after.args(account, holdSeqs, seqs, ns, nCharges, mss)...)
+	}
 	// A charge whose request went on without its key (BeginIdem failed)
 	// is not made when the key was answered meanwhile: the request is a
 	// try again of one charged already, whose answer was lost.
@@ -421,11 +485,12 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 	var acct acctRow
 	var seq int64
 	_, err := br.Exec() // BEGIN
-	if err == nil && (db.genericPlans || db.asyncCommit) {
-		_, err = br.Exec() // the settings
-	}
 	if err == nil {
-		err = br.QueryRow().Scan(&acct.balance, &acct.held, &seq)
+		dest := []any{&acct.balance, &acct.held, &seq}
+		for range settings {
+			dest = append(dest, nil) // set_config's answers
+		}
+		err = br.QueryRow().Scan(dest...)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = notFound("account", account)
@@ -433,7 +498,7 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 	held := map[int64]int64{}
 	var ids []int64
 	places := newPositionsAt(mss)
-	if err == nil && len(holdSeqs) > 0 {
+	if err == nil && delAlone {
 		var s, amount int64
 		var rows pgx.Rows
 		if rows, err = br.Query(); err == nil {
@@ -441,29 +506,31 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 		}
 	}
 	covered := map[int64]bool{} // the blocks that gave their parts' credits
-	if err == nil && len(blocks) > 0 {
-		var s int64
-		var rows pgx.Rows
-		if rows, err = br.Query(); err == nil {
-			_, err = pgx.ForEachRow(rows, []any{&s}, func() error { covered[s] = true; return nil })
+	if err == nil && afterRead {
+		var delSeqs, delAmounts, gave []int64
+		var tops []*int64
+		dest := []any{}
+		if after.del {
+			dest = append(dest, &delSeqs, &delAmounts)
 		}
-	}
-	if err == nil {
-		var rows pgx.Rows
-		if rows, err = br.Query(); err == nil {
-			ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		if after.blocks {
+			dest = append(dest, &gave)
 		}
-	}
-	if err == nil {
-		var m *int64
-		var rows pgx.Rows
-		if rows, err = br.Query(); err == nil {
-			_, err = pgx.ForEachRow(rows, []any{&m}, func() error {
-				if m != nil {
-					places.addTop(*m)
-				}
-				return nil
-			})
+		dest = append(dest, &ids, &tops)
+		err = br.QueryRow().Scan(dest...)
+		if err == nil && len(delSeqs) != len(delAmounts) {
+			err = errors.New("postgres: holds ended and their amounts differ in number")
+		}
+		for i, s := range delSeqs {
+			held[s] = delAmounts[i]
+		}
+		for _, s := range gave {
+			covered[s] = true
+		}
+		for _, m := range tops {
+			if m != nil {
+				places.addTop(*m)
+			}
 		}
 	}
 	for _, i := range unkeyed {
@@ -586,7 +653,6 @@ func (db *DB) chargeTx(ctx context.Context, tx *pgxpool.Conn, account string, ps
 		}
 		outs[i] = chargeOutcome{out: storage.Charged{Balance: e.Balance, Entry: e, Result: r}}
 	}
-	rows.queue(w)
-	w.Queue(saveAccountSQL, account, acct.balance, acct.held, int64(acct.seq))
+	rows.queueAll(w, account, acct)
 	return w, nil
 }

@@ -62,15 +62,8 @@ func newPositions(lo, hi int64) *positions {
 	return &positions{top: map[int64]int64{}, lo: lo, hi: hi, extra: map[int64]bool{}}
 }
 
-// topsAtSQL is topsSQL for a list of milliseconds ($2), far apart or
-// not: the top position of each (NULL: none), each found by one step
-// down the account's index, where topsSQL reads every row between the
-// first and the last.
-const topsAtSQL = `SELECT (SELECT max(pos) FROM results WHERE account = $1 AND pos >= m * $3 AND pos < (m + 1) * $3)
-	FROM unnest($2::bigint[]) AS m`
-
 // newPositionsAt starts the positions of a write whose rows are probed
-// in the milliseconds ms; the caller adds the rows of topsAtSQL with
+// in the milliseconds ms; the caller adds the top of each (afterLock) with
 // addTop.
 func newPositionsAt(ms []int64) *positions {
 	p := newPositions(1, 0)

@@ -9,10 +9,10 @@ import (
 )
 
 // manyRows gathers the rows a combined transaction writes, table by
-// table, and queues one statement per table (INSERT … SELECT FROM
-// unnest of one array per column): a transaction of k charges sends a
-// handful of statements, not several per charge, and the database parses,
-// plans and runs each once.
+// table, and queues one statement for all of them (an INSERT … SELECT
+// FROM unnest of one array per column for each table): a transaction of
+// k charges sends one statement, not several per charge, and the
+// database parses, plans and runs it once.
 type manyRows struct {
 	ledger ledgerRows
 	holds  struct {
@@ -100,36 +100,37 @@ func (m *manyRows) result(r *storage.Result, pos int64) {
 	m.cacheOrder = append(m.cacheOrder, c)
 }
 
-// queue queues the statements of the rows gathered into b: the ledger,
-// the holds, the results and then their cache entries.
-func (m *manyRows) queue(b *pgx.Batch) {
-	if l := &m.ledger; len(l.seq) > 0 {
-		b.Queue(`INSERT INTO ledger (account, seq, at, kind, amount, delta, balance, held, hold_seq, ref, note)
-			SELECT * FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::text[], $5::bigint[], $6::bigint[],
-				$7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::text[])`,
-			l.account, l.seq, l.at, l.kind, l.amount, l.delta, l.bal, l.held, l.holdSeq, l.ref, l.note)
+// writeAllSQL writes every row of a charge transaction and its account's
+// new credits in one statement: each table's rows from one array per
+// column (none: empty arrays insert nothing), then the account's row.
+// One statement, not five: each costs the server its own round of work.
+const writeAllSQL = `WITH l AS (INSERT INTO ledger (account, seq, at, kind, amount, delta, balance, held, hold_seq, ref, note)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::text[], $5::bigint[], $6::bigint[],
+			$7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::text[])),
+	h AS (INSERT INTO holds (account, seq, amount, ref, boot, at)
+		SELECT * FROM unnest($12::text[], $13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::timestamptz[])),
+	r AS (INSERT INTO results (` + resultCols + `)
+		SELECT * FROM unnest($18::text[], $19::text[], $20::bigint[], $21::bigint[], $22::text[], $23::text[], $24::text[],
+			$25::int[], $26::text[], $27::int[], $28::bigint[], $29::timestamptz[], $30::text[], $31::bytea[])),
+	c AS (INSERT INTO cache (account, email, result_id, probed_at)
+		SELECT * FROM unnest($32::text[], $33::text[], $34::text[], $35::timestamptz[])
+		ON CONFLICT (account, email) DO UPDATE SET result_id = excluded.result_id, probed_at = excluded.probed_at)
+	UPDATE accounts SET balance = $37, held = $38, next_seq = $39 WHERE id = $36`
+
+// queueAll queues the rows gathered and the account's new credits into
+// b as one statement (writeAllSQL).
+func (m *manyRows) queueAll(b *pgx.Batch, account string, r acctRow) {
+	l, h, x := &m.ledger, &m.holds, &m.results
+	n := len(m.cacheOrder)
+	cAccount, cEmail, cID, cAt := make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
+	for i, c := range m.cacheOrder {
+		cAccount[i], cEmail[i], cID[i], cAt[i] = c.account, c.email, c.resultID, c.probedAt
 	}
-	if h := &m.holds; len(h.seq) > 0 {
-		b.Queue(`INSERT INTO holds (account, seq, amount, ref, boot, at)
-			SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::timestamptz[])`,
-			h.account, h.seq, h.amount, h.ref, h.boot, h.at)
-	}
-	if x := &m.results; len(x.id) > 0 {
-		b.Queue(`INSERT INTO results (`+resultCols+`)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[],
-				$8::int[], $9::text[], $10::int[], $11::bigint[], $12::timestamptz[], $13::text[], $14::bytea[])`,
-			x.id, x.account, x.pos, x.historyID, x.kind, x.email, x.status, x.score, x.jobID, x.jobIndex, x.latencyMs,
-			x.probedAt, x.cachedFrom, x.receipt)
-	}
-	if len(m.cacheOrder) > 0 {
-		n := len(m.cacheOrder)
-		account, email, id, at := make([]string, n), make([]string, n), make([]string, n), make([]time.Time, n)
-		for i, c := range m.cacheOrder {
-			account[i], email[i], id[i], at[i] = c.account, c.email, c.resultID, c.probedAt
-		}
-		b.Queue(`INSERT INTO cache (account, email, result_id, probed_at)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[])
-			ON CONFLICT (account, email) DO UPDATE SET result_id = excluded.result_id, probed_at = excluded.probed_at`,
-			account, email, id, at)
-	}
+	b.Queue(writeAllSQL,
+		l.account, l.seq, l.at, l.kind, l.amount, l.delta, l.bal, l.held, l.holdSeq, l.ref, l.note,
+		h.account, h.seq, h.amount, h.ref, h.boot, h.at,
+		x.id, x.account, x.pos, x.historyID, x.kind, x.email, x.status, x.score, x.jobID, x.jobIndex, x.latencyMs,
+		x.probedAt, x.cachedFrom, x.receipt,
+		cAccount, cEmail, cID, cAt,
+		account, r.balance, r.held, int64(r.seq))
 }
