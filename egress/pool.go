@@ -401,6 +401,29 @@ func (l *Lease) Addr() netip.Addr { return l.src.addr }
 // Dest is the destination the lease is for.
 func (l *Lease) Dest() netip.Addr { return l.dest }
 
+// Contended reports whether Acquires wait for a slot to the lease's
+// destination: a session kept open for more work would keep its slot
+// from them, so it should end and release the lease instead.
+func (l *Lease) Contended() bool {
+	l.ds.mu.Lock()
+	defer l.ds.mu.Unlock()
+	return len(l.ds.waiters) > 0
+}
+
+// Usable reports whether a new session could go ahead on the lease's
+// address and destination now: the lease is not released, the address is
+// neither draining nor disabled, and the pair is not cooling. A session
+// kept open for more work asks it before each use: what an Acquire would
+// refuse, it does not do either.
+func (l *Lease) Usable() bool {
+	if l.released.Load() {
+		return false
+	}
+	l.ds.mu.Lock()
+	defer l.ds.mu.Unlock()
+	return l.p.usable(l.ds, l.src, l.p.now())
+}
+
 // DialContext connects to address ("ip:port", the lease's destination) from
 // the leased source address, within Options.ConnectTimeout. It refuses
 // another host (ErrWrongDestination), a non-TCP network and a released

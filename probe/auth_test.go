@@ -211,10 +211,15 @@ func TestAuthEveryKey(t *testing.T) {
 	if r.Status != StatusValid {
 		t.Fatalf("second probe: %s/%s", r.Status, r.Reason)
 	}
-	e.run.Log().Wait(2, 5*time.Second)
+	// The second probe may have taken the session the first kept open
+	// (reuse.go): one session or two, every one with TLS; the last
+	// carried bea's RCPT.
+	eng.Wait()
+	e.run.Log().Wait(1, 5*time.Second)
 	sessions := e.run.Log().Sessions()
-	if len(sessions) != 2 || !sessions[1].TLS {
-		t.Fatalf("%d sessions, the second with TLS %v", len(sessions), len(sessions) > 1 && sessions[1].TLS)
+	last := sessions[len(sessions)-1]
+	if len(sessions) > 2 || !sessions[0].TLS || !last.TLS || rcptCount([]world.Session{last}, "bea@full.test") != 1 {
+		t.Fatalf("%d sessions (TLS %v, %v), want one or two with TLS, the last asking bea", len(sessions), sessions[0].TLS, last.TLS)
 	}
 	days := float64(int(authNow.Sub(registered) / (24 * time.Hour)))
 	want := map[string]any{
@@ -223,7 +228,7 @@ func TestAuthEveryKey(t *testing.T) {
 		"dmarc_rua_set": true, "svc_certified": true, "svc_trust_level": 3.0, "svc_key_id": "key1",
 		"mta_sts": true, "tls_rpt": true, "dane": true, "dnssec": true, "bimi": true, "bimi_vmc": true,
 		"caa": true, "fcrdns": true, "ptr": "mx.full.test", "tls_version": "TLS 1.3",
-		"tls_cipher": tls.CipherSuiteName(sessions[1].TLSCipher), "abuse_mailbox": true, "postmaster_mailbox": true,
+		"tls_cipher": tls.CipherSuiteName(last.TLSCipher), "abuse_mailbox": true, "postmaster_mailbox": true,
 		"helo_matches_rdns": true, "dnsbl_clean": false, "dnsbl_lists_on": []any{"bl.lists.test"},
 		"dnswl_listed": true, "domain_age_days": days,
 	}
@@ -251,7 +256,7 @@ func TestAuthEveryKey(t *testing.T) {
 		}
 	}
 	// The role probes come after the real RCPT and the catch-all probe.
-	if rc := sessions[0].Rcpts; len(rc) != 4 || rc[0].Addr != "ann@full.test" || !strings.HasPrefix(rc[1].Addr, "verifyd-") {
+	if rc := sessions[0].Rcpts; len(rc) < 4 || rc[0].Addr != "ann@full.test" || !strings.HasPrefix(rc[1].Addr, "verifyd-") {
 		t.Errorf("first session's RCPTs: %+v", rc)
 	}
 }

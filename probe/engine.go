@@ -90,6 +90,10 @@ type Options struct {
 	// findings and providers learnt from greetings (see Facts). nil on one
 	// box.
 	Facts Facts
+	// NoSessionReuse makes every real-time validation open a session of
+	// its own and QUIT it, instead of taking one an earlier validation to
+	// the same MX address left open (reuse.go).
+	NoSessionReuse bool
 	// Now is the engine's clock; default time.Now.
 	Now func() time.Time
 	// Logger receives the engine's lines and, at debug level, SMTP
@@ -131,6 +135,9 @@ type Engine struct {
 	// answered (Wait).
 	quits sync.WaitGroup
 	share *share
+	// keeper holds the sessions real-time validations left open for the
+	// next (reuse.go); nil when Options.NoSessionReuse.
+	keeper *keeper
 	// tlsSessions holds a TLS session ticket per MX host name, so that
 	// the next STARTTLS to the host resumes instead of a full handshake.
 	tlsSessions tls.ClientSessionCache
@@ -146,9 +153,15 @@ const tlsSessionHosts = 4096
 // real-time traffic, few enough that a batch burst leaves room for it.
 const DefaultBatchShare = 64
 
-// Wait waits for the sessions still saying QUIT after their probes
+// Wait ends the sessions kept open for more validations (and keeps none
+// after) and waits for the sessions still saying QUIT after their probes
 // answered: each is bounded by the command timeout.
-func (e *Engine) Wait() { e.quits.Wait() }
+func (e *Engine) Wait() {
+	if e.keeper != nil {
+		e.keeper.close()
+	}
+	e.quits.Wait()
+}
 
 // New returns an Engine.
 func New(opts Options) (*Engine, error) {
@@ -207,6 +220,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.StartTLS {
 		e.tlsSessions = tls.NewLRUClientSessionCache(tlsSessionHosts)
+	}
+	if !opts.NoSessionReuse {
+		e.keeper = &keeper{e: e, wait: idleSession}
 	}
 	if opts.Facts != nil {
 		e.learnt = &learntProviders{facts: opts.Facts, writer: e.catchAll.writer, log: e.log, m: map[string]learnt{}}

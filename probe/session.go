@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -149,110 +150,57 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 		if len(pending) == 0 {
 			return false, 0
 		}
-		var lease *egress.Lease
-		var err error
-		waited := time.Now()
-		if avoid.IsValid() {
-			lease, err = e.opts.Egress.AcquireExcept(ctx, ip, avoid)
-			avoid = netip.Addr{}
-			if err != nil {
-				// No other address may ask now: the first answers stand.
-				keepFirst(pending)
-				continue
-			}
-		} else if prefer.IsValid() {
-			// A retry goes out from the address the recipients were
-			// greylisted from, or not at all until it may.
-			lease, err = e.opts.Egress.AcquireFrom(ctx, ip, prefer)
-			if errors.Is(err, egress.ErrNoAddress) {
-				prefer = netip.Addr{} // gone from the pool: any will do
-				continue
-			}
-		} else {
-			lease, err = e.opts.Egress.Acquire(ctx, ip, netip.Addr{})
-		}
-		phase.Since(phase.Egress, waited)
-		if err != nil {
-			var ce *egress.CoolingError
-			switch {
-			case errors.As(err, &ce):
-				// A greylisting or a busy server is waited out within
-				// the budget; a policy block is not: the server refused
-				// every address that asked, and would refuse again.
-				if wait && ce.Cause != egress.OutcomePolicy && sleepUntil(ctx, e.opts.Now, ce.RetryAt) {
+		// A real-time validation first takes a session kept open by
+		// one before it (reuse.go).
+		var s *keptSession
+		if wait && e.keeper != nil {
+			if s = e.keeper.take(ip, prefer, avoid); s != nil {
+				s.c.Attach(ctx)
+				if err := s.c.ResetPipelined(); err != nil {
+					// Without PIPELINING the RSET went alone, and found
+					// the session closed (or too slow to be worth it):
+					// nothing was asked, a new session asks.
+					sessionsStale.Inc()
+					_ = s.c.Close()
+					s.lease.Release(egress.OutcomeOK)
+					countSession(egress.OutcomeOK)
 					continue
 				}
-				// A batch comes back at RetryAt. A real-time validation
-				// answers at once, never waiting out a cooldown its budget
-				// cannot outlast, with what the cooldown says.
-				o := SMTPGreylisted
-				if wait {
-					o = cooledOutcome(ce.Cause)
+				avoid = netip.Addr{}
+				if prov == nil {
+					prov = s.prov
 				}
-				settle(pending, o, ce.RetryAt, prefer)
+			}
+		}
+		if s == nil {
+			var o openOutcome
+			var f SMTPOutcome
+			if s, o, f = e.open(ctx, host, hostport, ip, pending, wait, &prefer, &avoid, &noTLS); o != opened {
+				switch o {
+				case openAgain:
+					continue
+				case openNext:
+					return true, f
+				}
 				return false, 0
-			case errors.Is(err, egress.ErrNoAddress), errors.Is(err, egress.ErrInvalidDest):
-				return true, SMTPConnRefused
-			default: // the context ended, or the pool closed
-				settle(pending, SMTPTimeout, time.Time{}, prefer)
-				return false, 0
+			}
+			if prov == nil {
+				prov = providerIndex.byBanner(s.c.Banner(), s.c.BannerHost(), s.c.EHLOHost())
+				if prov != nil && e.learnt != nil {
+					e.learnt.learn(host, prov, e.opts.Now())
+				}
+			}
+			s.prov = prov
+			s.facts = SessionFacts{MXIP: ip, BannerHost: s.c.BannerHost(), EHLOHost: s.c.EHLOHost(), Provider: prov.name()}
+			var tlsOK bool
+			s.facts.TLSVersion, s.facts.TLSCipher, tlsOK = s.c.TLSState()
+			if tlsOK {
+				tlsHandshakes[s.c.TLSResumed()].Inc()
 			}
 		}
-		var tlsCfg = e.tlsConfig(host)
-		if noTLS {
-			tlsCfg = nil
-		}
-		helo := lease.HeloName()
-		if helo == "" {
-			helo = e.opts.HeloName
-		}
-		c, err := smtpclient.Dial(ctx, lease, hostport, smtpclient.Options{
-			HeloName:        helo,
-			CommandTimeout:  e.opts.CommandTimeout,
-			GreetingTimeout: e.opts.GreetingTimeout,
-			SessionTimeout:  e.opts.SessionTimeout,
-			TLSConfig:       tlsCfg,
-			Logger:          e.transcriptLogger(),
-		})
-		if err != nil {
-			f := dialFailure(err)
-			lease.Release(f.egress)
-			countSession(f.egress)
-			// A second question that cannot be asked leaves the first
-			// answer standing.
-			keepFirst(pending)
-			pending = pendingTargets(pending)
-			switch {
-			case f.retryPlain && !noTLS:
-				noTLS = true
-				continue
-			case f.nextIP:
-				return true, f.smtp
-			case wait && f.egress == egress.OutcomePolicy:
-				// Refused by policy at the banner or EHLO: the server
-				// blocks this egress address, which now cools for it.
-				// Another address may be welcome; Acquire picks one, or
-				// says every one is cooling.
-				prefer = netip.Addr{}
-				continue
-			}
-			settle(pending, f.smtp, time.Time{}, lease.Addr())
-			return false, 0
-		}
-		if prov == nil {
-			prov = providerIndex.byBanner(c.Banner(), c.BannerHost(), c.EHLOHost())
-			if prov != nil && e.learnt != nil {
-				e.learnt.learn(host, prov, e.opts.Now())
-			}
-		}
-		facts := SessionFacts{MXIP: ip, BannerHost: c.BannerHost(), EHLOHost: c.EHLOHost(), Provider: prov.name()}
-		var tlsOK bool
-		facts.TLSVersion, facts.TLSCipher, tlsOK = c.TLSState()
-		if tlsOK {
-			tlsHandshakes[c.TLSResumed()].Inc()
-		}
+		c, lease, reused := s.c, s.lease, s.uses > 0
 		for _, t := range pending {
-			t.r.Session = facts
+			t.r.Session = s.facts
 			t.r.Egress = lease.Addr()
 		}
 		batch := pending
@@ -260,11 +208,27 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			// The server's limit is known: send no RCPT it would refuse.
 			batch = batch[:perTx]
 		}
-		out := e.transaction(c, prov, e.mailFrom(helo), host, domain, batch)
+		out := e.transaction(c, prov, e.mailFrom(s.helo), host, domain, batch, reused)
+		s.uses++
+		if out.stale {
+			// The server had closed the session kept open: nothing was
+			// asked. A new session asks.
+			sessionsStale.Inc()
+			_ = c.Close()
+			lease.Release(egress.OutcomeOK)
+			countSession(egress.OutcomeOK)
+			continue
+		}
 		if out.perTx > 0 {
 			perTx = out.perTx
 		}
-		if out.sessionOK && out.egress == egress.OutcomeOK {
+		switch {
+		case wait && e.keeper != nil && keepable(s, out):
+			// Every answer is in: the session is kept open for the
+			// next real-time validation to this address, which ends
+			// this transaction (RSET) in the write of its own MAIL.
+			e.keeper.keep(s)
+		case out.sessionOK && out.egress == egress.OutcomeOK:
 			// Every answer is in: the probe need not wait a round trip
 			// for the 221. The session says QUIT and waits for its reply
 			// (RFC 5321 §4.1.1.10) on its own, holding its egress slot
@@ -277,7 +241,7 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 				lease.Release(egress.OutcomeOK)
 				countSession(egress.OutcomeOK)
 			}()
-		} else {
+		default:
 			// A session that met trouble ends before the probe answers,
 			// so its outcome is recorded first.
 			if out.sessionOK {
@@ -327,6 +291,115 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 	}
 }
 
+// openOutcome is what open did: opened a session, or says what sessions
+// does next.
+type openOutcome int
+
+const (
+	opened    openOutcome = iota
+	openAgain             // try again (another address, without TLS, after a wait)
+	openDone              // the targets are settled
+	openNext              // the MX address cannot be used: the next one, with the failure seen
+)
+
+// open acquires an egress address for ip and connects: a new session for
+// sessions, which passes its state (prefer, avoid, noTLS) for open to
+// change as the loop's body did.
+func (e *Engine) open(ctx context.Context, host, hostport string, ip netip.Addr, pending []*target, wait bool,
+	prefer, avoid *netip.Addr, noTLS *bool) (*keptSession, openOutcome, SMTPOutcome) {
+	var lease *egress.Lease
+	var err error
+	waited := time.Now()
+	if avoid.IsValid() {
+		lease, err = e.opts.Egress.AcquireExcept(ctx, ip, *avoid)
+		*avoid = netip.Addr{}
+		if err != nil {
+			// No other address may ask now: the first answers stand.
+			keepFirst(pending)
+			return nil, openAgain, 0
+		}
+	} else if prefer.IsValid() {
+		// A retry goes out from the address the recipients were
+		// greylisted from, or not at all until it may.
+		lease, err = e.opts.Egress.AcquireFrom(ctx, ip, *prefer)
+		if errors.Is(err, egress.ErrNoAddress) {
+			*prefer = netip.Addr{} // gone from the pool: any will do
+			return nil, openAgain, 0
+		}
+	} else {
+		lease, err = e.opts.Egress.Acquire(ctx, ip, netip.Addr{})
+	}
+	phase.Since(phase.Egress, waited)
+	if err != nil {
+		var ce *egress.CoolingError
+		switch {
+		case errors.As(err, &ce):
+			// A greylisting or a busy server is waited out within
+			// the budget; a policy block is not: the server refused
+			// every address that asked, and would refuse again.
+			if wait && ce.Cause != egress.OutcomePolicy && sleepUntil(ctx, e.opts.Now, ce.RetryAt) {
+				return nil, openAgain, 0
+			}
+			// A batch comes back at RetryAt. A real-time validation
+			// answers at once, never waiting out a cooldown its budget
+			// cannot outlast, with what the cooldown says.
+			o := SMTPGreylisted
+			if wait {
+				o = cooledOutcome(ce.Cause)
+			}
+			settle(pending, o, ce.RetryAt, *prefer)
+			return nil, openDone, 0
+		case errors.Is(err, egress.ErrNoAddress), errors.Is(err, egress.ErrInvalidDest):
+			return nil, openNext, SMTPConnRefused
+		default: // the context ended, or the pool closed
+			settle(pending, SMTPTimeout, time.Time{}, *prefer)
+			return nil, openDone, 0
+		}
+	}
+	var tlsCfg = e.tlsConfig(host)
+	if *noTLS {
+		tlsCfg = nil
+	}
+	helo := lease.HeloName()
+	if helo == "" {
+		helo = e.opts.HeloName
+	}
+	c, err := smtpclient.Dial(ctx, lease, hostport, smtpclient.Options{
+		HeloName:        helo,
+		CommandTimeout:  e.opts.CommandTimeout,
+		GreetingTimeout: e.opts.GreetingTimeout,
+		SessionTimeout:  e.opts.SessionTimeout,
+		TLSConfig:       tlsCfg,
+		Logger:          e.transcriptLogger(),
+	})
+	if err != nil {
+		f := dialFailure(err)
+		lease.Release(f.egress)
+		countSession(f.egress)
+		// A second question that cannot be asked leaves the first
+		// answer standing.
+		keepFirst(pending)
+		pending = pendingTargets(pending)
+		switch {
+		case f.retryPlain && !*noTLS:
+			*noTLS = true
+			return nil, openAgain, 0
+		case f.nextIP:
+			return nil, openNext, f.smtp
+		case wait && f.egress == egress.OutcomePolicy:
+			// Refused by policy at the banner or EHLO: the server
+			// blocks this egress address, which now cools for it.
+			// Another address may be welcome; Acquire picks one, or
+			// says every one is cooling.
+			*prefer = netip.Addr{}
+			return nil, openAgain, 0
+		}
+		settle(pending, f.smtp, time.Time{}, lease.Addr())
+		return nil, openDone, 0
+	}
+	return &keptSession{c: c, lease: lease, helo: helo, began: time.Now()}, opened, 0
+}
+
 // txOutcome is what one session's transaction achieved.
 type txOutcome struct {
 	egress     egress.Outcome
@@ -336,6 +409,34 @@ type txOutcome struct {
 	// perTx is the server's recipients per transaction, learnt from a
 	// 452 4.5.3 after that many (0: none seen).
 	perTx int
+	// stale: the session, kept open by an earlier validation, had been
+	// closed by the server; nothing was asked.
+	stale bool
+}
+
+// answered reports whether a reply of results says something of its
+// recipient: any but a 421.
+func answered(results []smtpclient.RcptResult) bool {
+	for _, r := range results {
+		if r.Reply.Code != smtpclient.CodeServiceUnavailable {
+			return true
+		}
+	}
+	return false
+}
+
+// staleSession reports whether err, the failure of a kept session's
+// first command, says the server had closed the session meanwhile: the
+// connection closed or reset, or a 421 (RFC 5321 §3.8: the server closes
+// the channel; idle timeouts and shutdowns say it). A timeout is not:
+// the server may be slow, and the time is spent.
+func staleSession(err error) bool {
+	var se *smtpclient.Error
+	if errors.As(err, &se) {
+		return se.Code == smtpclient.CodeServiceUnavailable
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, smtpclient.ErrClosed)
 }
 
 // transaction runs MAIL, the RCPTs of the pending targets and, when one was
@@ -343,7 +444,11 @@ type txOutcome struct {
 // random local part, after the real ones so it cannot spoil them. prov, the
 // host's provider when known, reads the replies it words its own way and
 // says what an acceptance proves.
-func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, host, domain string, pending []*target) txOutcome {
+//
+// reused says the session was kept open by an earlier validation: a
+// failure before any reply that says the server closed it (staleSession)
+// comes back as stale, every target untouched.
+func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, host, domain string, pending []*target, reused bool) txOutcome {
 	utf8 := false
 	for _, t := range pending {
 		if t.addr.UTF8Local {
@@ -364,6 +469,9 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, hos
 	}
 	// With PIPELINING, MAIL goes out with the RCPTs: one round trip less.
 	if err := c.MailPipelined(mailFrom, utf8); err != nil {
+		if reused && staleSession(err) {
+			return txOutcome{stale: true}
+		}
 		return failedCommand(err, pending)
 	}
 	rcpts := make([]string, len(pending))
@@ -374,6 +482,13 @@ func (e *Engine) transaction(c *smtpclient.Client, prov *Provider, mailFrom, hos
 	results, rest, err := c.RcptMany(rcpts)
 	rcptsSent.address.Add(len(results))
 	phase.Since(phase.Rcpt, t)
+	if reused && err != nil && staleSession(err) && !answered(results) {
+		// The server had closed the kept session, or closes it now,
+		// before answering anything (a 421 to the MAIL or the first
+		// RCPT: an idle timeout, a cap of its own on a session's
+		// recipients).
+		return txOutcome{stale: true}
+	}
 	var mailErr *smtpclient.Error
 	if errors.As(err, &mailErr) && mailErr.Command == smtpclient.CmdMail {
 		return failedCommand(err, pending) // the pipelined MAIL was refused

@@ -173,6 +173,7 @@ func open(cfg config.Config, log *slog.Logger) (_ *app, err error) {
 		BatchQueueTarget: cfg.Probe.BatchQueueTarget,
 		SessionTimeout:   cfg.SMTP.SessionTimeout,
 		StartTLS:         cfg.SMTP.StartTLS,
+		NoSessionReuse:   !cfg.Probe.SessionReuse,
 		CatchAllTTL:      cfg.Probe.CatchAllTTL,
 		Facts:            a.facts(),
 		Typos:            a.typos(cfg),

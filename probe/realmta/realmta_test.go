@@ -325,6 +325,13 @@ func got(r *probe.Result) string { return string(r.Status) + "/" + string(r.Reas
 // egress pool of addrs; done waits for its sessions and closes the pool.
 func newEngine(t *testing.T, addrs []netip.Addr) (*probe.Engine, func()) {
 	t.Helper()
+	eng, _, done := newEngineWithPool(t, addrs)
+	return eng, done
+}
+
+// newEngineWithPool is newEngine, with its egress pool.
+func newEngineWithPool(t *testing.T, addrs []netip.Addr) (*probe.Engine, *egress.Pool, func()) {
+	t.Helper()
 	pool, err := egress.New(egress.Options{
 		Addresses: addrs, HeloName: heloName, MaxRatePerHost: -1,
 		// Greylisting lasts 2 s here (postgrey --delay=2): retry after 1 s,
@@ -344,7 +351,7 @@ func newEngine(t *testing.T, addrs []netip.Addr) (*probe.Engine, func()) {
 		pool.Close()
 		t.Fatal(err)
 	}
-	return eng, func() {
+	return eng, pool, func() {
 		eng.Wait()
 		pool.Close()
 	}
@@ -450,10 +457,72 @@ func runSetup(t *testing.T, s site, start func(testing.TB, mtatest.Config) *mtat
 	cfg.Addr, cfg.Hostname, cfg.Nameserver = s.addr(), s.host(), dnsAddr
 	mx := start(t, cfg)
 	t.Logf("%s on %s (%s)", s.host(), s.addr(), strings.ReplaceAll(strings.TrimSpace(mtatest.Versions()), "\n", ", "))
+	t.Run("cases", func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				c.run(t, s, mx)
+			})
+		}
+	})
+	t.Run("kept sessions", func(t *testing.T) { keptSessions(t, s, mx, cases) })
+}
+
+// keptSessions validates the setup's single addresses again, one after
+// another, three rounds, with one engine: each validation may take the
+// session the one before kept open (probe/reuse.go), so one session
+// carries several transactions, refusals among them. Every verdict must
+// still be the case's, and the MTA must have seen fewer sessions than
+// validations. Cases about a block of the egress address, a greylisting,
+// a temporary refusal or a batch are left out: their answers depend on
+// the egress address's state, which the cases before them change.
+func keptSessions(t *testing.T, s site, mx *mtatest.Daemon, cases []mtaCase) {
+	var picked []mtaCase
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			c.run(t, s, mx)
-		})
+		if c.email == "" || c.batch != nil || c.pool != nil || c.rawOnly || c.logged != "" || c.budget != 0 ||
+			c.want.status == probe.StatusUnknown {
+			continue
+		}
+		picked = append(picked, c)
+	}
+	if len(picked) < 2 {
+		return
+	}
+	eng, pool, done := newEngineWithPool(t, clean)
+	n := 0
+	for round := range 3 {
+		for _, c := range picked {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			r := eng.Verify(ctx, c.email)
+			cancel()
+			n++
+			if !c.want.matches(r) {
+				t.Errorf("round %d, %s: %s: the engine says %s in a kept session, want %s (%s)", round+1, c.name, c.email, got(r), c.want, c.source)
+			}
+		}
+	}
+	done()
+	var sessions uint64
+	for _, a := range pool.Snapshot() {
+		sessions += a.Sessions
+	}
+	t.Logf("%s: %d validations in %d sessions", s.host(), n, sessions)
+	if sessions >= uint64(n) {
+		t.Errorf("%s: %d validations one after another took %d sessions: none was kept for the next", s.host(), n, sessions)
+	}
+	// Postfix logs both: "too many errors after RCPT" at
+	// smtpd_hard_error_limit, "improper command pipelining after X" when
+	// a client sends ahead where RFC 2920 does not allow it.
+	for _, bad := range []string{"too many errors", "improper command pipelining"} {
+		if log := mx.Log(); strings.Contains(log, bad) {
+			t.Errorf("%s: the MTA's log says %q:\n%s", s.host(), bad, log)
+		}
+	}
+	if s.mta == mtatest.KindPostfix {
+		// Its disconnect lines count each session's commands: a kept
+		// session shows its RSETs (smtpd.c: "rset=N").
+		if !regexp.MustCompile(`disconnect from .* rset=[1-9]`).MatchString(mx.Log()) {
+			t.Errorf("%s: no session with a RSET in the MTA's log:\n%s", s.host(), mx.Log())
+		}
 	}
 }

@@ -57,6 +57,9 @@ func (c *Client) RcptMany(addrs []string) (results []RcptResult, rest []string, 
 		if err := c.w.Flush(); err != nil {
 			return results, addrs[i:], c.fail(CmdRcpt, err)
 		}
+		if err := c.resetReply(); err != nil {
+			return nil, addrs, err
+		}
 		if c.mailPending {
 			if err := c.mailReply(len(batch)); err != nil {
 				return nil, addrs, err

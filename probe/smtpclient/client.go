@@ -143,6 +143,16 @@ type Client struct {
 	// mailPending: MailPipelined buffered a MAIL whose reply is unread; the
 	// next RCPT batch sends it and reads its reply first.
 	mailPending bool
+	// resetPending: ResetPipelined buffered a RSET whose reply is unread;
+	// it goes out with the next MAIL and RCPTs, and its reply is read
+	// before theirs.
+	resetPending bool
+
+	// refusals counts the replies of 4xx and 5xx the server gave:
+	// servers count them as the client's errors (Postfix's
+	// smtpd_soft_error_limit, 10 by default, delays each reply after
+	// that many; smtpd_hard_error_limit, 20, ends the session).
+	refusals int
 
 	banner               string // the greeting's first line, bounded
 	bannerHost, ehloHost string
@@ -313,6 +323,9 @@ func (c *Client) Mail(from string, smtputf8 bool) error {
 	if err := c.need(CmdMail, stateReady); err != nil {
 		return err
 	}
+	if err := c.settleMail(); err != nil { // a pipelined RSET
+		return err
+	}
 	if smtputf8 && !c.ext.SMTPUTF8 {
 		return &OpError{Command: CmdMail, Err: &detail{kind: ErrSMTPUTF8, msg: "smtputf8 not announced by the server"}}
 	}
@@ -364,19 +377,67 @@ func (c *Client) MailPipelined(from string, smtputf8 bool) error {
 // settleMail sends a pipelined MAIL that no RCPT followed and reads its
 // reply, before RSET or QUIT; its refusal no longer matters then.
 func (c *Client) settleMail() error {
-	if !c.mailPending {
+	if !c.mailPending && !c.resetPending {
 		return nil
 	}
 	c.arm()
 	if err := c.w.Flush(); err != nil {
-		c.mailPending = false
+		c.mailPending, c.resetPending = false, false
 		return c.fail(CmdMail, err)
+	}
+	if err := c.resetReply(); err != nil {
+		return err
+	}
+	if !c.mailPending {
+		return nil
 	}
 	var se *Error
 	if err := c.mailReply(0); err != nil && !errors.As(err, &se) {
 		return err
 	}
 	return nil
+}
+
+// ResetPipelined is Reset for a server that announced PIPELINING (RFC
+// 2920 lets RSET go anywhere in a group): RSET is buffered, not sent,
+// and goes out with the next MAIL and RCPTs, saving a round trip; its
+// reply is read first there. A refusal of RSET, which RFC 5321
+// §4.1.1.5 does not allow, ends the session: the replies after it could
+// not be trusted. Without PIPELINING it is Reset.
+func (c *Client) ResetPipelined() error {
+	if !c.ext.Pipelining {
+		return c.Reset()
+	}
+	if c.state == stateClosed {
+		return &OpError{Command: CmdRset, Err: ErrClosed}
+	}
+	if err := c.settleMail(); err != nil { // a MAIL no RCPT followed
+		return err
+	}
+	c.write(CmdRset, "RSET", "", "")
+	c.state, c.accepted, c.utf8, c.resetPending = stateReady, 0, false, true
+	return nil
+}
+
+// resetReply reads the reply of a pipelined RSET once the group carrying
+// it was flushed.
+func (c *Client) resetReply() error {
+	if !c.resetPending {
+		return nil
+	}
+	c.resetPending = false
+	r, err := c.reply(CmdRset)
+	if err != nil {
+		return err
+	}
+	if r.Code/100 == 2 {
+		return nil
+	}
+	if r.Code == CodeServiceUnavailable {
+		return c.refused(CmdRset, r)
+	}
+	_ = c.Close()
+	return newError(CmdRset, r)
 }
 
 // mailReply reads the reply of a pipelined MAIL once the batch carrying it
@@ -418,6 +479,9 @@ func (c *Client) Rcpt(to string) (Reply, error) {
 		c.write(CmdRcpt, "RCPT TO:<", to, ">")
 		if err := c.w.Flush(); err != nil {
 			return Reply{}, c.fail(CmdRcpt, err)
+		}
+		if err := c.resetReply(); err != nil {
+			return Reply{}, err
 		}
 		if err := c.mailReply(1); err != nil {
 			return Reply{}, err
@@ -499,6 +563,32 @@ func (c *Client) Detach() {
 	c.ctxDeadline = time.Time{}
 	c.deadline = time.Now().Add(c.opts.CommandTimeout)
 }
+
+// Attach binds a detached session to ctx for its next steps, as Dial
+// does: ctx can cancel it, and the session's deadline becomes one
+// SessionTimeout from now or ctx's deadline, the earlier. A session kept
+// open between two uses is detached, then attached by its next user.
+func (c *Client) Attach(ctx context.Context) {
+	if c.stop != nil {
+		c.stop()
+		c.stop = nil
+	}
+	c.ctx = ctx
+	c.ctxDeadline = time.Time{}
+	c.deadline = time.Now().Add(c.opts.SessionTimeout)
+	if dl, ok := ctx.Deadline(); ok {
+		c.ctxDeadline = dl
+		c.deadline = minTime(c.deadline, dl)
+	}
+	if ctx.Done() != nil && c.raw != nil {
+		raw := c.raw
+		c.stop = context.AfterFunc(ctx, func() { _ = raw.SetDeadline(aLongTimeAgo) })
+	}
+}
+
+// Refusals is how many replies of 4xx and 5xx the server gave in the
+// session: what servers count as the client's errors.
+func (c *Client) Refusals() int { return c.refusals }
 
 // Close closes the connection at once, without QUIT: for aborting. It is
 // safe to call more than once, and after Quit.
@@ -594,6 +684,9 @@ func (c *Client) reply(name string) (Reply, error) {
 	r, err := c.rr.read()
 	if err != nil {
 		return Reply{}, c.fail(name, err)
+	}
+	if r.Code >= 400 {
+		c.refusals++
 	}
 	if c.debug {
 		c.opts.Logger.LogAttrs(c.ctx, slog.LevelDebug, "smtp reply",

@@ -77,3 +77,61 @@ func TestMailPipelinedWithoutPipelining(t *testing.T) {
 	}
 	f.check(t)
 }
+
+// TestResetPipelined: a second transaction in the session sends RSET,
+// MAIL and its RCPT in one write (the fake answers RSET only after it
+// has read the RCPT, so a client that waited for the RSET's reply would
+// hang), and the replies are read in order.
+func TestResetPipelined(t *testing.T) {
+	f := startFake(t, greeting+"C: MAIL FROM:<>\nC: RCPT TO:<user0@example.test>\nS: 250 ok\nS: 250 2.1.5 ok\n"+
+		"C: RSET\nC: MAIL FROM:<>\nC: RCPT TO:<user1@example.test>\nS: 250 2.0.0 ok\nS: 250 ok\nS: 550 5.1.1 unknown\n"+quit)
+	c := mustDial(t, f, testOptions())
+	for i, a := range addrs(2) {
+		if i > 0 {
+			if err := c.ResetPipelined(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.MailPipelined("", false); err != nil {
+			t.Fatal(err)
+		}
+		res, _, err := c.RcptMany([]string{a})
+		if err != nil || len(res) != 1 {
+			t.Fatalf("transaction %d: %+v %v", i+1, res, err)
+		}
+	}
+	if err := c.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t)
+}
+
+// TestResetPipelinedClosing: a 421 to the pipelined RSET (a server that
+// closed the idle session: Postfix says 421 4.4.2 on its timeout) comes
+// back from RcptMany as the RSET's *Error, and the session is closed.
+func TestResetPipelinedClosing(t *testing.T) {
+	f := startFake(t, greeting+"C: MAIL FROM:<>\nC: RCPT TO:<user0@example.test>\nS: 250 ok\nS: 250 2.1.5 ok\n"+
+		"C: RSET\nC: MAIL FROM:<>\nC: RCPT TO:<user1@example.test>\nS: 421 4.4.2 timeout exceeded\n")
+	c := mustDial(t, f, testOptions())
+	if err := c.MailPipelined("", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.RcptMany([]string{"user0@example.test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ResetPipelined(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MailPipelined("", false); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err := c.RcptMany([]string{"user1@example.test"})
+	var se *Error
+	if !errors.As(err, &se) || se.Command != CmdRset || se.Code != 421 || len(res) != 0 {
+		t.Fatalf("421 to a pipelined RSET: %+v %v", res, err)
+	}
+	if err := c.Quit(); !errors.Is(err, ErrClosed) {
+		t.Errorf("QUIT after the 421: %v, want the session closed", err)
+	}
+	f.check(t)
+}

@@ -412,6 +412,12 @@ type Probe struct {
 	// verifyd ships, or of the account's own domains (receipt
 	// did_you_mean, the jobs' suggestions.csv). Default true.
 	DidYouMean bool `toml:"did_you_mean"`
+	// SessionReuse lets a real-time validation take the SMTP session an
+	// earlier one to the same MX address kept open (RSET, then its own
+	// transaction), instead of opening one of its own: up to 10
+	// transactions and 5 refusals a session, kept 2 s unused
+	// (probe/README.md, "Kept sessions"). Default true.
+	SessionReuse bool `toml:"session_reuse"`
 	// AuthConcurrency bounds the domains whose auth-signal lookups run at
 	// once (a score of DNS lookups each); more wait their turn, real-time
 	// validations ahead of batch work. Default 128.
@@ -613,6 +619,7 @@ func Defaults() Config {
 			CacheMaxAge:      server.DefaultCacheMaxAge,
 			AuthSignals:      true,
 			DidYouMean:       true,
+			SessionReuse:     true,
 			AuthConcurrency:  authsig.DefaultConcurrency,
 		},
 		Limits: Limits{

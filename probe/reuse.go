@@ -1,0 +1,234 @@
+package probe
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+
+	vm "github.com/VictoriaMetrics/metrics"
+
+	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/probe/smtpclient"
+)
+
+// Sessions kept open for the next real-time validation.
+//
+// A real-time validation whose session ended well does not say QUIT: the
+// session waits, open, up to idleSession for the next real-time
+// validation to the same MX address from an egress address it may use.
+// That one ends the transaction before (RSET, RFC 5321 §4.1.1.5: the
+// transaction ends, the session stays) and opens its own in the same
+// write (RSET, MAIL and RCPT pipelined, RFC 2920; without PIPELINING the
+// RSET goes alone): no connection, greeting, EHLO, STARTTLS and second
+// EHLO (four to six round trips, and a TLS key exchange where the host
+// offers STARTTLS), and the server sees one session where it would have
+// seen several. The big providers' few MX hosts carry most of the
+// traffic, so most real-time validations find one open.
+//
+// A session is kept only while servers take it well: one whose last
+// transaction met a greylisting, a policy refusal, a 421 or a broken
+// reply ends as before; so does one after sessionUses transactions or
+// once the server refused sessionRefusals replies (Postfix delays every
+// reply after smtpd_soft_error_limit, 10 by default, refusals and ends
+// the session after 20; its smtpd_junk_command_limit, 100, counts RSET),
+// or sessionAge after it began; nor is one whose slot Acquires wait for
+// (egress.max_conns_per_host reached: they would wait for it to expire).
+// Before each use the egress lease is
+// checked as an Acquire would check it (not draining or disabled, the
+// pair not cooling); a validation that must go out from a given address
+// (a greylisting's retry) or not from one (an unexplained refusal's)
+// takes only a session that satisfies it. A server may still have closed
+// a kept session (its idle timeout, a restart): the validation that finds
+// it closed before any reply runs in a new session, as if none had been
+// kept (sessions reports it as stale, not as the server's answer).
+//
+// Batch jobs do not keep sessions: a batch sends each domain's
+// recipients in one session already.
+const (
+	idleSession     = 2 * time.Second
+	sessionUses     = 10
+	sessionRefusals = 5
+	sessionAge      = 30 * time.Second
+	// keptPerAddr bounds the sessions kept per MX address, keptMax the
+	// engine's: each holds a socket and its egress slot.
+	keptPerAddr = 4
+	keptMax     = 512
+)
+
+var (
+	sessionsKept   = vm.NewCounter(`verifyd_probe_sessions_kept_total`)
+	sessionsReused = vm.NewCounter(`verifyd_probe_sessions_reused_total`)
+	sessionsStale  = vm.NewCounter(`verifyd_probe_sessions_stale_total`)
+	sessionsIdle   = vm.NewGauge(`verifyd_probe_sessions_idle`, nil)
+)
+
+// keptSession is a session open between two validations.
+type keptSession struct {
+	c     *smtpclient.Client
+	lease *egress.Lease
+	prov  *Provider
+	facts SessionFacts
+	helo  string
+	uses  int       // transactions run
+	began time.Time // the connection's
+	timer *time.Timer
+}
+
+// keeper holds the sessions kept open, by MX address.
+type keeper struct {
+	e *Engine
+	// wait is how long a session is kept unused: idleSession (tests
+	// change it).
+	wait   time.Duration
+	mu     sync.Mutex
+	idle   map[netip.Addr][]*keptSession
+	n      int
+	closed bool
+}
+
+// keepable reports whether s, whose last transaction ended with out, may
+// be kept for another use.
+func keepable(s *keptSession, out txOutcome) bool {
+	return out.sessionOK && out.egress == egress.OutcomeOK && !out.greylisted &&
+		s.uses < sessionUses && s.c.Refusals() < sessionRefusals && time.Since(s.began) < sessionAge
+}
+
+// keep keeps s for idleSession, its transaction still open: the next
+// user's RSET goes out with its MAIL and RCPT (smtpclient's
+// ResetPipelined), so neither this validation nor the next waits a round
+// trip for it. When it cannot be kept, the session ends (QUIT) off the
+// validation's path, counted in e.quits.
+func (k *keeper) keep(s *keptSession) {
+	s.c.Detach()
+	if !s.lease.Contended() && k.put(s) {
+		return
+	}
+	k.e.quits.Add(1)
+	go func() {
+		defer k.e.quits.Done()
+		k.end(s)
+	}()
+}
+
+// put adds s to the idle sessions unless there is no room; the expiry
+// timer ends it after idleSession.
+func (k *keeper) put(s *keptSession) bool {
+	ip := s.lease.Dest()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed || k.n >= keptMax || len(k.idle[ip]) >= keptPerAddr {
+		return false
+	}
+	if k.idle == nil {
+		k.idle = map[netip.Addr][]*keptSession{}
+	}
+	k.idle[ip] = append(k.idle[ip], s)
+	k.n++
+	sessionsKept.Inc()
+	sessionsIdle.Set(float64(k.n))
+	k.e.quits.Add(1) // done when it is taken or ended
+	s.timer = time.AfterFunc(k.wait, func() {
+		if k.remove(s) {
+			k.end(s)
+			k.e.quits.Done()
+		}
+	})
+	return true
+}
+
+// remove takes s out of the idle sessions; false when it was not there
+// (taken, or ended).
+func (k *keeper) remove(s *keptSession) bool {
+	ip := s.lease.Dest()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	list := k.idle[ip]
+	for i, x := range list {
+		if x == s {
+			list = append(list[:i], list[i+1:]...)
+			if len(list) == 0 {
+				delete(k.idle, ip)
+			} else {
+				k.idle[ip] = list
+			}
+			k.n--
+			sessionsIdle.Set(float64(k.n))
+			return true
+		}
+	}
+	return false
+}
+
+// take returns an idle session to ip that a validation may use: from
+// prefer when it is valid, not from avoid when it is valid; nil when
+// there is none. Sessions found unusable (their pair cooling, their
+// address drained) are ended.
+func (k *keeper) take(ip, prefer, avoid netip.Addr) *keptSession {
+	var drop []*keptSession
+	defer func() {
+		for _, s := range drop {
+			k.end(s)
+			k.e.quits.Done()
+		}
+	}()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	list := k.idle[ip]
+	for i := len(list) - 1; i >= 0; i-- { // the most recent first
+		s := list[i]
+		addr := s.lease.Addr()
+		if (prefer.IsValid() && addr != prefer) || (avoid.IsValid() && addr == avoid) {
+			continue
+		}
+		list = append(list[:i], list[i+1:]...)
+		k.n--
+		s.timer.Stop()
+		if !s.lease.Usable() {
+			drop = append(drop, s)
+			continue
+		}
+		k.store(ip, list)
+		k.e.quits.Done() // the validation's now
+		sessionsReused.Inc()
+		return s
+	}
+	k.store(ip, list)
+	return nil
+}
+
+// store sets ip's idle sessions; k.mu is held.
+func (k *keeper) store(ip netip.Addr, list []*keptSession) {
+	if len(list) == 0 {
+		delete(k.idle, ip)
+	} else {
+		k.idle[ip] = list
+	}
+	sessionsIdle.Set(float64(k.n))
+}
+
+// end says QUIT on s and releases its egress lease.
+func (k *keeper) end(s *keptSession) {
+	_ = s.c.Quit()
+	s.lease.Release(egress.OutcomeOK)
+	countSession(egress.OutcomeOK)
+}
+
+// close ends every idle session and keeps no more.
+func (k *keeper) close() {
+	k.mu.Lock()
+	k.closed = true
+	var all []*keptSession
+	for _, list := range k.idle {
+		all = append(all, list...)
+	}
+	k.idle, k.n = nil, 0
+	sessionsIdle.Set(0)
+	k.mu.Unlock()
+	for _, s := range all {
+		s.timer.Stop() // one that fires finds s gone: it does nothing
+		go func() {
+			defer k.e.quits.Done()
+			k.end(s)
+		}()
+	}
+}
