@@ -44,6 +44,9 @@ type Pool struct {
 
 	helo heloNames // per-address HELO names (helo.go)
 
+	// waitHooks are OnWait's functions.
+	waitHooks atomic.Pointer[[]func(dest netip.Addr)]
+
 	closed atomic.Bool
 	done   chan struct{}
 	wg     sync.WaitGroup
@@ -215,6 +218,11 @@ func (p *Pool) acquire(ctx context.Context, dest, prefer netip.Addr, mode pickMo
 			}
 			w := ds.enqueue(front)
 			ds.mu.Unlock()
+			if hooks := p.waitHooks.Load(); hooks != nil && !front {
+				for _, f := range *hooks {
+					f(dest)
+				}
+			}
 			if waitStart.IsZero() {
 				waitStart = time.Now()
 			}
@@ -403,11 +411,28 @@ func (l *Lease) Dest() netip.Addr { return l.dest }
 
 // Contended reports whether Acquires wait for a slot to the lease's
 // destination: a session kept open for more work would keep its slot
-// from them, so it should end and release the lease instead.
+// from them, so it should end and release the lease instead. One that
+// starts to wait later calls the pool's OnWait functions.
 func (l *Lease) Contended() bool {
 	l.ds.mu.Lock()
 	defer l.ds.mu.Unlock()
 	return len(l.ds.waiters) > 0
+}
+
+// OnWait adds f to the functions called when an Acquire for dest starts
+// to wait for a slot (every usable address at Options.MaxConnsPerHost),
+// outside the pool's locks: whoever holds leases to dest idle (sessions
+// kept open for more work) ends them, so that the Acquire need not wait
+// for them to expire.
+func (p *Pool) OnWait(f func(dest netip.Addr)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var hooks []func(netip.Addr)
+	if old := p.waitHooks.Load(); old != nil {
+		hooks = append(hooks, *old...)
+	}
+	hooks = append(hooks, f)
+	p.waitHooks.Store(&hooks)
 }
 
 // Usable reports whether a new session could go ahead on the lease's

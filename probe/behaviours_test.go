@@ -312,13 +312,20 @@ func TestEqualPreferenceSpread(t *testing.T) {
 	// kept open: what is spread is the validations (their RCPTs), host
 	// by host.
 	e.engine.Wait()
-	e.run.Log().Wait(2, 5*time.Second)
 	perHost := map[string]int{}
-	for _, s := range e.run.Log().Sessions() {
-		for _, r := range s.Rcpts {
-			if strings.HasPrefix(r.Addr, "user") {
-				perHost[s.HostIP]++
+	// The world logs a session once its connection is closed, a moment
+	// after the engine's QUIT returned.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		clear(perHost)
+		for _, s := range e.run.Log().Sessions() {
+			for _, r := range s.Rcpts {
+				if strings.HasPrefix(r.Addr, "user") {
+					perHost[s.HostIP]++
+				}
 			}
+		}
+		if perHost["127.81.3.1"]+perHost["127.81.3.2"] == n || time.Now().After(deadline) {
+			break
 		}
 	}
 	// 40 fair coin flips: each side gets at least 8 with probability

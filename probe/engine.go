@@ -223,6 +223,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	if !opts.NoSessionReuse {
 		e.keeper = &keeper{e: e, wait: idleSession}
+		opts.Egress.OnWait(e.keeper.wanted)
 	}
 	if opts.Facts != nil {
 		e.learnt = &learntProviders{facts: opts.Facts, writer: e.catchAll.writer, log: e.log, m: map[string]learnt{}}

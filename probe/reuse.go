@@ -32,7 +32,9 @@ import (
 // reply after smtpd_soft_error_limit, 10 by default, refusals and ends
 // the session after 20; its smtpd_junk_command_limit, 100, counts RSET),
 // or sessionAge after it began; nor is one whose slot Acquires wait for
-// (egress.max_conns_per_host reached: they would wait for it to expire).
+// (egress.max_conns_per_host reached: they would wait for it to expire),
+// and an Acquire that starts to wait for a slot to an MX address ends the
+// sessions kept to it (egress.Pool.OnWait).
 // Before each use the egress lease is
 // checked as an Acquire would check it (not draining or disabled, the
 // pair not cooling); a validation that must go out from a given address
@@ -211,6 +213,25 @@ func (k *keeper) end(s *keptSession) {
 	_ = s.c.Quit()
 	s.lease.Release(egress.OutcomeOK)
 	countSession(egress.OutcomeOK)
+}
+
+// wanted ends every idle session to ip: an Acquire waits for a slot to
+// it (egress.Pool.OnWait), which an idle session would hold until
+// it expires.
+func (k *keeper) wanted(ip netip.Addr) {
+	k.mu.Lock()
+	list := k.idle[ip]
+	delete(k.idle, ip)
+	k.n -= len(list)
+	sessionsIdle.Set(float64(k.n))
+	k.mu.Unlock()
+	for _, s := range list {
+		s.timer.Stop() // one that fires finds s gone: it does nothing
+		go func() {
+			defer k.e.quits.Done()
+			k.end(s)
+		}()
+	}
 }
 
 // close ends every idle session and keeps no more.

@@ -139,7 +139,8 @@ func TestKeptSessionClosed(t *testing.T) {
 
 // TestKeptSessionNotWhenWaited: a session is not kept while another
 // validation waits for its egress slot (egress.max_conns_per_host
-// reached): it ends, and the one waiting goes ahead at once. Kept
+// reached): it ends, and the one waiting goes ahead at once; a kept
+// session ends when a validation starts to wait for its slot. Kept
 // sessions here wait an hour unused, so a validation left waiting for
 // one would run out of its budget.
 func TestKeptSessionNotWhenWaited(t *testing.T) {
@@ -175,5 +176,14 @@ func TestKeptSessionNotWhenWaited(t *testing.T) {
 			t.Errorf("%s: %s/%s, want valid (a validation waited for a slot a kept session held?)", r.Email, r.Status, r.Reason)
 		}
 	}
+
+	// A session kept while nobody waited (ann's, now idle, holding the
+	// only slot for an hour): another engine on the same pool, which
+	// cannot take it, starts to wait for the slot, and the wait ends the
+	// kept session (egress.Pool.OnWait).
+	verifyAll(t, e.engine, "cat@kept.test")
+	other := e.engineWith(t, e.res)
+	verifyAll(t, other, "dan@kept.test")
+	other.Wait()
 	e.engine.Wait()
 }
