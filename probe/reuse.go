@@ -216,8 +216,8 @@ func (k *keeper) end(s *keptSession) {
 }
 
 // wanted ends every idle session to ip: an Acquire waits for a slot to
-// it (egress.Pool.OnWait), which an idle session would hold until
-// it expires.
+// it (egress.Pool.OnWait), which an idle session would hold until it
+// expires.
 func (k *keeper) wanted(ip netip.Addr) {
 	k.mu.Lock()
 	list := k.idle[ip]
@@ -225,13 +225,7 @@ func (k *keeper) wanted(ip netip.Addr) {
 	k.n -= len(list)
 	sessionsIdle.Set(float64(k.n))
 	k.mu.Unlock()
-	for _, s := range list {
-		s.timer.Stop() // one that fires finds s gone: it does nothing
-		go func() {
-			defer k.e.quits.Done()
-			k.end(s)
-		}()
-	}
+	k.endIdle(list)
 }
 
 // close ends every idle session and keeps no more.
@@ -245,7 +239,13 @@ func (k *keeper) close() {
 	k.idle, k.n = nil, 0
 	sessionsIdle.Set(0)
 	k.mu.Unlock()
-	for _, s := range all {
+	k.endIdle(all)
+}
+
+// endIdle ends sessions taken out of the idle ones, each on a goroutine
+// of its own counted in e.quits (as when it was put).
+func (k *keeper) endIdle(list []*keptSession) {
+	for _, s := range list {
 		s.timer.Stop() // one that fires finds s gone: it does nothing
 		go func() {
 			defer k.e.quits.Done()
