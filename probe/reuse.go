@@ -108,7 +108,7 @@ func (k *keeper) keep(s *keptSession) {
 	k.e.quits.Add(1)
 	go func() {
 		defer k.e.quits.Done()
-		k.end(s)
+		s.quit()
 	}()
 }
 
@@ -131,7 +131,7 @@ func (k *keeper) put(s *keptSession) bool {
 	k.e.quits.Add(1) // done when it is taken or ended
 	s.timer = time.AfterFunc(k.wait, func() {
 		if k.remove(s) {
-			k.end(s)
+			s.quit()
 			k.e.quits.Done()
 		}
 	})
@@ -169,7 +169,7 @@ func (k *keeper) take(ip, prefer, avoid netip.Addr) *keptSession {
 	var drop []*keptSession
 	defer func() {
 		for _, s := range drop {
-			k.end(s)
+			s.quit()
 			k.e.quits.Done()
 		}
 	}()
@@ -208,9 +208,19 @@ func (k *keeper) store(ip netip.Addr, list []*keptSession) {
 	sessionsIdle.Set(float64(k.n))
 }
 
-// end says QUIT on s and releases its egress lease.
-func (k *keeper) end(s *keptSession) {
+// quit says QUIT and releases the session's egress lease: a session
+// that ended well.
+func (s *keptSession) quit() {
 	_ = s.c.Quit()
+	s.lease.Release(egress.OutcomeOK)
+	countSession(egress.OutcomeOK)
+}
+
+// stale closes a kept session the server had closed and releases its
+// lease: nothing was asked in it, nothing cools.
+func (s *keptSession) stale() {
+	sessionsStale.Inc()
+	_ = s.c.Close()
 	s.lease.Release(egress.OutcomeOK)
 	countSession(egress.OutcomeOK)
 }
@@ -249,7 +259,7 @@ func (k *keeper) endIdle(list []*keptSession) {
 		s.timer.Stop() // one that fires finds s gone: it does nothing
 		go func() {
 			defer k.e.quits.Done()
-			k.end(s)
+			s.quit()
 		}()
 	}
 }

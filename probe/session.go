@@ -160,10 +160,7 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 					// Without PIPELINING the RSET went alone, and found
 					// the session closed (or too slow to be worth it):
 					// nothing was asked, a new session asks.
-					sessionsStale.Inc()
-					_ = s.c.Close()
-					s.lease.Release(egress.OutcomeOK)
-					countSession(egress.OutcomeOK)
+					s.stale()
 					continue
 				}
 				avoid = netip.Addr{}
@@ -213,10 +210,7 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 		if out.stale {
 			// The server had closed the session kept open: nothing was
 			// asked. A new session asks.
-			sessionsStale.Inc()
-			_ = c.Close()
-			lease.Release(egress.OutcomeOK)
-			countSession(egress.OutcomeOK)
+			s.stale()
 			continue
 		}
 		if out.perTx > 0 {
@@ -237,9 +231,7 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			e.quits.Add(1)
 			go func() {
 				defer e.quits.Done()
-				_ = c.Quit() // off the probe's path: not a phase of it
-				lease.Release(egress.OutcomeOK)
-				countSession(egress.OutcomeOK)
+				s.quit() // off the probe's path: not a phase of it
 			}()
 		default:
 			// A session that met trouble ends before the probe answers,
