@@ -58,8 +58,17 @@ func (db *DB) BeginIdem(ctx context.Context, ref storage.IdemRef, requestHash []
 	for try := 0; ; try++ {
 		// One connection for the read and the flush of a replay (flush).
 		conn, err := db.pool.Acquire(ctx)
-		if err != nil {
+		if err != nil && try == 0 {
 			return 0, storage.IdemRecord{}, err // nothing written
+		}
+		if err != nil {
+			// The try before may have written the pending record: a
+			// server that stops ends a backend waiting for its
+			// synchronous standby with FATAL after its commit, and the
+			// error pgx then reports says nothing reached the server
+			// (TestBeginIdemCommittedThenCut; TestFleetFailoverSync's
+			// key answered 409 for a minute after the failover).
+			return db.beganIdem(ref, running, 0, storage.IdemRecord{}, err)
 		}
 		out, rec, err = db.beginIdem(ctx, conn, ref, requestHash, running)
 		conn.Release()
