@@ -416,10 +416,7 @@ type Probe struct {
 	// earlier one to the same MX address kept open (RSET, then its own
 	// transaction), instead of opening one of its own: up to 10
 	// transactions and 5 refusals a session, kept 2 s unused
-	// (probe/README.md, "Kept sessions"). Default false, for now: with it
-	// on, a fleet's failover test (TestFleetFailoverSync) saw, under load,
-	// one key take 29 s instead of about one to get its answer after the
-	// promotion, which is not understood yet.
+	// (probe/README.md, "Kept sessions"). Default true.
 	SessionReuse bool `toml:"session_reuse"`
 	// AuthConcurrency bounds the domains whose auth-signal lookups run at
 	// once (a score of DNS lookups each); more wait their turn, real-time
@@ -622,6 +619,7 @@ func Defaults() Config {
 			CacheMaxAge:      server.DefaultCacheMaxAge,
 			AuthSignals:      true,
 			DidYouMean:       true,
+			SessionReuse:     true,
 			AuthConcurrency:  authsig.DefaultConcurrency,
 		},
 		Limits: Limits{
