@@ -435,6 +435,21 @@ func (p *Pool) OnWait(f func(dest netip.Addr)) {
 	p.waitHooks.Store(&hooks)
 }
 
+// Succeeded records a transaction that went well on a session that stays
+// open for more work (a kept session, whose Release comes later): the
+// pair's backoff starts over now, as Release(OutcomeOK) does. Without it
+// a recipient greylisted after a success on the same pair, before the
+// kept session's Release, cooled the pair twice as long (the backoff of
+// the greylisting before the success).
+func (l *Lease) Succeeded() {
+	if l.released.Load() {
+		return
+	}
+	l.ds.mu.Lock()
+	defer l.ds.mu.Unlock()
+	l.ds.get(l.src.addr).repeats = 0
+}
+
 // Usable reports whether a new session could go ahead on the lease's
 // address and destination now: the lease is not released, the address is
 // neither draining nor disabled, and the pair is not cooling. A session

@@ -393,6 +393,31 @@ func TestConcurrentGreylistingsAreOneEpisode(t *testing.T) {
 	}
 }
 
+// TestSucceededResetsBackoff: a transaction that went well on a session
+// kept open (its Release later) starts the pair's backoff over, as a
+// Release(OutcomeOK) does: the next greylisting cools the pair for the
+// first step again, not the doubled one.
+func TestSucceededResetsBackoff(t *testing.T) {
+	for _, succeeded := range []bool{false, true} {
+		e := newEnv(t, []string{"127.0.0.1"}, nil)
+		e.acquire(t, mx, "").Release(OutcomeGreylisted) // 1 min
+		e.clk.Advance(time.Minute + time.Second)
+		kept := e.acquire(t, mx, "")
+		if succeeded {
+			kept.Succeeded()
+		}
+		e.acquire(t, mx, "").Release(OutcomeGreylisted)
+		want := 2 * time.Minute
+		if succeeded {
+			want = time.Minute
+		}
+		if got := e.p.CooldownUntil(ip("127.0.0.1"), ip(mx)).Sub(e.clk.Now()); got != want {
+			t.Errorf("succeeded %v: cooldown %v, want %v", succeeded, got, want)
+		}
+		kept.Release(OutcomeOK)
+	}
+}
+
 func TestPreferAffinityAndAllCooling(t *testing.T) {
 	e := newEnv(t, []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}, nil)
 	dest := ip(mx)

@@ -102,6 +102,9 @@ func keepable(s *keptSession, out txOutcome) bool {
 // validation's path, counted in e.quits.
 func (k *keeper) keep(s *keptSession) {
 	s.c.Detach()
+	// Its outcome is OK (keepable), though its Release waits for the
+	// session's end.
+	s.lease.Succeeded()
 	if !s.lease.Contended() && k.put(s) {
 		return
 	}
