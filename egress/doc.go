@@ -43,7 +43,9 @@
 //     for GreylistCooldown × 2^repeats, at most MaxCooldown, with an
 //     EventCooldown or EventPolicyBlock. Such a reply on a pair already
 //     cooling (from a session that began earlier) neither extends nor
-//     escalates it. OutcomeOK resets the pair's backoff; a pair left alone
+//     escalates it. OutcomeOK resets the pair's backoff (so does
+//     Lease.Succeeded, for a session kept open after a good transaction,
+//     whose Release comes later); a pair left alone
 //     MaxCooldown past its cooldown starts over too. Retrying later,
 //     rather than at once, is RFC 5321 §4.5.4.1's rule for a sender.
 //     An address whose share of sessions blocked by policy, from at least
