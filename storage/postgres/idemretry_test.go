@@ -16,6 +16,21 @@ import (
 	"github.com/verifyd/verifyd/storage"
 )
 
+// proxiedFleet migrates a database "fleet" on srv and returns a proxy in
+// front of srv, which the test may cut, and the database's DSN through it.
+func proxiedFleet(t *testing.T, srv *pgtest.Server) (*faultproxy.Proxy, string) {
+	t.Helper()
+	if _, err := Migrate(context.Background(), newPool(t, srv, "fleet")); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	return proxy, strings.Replace(srv.DSN("fleet"), srv.Addr(), proxy.Addr(), 1)
+}
+
 // TestBeginIdemAfterLinkReset: a link reset breaks the connections the
 // pool holds; the next BeginIdem's first write fails before anything
 // reaches the server, and it is tried again on another connection
@@ -24,15 +39,7 @@ import (
 func TestBeginIdemAfterLinkReset(t *testing.T) {
 	srv := pgtest.Start(t)
 	ctx := context.Background()
-	if _, err := Migrate(ctx, newPool(t, srv, "fleet")); err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.New(srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	dsn := strings.Replace(srv.DSN("fleet"), srv.Addr(), proxy.Addr(), 1)
+	proxy, dsn := proxiedFleet(t, srv)
 	db, err := Open(ctx, dsn, Options{Box: "a", Lease: 30 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -83,15 +90,7 @@ func TestBeginIdemAfterLinkReset(t *testing.T) {
 func TestBeginIdemCommittedThenCut(t *testing.T) {
 	srv := pgtest.StartWith(t)
 	ctx := context.Background()
-	if _, err := Migrate(ctx, newPool(t, srv, "fleet")); err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.New(srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	dsn := strings.Replace(srv.DSN("fleet"), srv.Addr(), proxy.Addr(), 1)
+	proxy, dsn := proxiedFleet(t, srv)
 	open := func(box string) *DB {
 		db, err := Open(ctx, dsn, Options{Box: box, Lease: 30 * time.Second, CallTimeout: 20 * time.Second, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
