@@ -94,7 +94,7 @@ func (db *DB) beganIdem(ref storage.IdemRef, running bool, out storage.IdemOutco
 	case err != nil && !running:
 		// It may have committed: a pending record no request holds.
 		db.idem.lost(ref)
-	case out == storage.IdemNew:
+	case err == nil && out == storage.IdemNew:
 		db.idem.begin(ref)
 	}
 	return out, rec, err
