@@ -218,7 +218,9 @@ func (p *Pool) acquire(ctx context.Context, dest, prefer netip.Addr, mode pickMo
 			}
 			w := ds.enqueue(front)
 			ds.mu.Unlock()
-			if hooks := p.waitHooks.Load(); hooks != nil && !front {
+			// Every time it queues, a wake-up's included: a session
+			// kept while it was between two waits holds a slot too.
+			if hooks := p.waitHooks.Load(); hooks != nil {
 				for _, f := range *hooks {
 					f(dest)
 				}

@@ -58,10 +58,10 @@ func (db *DB) BeginIdem(ctx context.Context, ref storage.IdemRef, requestHash []
 	for try := 0; ; try++ {
 		// One connection for the read and the flush of a replay (flush).
 		conn, err := db.pool.Acquire(ctx)
-		if err != nil && try == 0 {
-			return 0, storage.IdemRecord{}, err // nothing written
-		}
 		if err != nil {
+			if try == 0 {
+				return 0, storage.IdemRecord{}, err // nothing written
+			}
 			// The try before may have written the pending record: a
 			// server that stops ends a backend waiting for its
 			// synchronous standby with FATAL after its commit, and the
