@@ -79,7 +79,7 @@ func open(cfg config.Config, log *slog.Logger) (_ *app, err error) {
 		dsn := cmp.Or(os.Getenv("VERIFYD_PG_DSN"), cfg.Storage.DSN)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		a.pg, err = postgres.Open(ctx, dsn, postgres.Options{Box: cfg.Storage.Box, Lease: cfg.Storage.Lease, CallTimeout: cfg.Storage.CallTimeout,
-			CreditLeases: cfg.Storage.CreditLeases, Logger: log})
+			CreditLeases: cfg.Storage.CreditLeases, ChargeGather: gather(cfg.Storage.ChargeGather), Logger: log})
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("cannot open the fleet's database: %w", err)
@@ -295,4 +295,13 @@ func (w webhookResolver) LookupNetIP(ctx context.Context, network, host string) 
 		return nil, fmt.Errorf("no address for %s", host)
 	}
 	return slices.Clone(res.IPs), nil
+}
+
+// gather is storage.charge_gather as postgres.Options.ChargeGather takes
+// it: 0 (none) is negative there.
+func gather(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

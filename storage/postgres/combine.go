@@ -34,7 +34,9 @@ import (
 // cannot be sealed, fails alone (the last voided by an entry, as on
 // Pebble); the others commit. Ledger entries, history positions and
 // receipts are what they would be one at a time, in the order the
-// charges were taken.
+// charges were taken. While an account's charges come faster than one
+// per Options.ChargeGather, each of its transactions first waits that
+// long, so that it takes more of them (combiner.gather).
 
 // maxCombined bounds the charges of one transaction.
 const maxCombined = 128
@@ -81,6 +83,67 @@ type combiner struct {
 	mu      sync.Mutex
 	pending map[string][]*pendingCharge // by account; present while a leader runs
 	most    int                         // the most charges one transaction took (tests)
+
+	// gather is Options.ChargeGather (0: none). While an account's
+	// charges arrive on this box more often than once per gather, a
+	// transaction of its waits that long before it takes the queue, so
+	// that it combines more of them: fewer transactions, and so less of
+	// the database's CPU, a charge (PostgreSQL's commit_delay, which
+	// waits only while commit_siblings other transactions are active;
+	// here the account's own rate of charges decides). An account that
+	// charges now and then waits for nothing.
+	gather time.Duration
+	rates  map[string]*arrivals // by account
+	swept  time.Time            // rates' last sweep
+}
+
+// arrivals is the pace of an account's charges on this box.
+type arrivals struct {
+	last time.Time
+	gap  time.Duration // moving average of the time between two; <0: one seen
+}
+
+// ratesIdle: an account's pace is forgotten after this long without a
+// charge (swept when another account's is first recorded).
+const ratesIdle = time.Minute
+
+// arrived records a charge of account at now and reports whether the
+// account's charges come more often than once per gather. c.mu is held.
+func (c *combiner) arrived(account string, now time.Time) bool {
+	if c.gather == 0 {
+		return false
+	}
+	r := c.rates[account]
+	if r == nil {
+		if c.rates == nil {
+			c.rates = map[string]*arrivals{}
+		}
+		if now.Sub(c.swept) > ratesIdle {
+			c.swept = now
+			for a, r := range c.rates {
+				if now.Sub(r.last) > ratesIdle {
+					delete(c.rates, a)
+				}
+			}
+		}
+		c.rates[account] = &arrivals{last: now, gap: -1}
+		return false
+	}
+	d := now.Sub(r.last)
+	r.last = now
+	if r.gap < 0 {
+		r.gap = d
+	} else {
+		r.gap += (d - r.gap) / 8
+	}
+	return r.gap < c.gather
+}
+
+// busy reports whether the account's charges come more often than once
+// per gather (c.mu is held).
+func (c *combiner) busy(account string) bool {
+	r := c.rates[account]
+	return c.gather > 0 && r != nil && r.gap >= 0 && r.gap < c.gather
 }
 
 // submit runs p in the next transaction of its account's charges: the
@@ -101,9 +164,16 @@ func (db *DB) submit(ctx context.Context, account string, p *pendingCharge) char
 	if c.pending == nil {
 		c.pending = map[string][]*pendingCharge{}
 	}
-	if q, running := c.pending[account]; running {
+	busy := c.arrived(account, time.Now())
+	q, running := c.pending[account]
+	if running || busy {
+		// Queued behind a transaction under way, or, while the account
+		// is busy, first in a queue that gathers for c.gather.
 		c.pending[account] = append(q, p)
 		c.mu.Unlock()
+		if !running {
+			go db.drain(account, true)
+		}
 		select {
 		case o := <-p.done:
 			return o
@@ -115,15 +185,27 @@ func (db *DB) submit(ctx context.Context, account string, p *pendingCharge) char
 	c.pending[account] = nil
 	c.mu.Unlock()
 	if db.runBatch(ctx, account, []*pendingCharge{p}) {
-		go db.drain(account)
+		go db.drain(account, false)
 	}
 	return <-p.done
 }
 
 // drain runs the transactions of the account's queued requests until the
-// queue is empty.
-func (db *DB) drain(account string) {
-	for db.runBatch(context.Background(), account, nil) {
+// queue is empty; each first waits for the gather while the account is
+// busy (gather: the first does).
+func (db *DB) drain(account string, gather bool) {
+	c := &db.charges
+	for {
+		if gather {
+			chargeGathers.Inc()
+			time.Sleep(c.gather)
+		}
+		if !db.runBatch(context.Background(), account, nil) {
+			return
+		}
+		c.mu.Lock()
+		gather = c.busy(account) && len(c.pending[account]) < maxCombined
+		c.mu.Unlock()
 	}
 }
 

@@ -50,6 +50,12 @@ type Options struct {
 	// costs the database its charge alone. verifyd sets it from
 	// storage.credit_leases (default on).
 	CreditLeases bool
+	// ChargeGather is how long a charge or hold waits for others of its
+	// account before its transaction starts, while that account's
+	// charges arrive on this box faster than one per ChargeGather
+	// (combine.go): PostgreSQL's commit_delay, applied only under load.
+	// Default DefaultChargeGather; negative: none.
+	ChargeGather time.Duration
 	// Logger receives the package's log lines; default slog.Default().
 	Logger *slog.Logger
 }
@@ -60,6 +66,9 @@ const DefaultMaxConns = 32
 
 // DefaultKeyCacheTTL is Options.KeyCacheTTL's default.
 const DefaultKeyCacheTTL = 5 * time.Second
+
+// DefaultChargeGather is Options.ChargeGather's default.
+const DefaultChargeGather = 5 * time.Millisecond
 
 // DefaultLease is Options.Lease's default.
 const DefaultLease = 30 * time.Second
@@ -193,6 +202,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		db.keyTTL = DefaultKeyCacheTTL
 	case db.keyTTL < 0:
 		db.keyTTL = 0
+	}
+	switch db.charges.gather = opts.ChargeGather; {
+	case db.charges.gather == 0:
+		db.charges.gather = DefaultChargeGather
+	case db.charges.gather < 0:
+		db.charges.gather = 0
 	}
 	if db.log == nil {
 		db.log = slog.Default()

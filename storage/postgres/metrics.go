@@ -14,6 +14,9 @@ var (
 	staleHoldsReleased = metrics.NewCounter("verifyd_storage_pg_stale_holds_released_total")
 	slicesLeased       = metrics.NewCounter("verifyd_storage_pg_job_slices_leased_total")
 	chargesPerTx       = metrics.NewHistogram("verifyd_storage_pg_charges_per_transaction")
+	// chargeGathers counts the charge transactions that waited
+	// Options.ChargeGather for more of their account's (combine.go).
+	chargeGathers = metrics.NewCounter("verifyd_storage_pg_charge_gathers_total")
 	// roundTrips counts the exchanges with the database (roundtrips.go).
 	roundTrips = metrics.NewCounter("verifyd_storage_pg_round_trips_total")
 	// idemStray is the pending idempotency keys of this box whose
