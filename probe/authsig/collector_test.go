@@ -198,8 +198,12 @@ func TestCollectorSignals(t *testing.T) {
 		{name: "dkim found though another selector fails", zone: func(m *mockDNS) { m.fail["google._domainkey.full.example"] = true }},
 		{name: "dkim none known while a selector fails", zone: func(m *mockDNS) {
 			delete(m.txt, "selector1._domainkey.full.example")
+			m.txt["s2025._domainkey.full.example"] = []string{ed25519Key} // a key, at no selector tried
 			m.fail["google._domainkey.full.example"] = true
 		}, want: del("dkim")},
+		{name: "dkim none: nothing under _domainkey (NXDOMAIN)", zone: func(m *mockDNS) { delete(m.txt, "selector1._domainkey.full.example") },
+			want: set("dkim", "none")},
+		{name: "dkim found though _domainkey fails", zone: func(m *mockDNS) { m.fail["_domainkey.full.example"] = true }},
 		{name: "dkim at a configured selector", opts: func(o *authsig.CollectorOptions) { o.DKIMSelectors = []string{"s2025"} },
 			zone: func(m *mockDNS) { m.txt["s2025._domainkey.full.example"] = []string{ed25519Key} }},
 		{name: "dkim at no configured selector", opts: func(o *authsig.CollectorOptions) { o.DKIMSelectors = []string{"s2025"} }, want: set("dkim", "none")},
@@ -319,6 +323,31 @@ func TestCollectorSignals(t *testing.T) {
 				t.Error(d)
 			}
 		})
+	}
+}
+
+// TestDKIMSelectorsBelowNXDOMAIN: NXDOMAIN at _domainkey.D means no name
+// below it exists (RFC 8020 §2), so the selectors are not asked: one
+// DKIM query where a domain that does not sign took one a selector. A
+// domain that signs has _domainkey.D as an empty non-terminal (NODATA),
+// and every selector is asked.
+func TestDKIMSelectorsBelowNXDOMAIN(t *testing.T) {
+	for _, signs := range []bool{false, true} {
+		m := fullZone()
+		if !signs {
+			delete(m.txt, "selector1._domainkey.full.example")
+		}
+		s := testCollector(t, m, nil).Collect(ctx10s(t), fullDomain, []string{fullMX})
+		want, asked := "none", 1
+		if signs {
+			want, asked = "found", 1+len(authsig.DefaultDKIMSelectors())
+		}
+		if got := asJSON(t, s)["dkim"]; got != want {
+			t.Errorf("signs %v: dkim %v, want %s", signs, got, want)
+		}
+		if got := m.askedFor("_domainkey." + fullDomain); len(got) != asked {
+			t.Errorf("signs %v: %d DKIM queries, want %d: %q", signs, len(got), asked, got)
+		}
 	}
 }
 

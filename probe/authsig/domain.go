@@ -25,6 +25,10 @@ func DKIMName(selector, domain string) string {
 	return selector + "._domainkey." + normalizeDomain(domain)
 }
 
+// dkimParent is "_domainkey.<domain>", the name every selector's is
+// below.
+func dkimParent(domain string) string { return "_domainkey." + normalizeDomain(domain) }
+
 // DMARCName is "_dmarc.<domain>" (RFC 7489 §6.1).
 func DMARCName(domain string) string { return "_dmarc." + normalizeDomain(domain) }
 

@@ -16,6 +16,8 @@ import (
 //	verifyd_authsig_collections_running                   collections running their lookups
 //	verifyd_authsig_collections_queued                    collections waiting for their turn
 //	verifyd_authsig_lookup_failures_total                 lookups that failed (keys left out)
+//	verifyd_authsig_dkim_selectors_skipped_total          collections whose DKIM selectors were not asked:
+//	                                                       _domainkey.<domain> is NXDOMAIN (RFC 8020)
 //	verifyd_authsig_domain_age_lookups_total{source,outcome}
 //	                                                       registration-date lookups: source "rdap" or
 //	                                                       "whois", outcome "found", "not_found", "error"
@@ -27,6 +29,7 @@ var (
 	collectionDuration = metrics.NewHistogram(`verifyd_authsig_collection_duration_seconds`)
 	collectionWait     = metrics.NewHistogram(`verifyd_authsig_collection_wait_seconds`)
 	lookupFailures     = metrics.NewCounter(`verifyd_authsig_lookup_failures_total`)
+	dkimSkipped        = metrics.NewCounter(`verifyd_authsig_dkim_selectors_skipped_total`)
 	ageDropped         = metrics.NewCounter(`verifyd_authsig_domain_age_dropped_total`)
 
 	ageLookups = map[[2]string]*metrics.Counter{}

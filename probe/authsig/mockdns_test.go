@@ -14,7 +14,9 @@ import (
 )
 
 // mockDNS is a resolver.Interface from maps (STYLE.md: tests use a mock
-// resolver). A name absent from every map is NXDOMAIN; a name in fail is a
+// resolver). A name with no records of the type asked is NODATA when it
+// has records of another type or a name below it has any (an empty
+// non-terminal, RFC 8020 §2), NXDOMAIN otherwise; a name in fail is a
 // temporary failure (SERVFAIL) for every type, "TYPE name" (as "TXT
 // example.com") for that type only; a name in slow waits that
 // long (or until the context ends, a temporary failure then), and one in
@@ -36,6 +38,7 @@ type mockDNS struct {
 	ttl    time.Duration
 
 	queries atomic.Int64
+	asked   []string // the names queried, in order
 }
 
 func newMockDNS() *mockDNS {
@@ -52,6 +55,7 @@ func (m *mockDNS) begin(ctx context.Context, name string, qtype uint16) (resolve
 	m.queries.Add(1)
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
 	m.mu.Lock()
+	m.asked = append(m.asked, name)
 	fail, delay, gate := m.fail[name] || m.fail[dns.TypeToString[qtype]+" "+name], m.slow[name], m.gate[name]
 	m.mu.Unlock()
 	if gate != nil {
@@ -79,8 +83,8 @@ func (m *mockDNS) begin(ctx context.Context, name string, qtype uint16) (resolve
 	return resolver.Meta{}, nil
 }
 
-// meta is the Meta of an answer (found) or NXDOMAIN, and the error of the
-// latter.
+// meta is the Meta of an answer (found), NODATA or NXDOMAIN, and the
+// error of the latter two.
 func (m *mockDNS) meta(name string, qtype uint16, found bool) (resolver.Meta, error) {
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
 	m.mu.Lock()
@@ -89,8 +93,57 @@ func (m *mockDNS) meta(name string, qtype uint16, found bool) (resolver.Meta, er
 	if found {
 		return meta, nil
 	}
+	if m.exists(name) {
+		meta.Status = resolver.StatusNoData
+		return meta, &resolver.Error{Name: name, Type: qtype, Status: resolver.StatusNoData, Rcode: dns.RcodeSuccess}
+	}
 	meta.Status = resolver.StatusNXDomain
 	return meta, &resolver.Error{Name: name, Type: qtype, Status: resolver.StatusNXDomain, Rcode: dns.RcodeNameError}
+}
+
+// exists reports whether name has records, or a name below it has
+// (m.mu held).
+func (m *mockDNS) exists(name string) bool {
+	in := func(k string) bool { return k == name || strings.HasSuffix(k, "."+name) }
+	for k := range m.txt {
+		if in(k) {
+			return true
+		}
+	}
+	for k := range m.mx {
+		if in(k) {
+			return true
+		}
+	}
+	for k := range m.ip {
+		if in(k) {
+			return true
+		}
+	}
+	for k := range m.tlsa {
+		if in(k) {
+			return true
+		}
+	}
+	for k := range m.caa {
+		if in(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// askedFor returns the names queried that end in suffix.
+func (m *mockDNS) askedFor(suffix string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var names []string
+	for _, n := range m.asked {
+		if strings.HasSuffix(n, suffix) {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 func key(name string) string { return strings.ToLower(strings.TrimSuffix(name, ".")) }
