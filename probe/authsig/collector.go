@@ -82,7 +82,8 @@ const (
 // lookups started at once (see README.md for each key):
 //
 //   - TXT at D, walking include: and redirect= (FollowSPF): spf;
-//   - TXT at <selector>._domainkey.D for every selector: dkim;
+//   - TXT at _domainkey.D, then, unless that is NXDOMAIN (RFC 8020),
+//     at <selector>._domainkey.D for every selector: dkim;
 //   - TXT at _dmarc.D, then _dmarc.<org domain> (DiscoverDMARC): dmarc and
 //     its five companions;
 //   - TXT at _mta-sts.D, _smtp._tls.D, _svc-trust.D, default._bimi.D (then

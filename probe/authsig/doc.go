@@ -42,7 +42,9 @@
 //     a host the record does not list.
 //
 //  2. dkim: TXT at <selector>._domainkey.D (RFC 6376 §3.6.2.1) for each
-//     selector of DefaultDKIMSelectors or the operator's list. DKIM parses the
+//     selector of DefaultDKIMSelectors or the operator's list, unless TXT
+//     at _domainkey.D, asked first, is NXDOMAIN: then no name below it
+//     exists (RFC 8020 §2) and dkim is none. DKIM parses the
 //     key record (§3.6.1: v= first if present, k=, p=, h=, s=, t=) and says
 //     found, revoked (empty p=), or none (missing, several, or malformed with
 //     the reason). Keys must be usable by today's verifiers: RSA of at least

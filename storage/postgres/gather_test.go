@@ -52,9 +52,10 @@ func TestArrivalPace(t *testing.T) {
 }
 
 // TestChargeGather: charges of one account that come every 5 ms, with
-// ChargeGather 100 ms, go in one or two transactions (without the gather,
-// each transaction would take the one or two that came while the one
-// before ran), and each is charged once.
+// ChargeGather 500 ms (room for a loaded machine's sleeps), go in a few
+// transactions: the first alone (no pace known yet), the others in one or
+// two (without the gather, each transaction takes the one or two that
+// came while the one before ran). Each is charged once.
 func TestChargeGather(t *testing.T) {
 	srv := pgtest.Start(t)
 	ctx := context.Background()
@@ -62,7 +63,7 @@ func TestChargeGather(t *testing.T) {
 	if _, err := Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	db, err := Open(ctx, srv.DSN("gather"), Options{ChargeGather: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	db, err := Open(ctx, srv.DSN("gather"), Options{ChargeGather: 500 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestChargeGather(t *testing.T) {
 	most := db.charges.most
 	db.charges.mu.Unlock()
 	if most < n/2 {
-		t.Errorf("%d charges 5 ms apart, gather 100 ms: at most %d in one transaction", n, most)
+		t.Errorf("%d charges 5 ms apart, gather 500 ms: at most %d in one transaction", n, most)
 	}
 	if c, err := db.Credits(t.Context(), acct); err != nil || c.Balance != 100-n || c.Held != 0 {
 		t.Fatalf("credits %+v (%v), want %d with none held", c, err, 100-n)
