@@ -87,6 +87,29 @@ func LearnNoise(results []*Result) *Noise {
 	return n
 }
 
+// Merge keeps the bands of old that n did not learn, when old was learned
+// on the same machine and mode: the bands of scenarios learned in several
+// runs (the short ones together, a slow one alone) add up in one file. A
+// figure both learned is n's. It reports whether old was merged.
+func (n *Noise) Merge(old *Noise) bool {
+	if old == nil || old.Machine.CPUModel != n.Machine.CPUModel || old.Machine.CPUs != n.Machine.CPUs || old.Mode != n.Mode {
+		return false
+	}
+	for name, f := range old.Figures {
+		if _, ok := n.Figures[name]; !ok {
+			n.Figures[name] = f
+		}
+	}
+	scenarios := slices.Clone(old.Scenarios)
+	for _, s := range n.Scenarios {
+		if !slices.Contains(scenarios, s) {
+			scenarios = append(scenarios, s)
+		}
+	}
+	n.Scenarios = scenarios
+	return true
+}
+
 // ReadNoise reads a noise file; a missing file is (nil, nil).
 func ReadNoise(path string) (*Noise, error) {
 	b, err := os.ReadFile(path)

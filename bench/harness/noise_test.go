@@ -3,6 +3,7 @@ package harness
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -92,5 +93,34 @@ func TestRegressions(t *testing.T) {
 	}
 	if len(Regressions(ratios, nil)) != 3 { // 11 % is within the default 15 %; 25 % twice beyond it; 20 % beyond it
 		t.Errorf("without a noise file: %+v", Regressions(ratios, nil))
+	}
+}
+
+// TestNoiseMerge: bands learned on other scenarios of the same machine
+// and mode are kept beside the new ones (a figure both measured is the
+// new run's); another machine's are not.
+func TestNoiseMerge(t *testing.T) {
+	m := Machine{CPUModel: "test CPU", CPUs: 2}
+	old := &Noise{Machine: m, Mode: "short", Scenarios: []string{"fresh", "cache"}, Figures: map[string]*NoiseFigure{
+		"fresh c=16 p99 ms":        {Better: "lower", Band: 0.1},
+		"cache c=256 throughput/s": {Better: "higher", Band: 0.2},
+	}}
+	n := &Noise{Machine: m, Mode: "short", Scenarios: []string{"fairness", "cache"}, Figures: map[string]*NoiseFigure{
+		"fairness B beside A s":    {Better: "lower", Band: 0.9},
+		"cache c=256 throughput/s": {Better: "higher", Band: 0.05},
+	}}
+	if !n.Merge(old) {
+		t.Fatal("same machine and mode: not merged")
+	}
+	if len(n.Figures) != 3 || n.Figures["fresh c=16 p99 ms"].Band != 0.1 || n.Figures["cache c=256 throughput/s"].Band != 0.05 ||
+		n.Figures["fairness B beside A s"].Band != 0.9 {
+		t.Errorf("merged figures %v", n.Figures)
+	}
+	if want := []string{"fresh", "cache", "fairness"}; !slices.Equal(n.Scenarios, want) {
+		t.Errorf("scenarios %v, want %v", n.Scenarios, want)
+	}
+	other := &Noise{Machine: Machine{CPUModel: "other CPU", CPUs: 2}, Mode: "short", Figures: map[string]*NoiseFigure{"x": {}}}
+	if n.Merge(other) || n.Figures["x"] != nil {
+		t.Error("another machine's bands merged")
 	}
 }

@@ -296,6 +296,14 @@ func learnNoise(ctx context.Context, o harness.Options, n int, path string, quie
 	}
 	nz := harness.LearnNoise(results)
 	nz.Command, nz.Scenarios = command(), o.Scenarios
+	old, err := harness.ReadNoise(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "verifybench:", err)
+		return 1
+	}
+	if nz.Merge(old) && !quiet {
+		fmt.Fprintf(os.Stderr, "\nnoise: the bands of %s that these rounds did not measure are kept (same machine and mode)\n", path)
+	}
 	if err := nz.Write(path); err != nil {
 		fmt.Fprintln(os.Stderr, "verifybench:", err)
 		return 1
