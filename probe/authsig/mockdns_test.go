@@ -104,29 +104,14 @@ func (m *mockDNS) meta(name string, qtype uint16, found bool) (resolver.Meta, er
 // exists reports whether name has records, or a name below it has
 // (m.mu held).
 func (m *mockDNS) exists(name string) bool {
-	in := func(k string) bool { return k == name || strings.HasSuffix(k, "."+name) }
-	for k := range m.txt {
-		if in(k) {
-			return true
-		}
-	}
-	for k := range m.mx {
-		if in(k) {
-			return true
-		}
-	}
-	for k := range m.ip {
-		if in(k) {
-			return true
-		}
-	}
-	for k := range m.tlsa {
-		if in(k) {
-			return true
-		}
-	}
-	for k := range m.caa {
-		if in(k) {
+	return hasAtOrBelow(m.txt, name) || hasAtOrBelow(m.mx, name) || hasAtOrBelow(m.ip, name) ||
+		hasAtOrBelow(m.tlsa, name) || hasAtOrBelow(m.caa, name)
+}
+
+// hasAtOrBelow reports whether a key of names is name or a name below it.
+func hasAtOrBelow[V any](names map[string]V, name string) bool {
+	for k := range names {
+		if k == name || strings.HasSuffix(k, "."+name) {
 			return true
 		}
 	}

@@ -136,7 +136,7 @@ func (c *combiner) arrived(account string, now time.Time) bool {
 	} else {
 		r.gap += (d - r.gap) / 8
 	}
-	return r.gap < c.gather
+	return c.busy(account)
 }
 
 // busy reports whether the account's charges come more often than once
