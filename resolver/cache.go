@@ -15,7 +15,7 @@ type key struct {
 
 // entry is one lookup outcome: the raw answer, its typed view, and the
 // errors to return with them. An entry is immutable once built, apart from
-// ref (CLOCK's reference bit) and slot (guarded by the shard's lock), so a
+// ref (CLOCK's reference bit), refreshing and slot (guarded by the shard's lock), so a
 // hit reads it without holding a lock.
 type entry struct {
 	key key
@@ -29,6 +29,11 @@ type entry struct {
 	// expires is when the entry stops being fresh, staleUntil when it may
 	// no longer be served even stale; unix nanoseconds of Options.Now.
 	expires, staleUntil int64
+	// refreshAt is when a hit starts a background refresh (Options.Prefetch:
+	// the last tenth of the TTL); 0 for never. refreshing is set by the
+	// hit that starts it, so that one hit does.
+	refreshAt  int64
+	refreshing atomic.Bool
 	// size is the estimated memory of the entry, in bytes.
 	size int64
 

@@ -55,7 +55,9 @@
 //     Temporary failures are not kept. With Options.ServeStale, an expired
 //     entry is kept Options.StaleTTL longer, and when every upstream fails it
 //     is returned marked Stale with a TTL of 30 seconds, during which no new
-//     query is made for it (RFC 8767 §4, §5).
+//     query is made for it (RFC 8767 §4, §5). With Options.Prefetch, the
+//     first hit in the last tenth of an entry's TTL starts a background
+//     query that replaces it (a failed one leaves it until it expires).
 //
 // Every lookup but a malformed name reports one status, and a non-answer
 // status comes with an *Error that wraps ErrNXDomain, ErrNoData or

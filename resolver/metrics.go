@@ -19,6 +19,7 @@ var (
 	cacheEvictions = metrics.NewCounter(`verifyd_resolver_cache_evictions_total`)
 	inflightJoins  = metrics.NewCounter(`verifyd_resolver_inflight_joins_total`)
 	staleAnswers   = metrics.NewCounter(`verifyd_resolver_stale_answers_total`)
+	prefetches     = metrics.NewCounter(`verifyd_resolver_prefetches_total`)
 	tcpFallbacks   = metrics.NewCounter(`verifyd_resolver_tcp_fallbacks_total`)
 	udpMismatches  = metrics.NewCounter(`verifyd_resolver_udp_mismatched_replies_total`)
 

@@ -54,6 +54,13 @@ type Options struct {
 	// ServeStale keeps expired entries StaleTTL longer and answers from them
 	// when every upstream fails (RFC 8767). Default off.
 	ServeStale bool
+	// Prefetch refreshes an entry in the background when a lookup hits it
+	// in the last tenth of its TTL (Unbound's prefetch): the lookup is
+	// answered from the cache at once, and a name in steady use never
+	// expires under its callers, so the names a batch looked up together
+	// do not all miss together one TTL later. A refresh that fails keeps
+	// the entry until it expires. Default off.
+	Prefetch bool
 	// StaleTTL is how long past its expiry an entry may be served stale.
 	// Default 24h (RFC 8767 §5 suggests 1 to 3 days).
 	StaleTTL time.Duration

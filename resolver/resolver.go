@@ -83,6 +83,9 @@ type call struct {
 	fs   *flightShard
 	done chan struct{}
 	e    *entry
+	// refresh marks a prefetch: begun by a hit, with no caller waiting
+	// until the entry expires.
+	refresh bool
 }
 
 // New returns a Resolver. It reads Options.ResolvConf if no upstream is
@@ -333,6 +336,9 @@ func (r *Resolver) begin(ctx context.Context, name string, qtype uint16) pending
 			e.ref.Store(true)
 		}
 		cacheHits.Inc()
+		if e.refreshAt != 0 && now >= e.refreshAt && !e.refreshing.Load() && e.refreshing.CompareAndSwap(false, true) {
+			r.refresh(k, h)
+		}
 		return pending{e: e, k: k, now: now}
 	}
 	cacheMisses.Inc()
@@ -367,6 +373,23 @@ func (r *Resolver) begin(ctx context.Context, name string, qtype uint16) pending
 	r.dispatch(c, isUrgent(ctx))
 	fs.mu.Unlock()
 	return pending{c: c, k: k}
+}
+
+// refresh starts a background query for k, whose entry a hit found in the
+// last tenth of its TTL (Options.Prefetch), unless one is in flight. It
+// goes in the queue of batch lookups: nobody waits for it until the entry
+// expires, and a caller that misses then joins it.
+func (r *Resolver) refresh(k key, h uint64) {
+	fs := &r.flights[h%uint64(len(r.flights))]
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.m[k] != nil || r.closed.Load() {
+		return
+	}
+	c := &call{k: k, h: h, fs: fs, done: make(chan struct{}), refresh: true}
+	fs.m[k] = c
+	prefetches.Inc()
+	r.dispatch(c, false)
 }
 
 // wait returns the entry of p, waiting for its query until ctx ends, and
@@ -407,6 +430,15 @@ func (r *Resolver) fly(c *call) {
 			rcode = msg.Rcode
 		}
 		e = failEntry(k, StatusTempFail, rcode, err)
+		if c.refresh {
+			// The entry the refresh was for still serves until it
+			// expires; a caller that joined after that gets the failure
+			// (or the stale answer below).
+			if old := r.cache.get(k, h); old != nil && now < old.expires {
+				e = old
+				return
+			}
+		}
 		if r.opts.ServeStale {
 			if s := r.stale(k, h, now); s != nil {
 				e = s
@@ -502,6 +534,9 @@ func (r *Resolver) newEntry(k key, msg *dns.Msg, now int64) *entry {
 	}
 	e.expires = now + int64(c.ttl)
 	e.staleUntil = e.expires
+	if r.opts.Prefetch {
+		e.refreshAt = e.expires - int64(c.ttl/10)
+	}
 	if r.opts.ServeStale {
 		e.staleUntil += int64(r.opts.StaleTTL)
 	}

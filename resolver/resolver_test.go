@@ -918,3 +918,101 @@ func TestStatusString(t *testing.T) {
 		t.Errorf("%q, want %q", got, want)
 	}
 }
+
+// TestPrefetch: a hit in the last tenth of an entry's TTL is answered from
+// the cache at once and refreshes the entry in the background, once however
+// many hits follow; a failed refresh keeps the entry until it expires;
+// without Options.Prefetch nothing is asked before expiry.
+func TestPrefetch(t *testing.T) {
+	checkLeaks(t)
+	var fail atomic.Bool
+	gate := make(chan struct{})
+	var held atomic.Bool
+	s := startServer(t, func(_ *testServer, w dns.ResponseWriter, req *dns.Msg) {
+		if held.Load() {
+			<-gate
+		}
+		if fail.Load() {
+			reply(w, req, dns.RcodeServerFailure)
+			return
+		}
+		reply(w, req, dns.RcodeSuccess, rr(t, "pre.test. 100 IN MX 10 mx.pre.test."))
+	})
+	ctx := context.Background()
+	// eventually polls cond for up to 10 s (a loaded machine's reply).
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10s", what)
+			}
+		}
+	}
+	lookup := func(r *Resolver) MXResult {
+		t.Helper()
+		res, err := r.LookupMX(ctx, "pre.test")
+		if err != nil || res.Stale || len(res.MX) != 1 {
+			t.Fatalf("lookup: %+v, %v", res, err)
+		}
+		return res
+	}
+
+	t.Run("on", func(t *testing.T) {
+		clock := newFakeClock()
+		r := newTestResolver(t, Options{Upstreams: []string{s.addr}, Now: clock.Now, Prefetch: true, MinTTL: time.Second})
+		base := s.count("pre.test", dns.TypeMX, "")
+		queries := func() int { return s.count("pre.test", dns.TypeMX, "") - base }
+		lookup(r)
+		clock.Advance(89 * time.Second) // 11 s left of 100: not yet
+		if res := lookup(r); res.TTL != 11*time.Second || queries() != 1 {
+			t.Fatalf("before the last tenth: TTL %v, %d queries; want 11s, 1", res.TTL, queries())
+		}
+		// In the last tenth: the hits are answered from the cache while
+		// the one refresh they start waits at the upstream.
+		held.Store(true)
+		clock.Advance(2 * time.Second)
+		for range 5 {
+			if res := lookup(r); res.TTL != 9*time.Second {
+				t.Fatalf("in the last tenth: TTL %v, want the cached 9s", res.TTL)
+			}
+		}
+		eventually("the refresh reaches the upstream", func() bool { return queries() == 2 })
+		held.Store(false)
+		close(gate)
+		eventually("the refreshed entry", func() bool { return lookup(r).TTL == 100*time.Second })
+		if n := queries(); n != 2 {
+			t.Errorf("%d queries, want 2: one refresh for five hits", n)
+		}
+
+		// A refresh that fails: the entry serves until it expires, no
+		// second refresh is tried, and the expiry asks again.
+		fail.Store(true)
+		clock.Advance(95 * time.Second)
+		lookup(r)
+		eventually("the failing refresh", func() bool { return queries() == 3 })
+		clock.Advance(time.Second)
+		if res := lookup(r); res.TTL != 4*time.Second {
+			t.Errorf("after a failed refresh: TTL %v, want the entry's 4s", res.TTL)
+		}
+		if n := queries(); n != 3 {
+			t.Errorf("%d queries after a failed refresh, want 3", n)
+		}
+		clock.Advance(4 * time.Second)
+		if res, err := r.LookupMX(ctx, "pre.test"); !errors.Is(err, ErrTemporary) {
+			t.Errorf("expired, upstream failing: %+v %v; want a temporary failure", res, err)
+		}
+		fail.Store(false)
+	})
+	t.Run("off", func(t *testing.T) {
+		clock := newFakeClock()
+		r := newTestResolver(t, Options{Upstreams: []string{s.addr}, Now: clock.Now, MinTTL: time.Second})
+		base := s.count("pre.test", dns.TypeMX, "")
+		lookup(r)
+		clock.Advance(99 * time.Second)
+		lookup(r)
+		time.Sleep(50 * time.Millisecond)
+		if n := s.count("pre.test", dns.TypeMX, "") - base; n != 1 {
+			t.Errorf("prefetch off: %d queries before expiry, want 1", n)
+		}
+	})
+}

@@ -103,6 +103,7 @@ func open(cfg config.Config, log *slog.Logger) (_ *app, err error) {
 		NegativeMaxTTL: cfg.Resolver.NegativeMaxTTL,
 		CacheEntries:   cfg.Resolver.CacheEntries,
 		ServeStale:     cfg.Resolver.ServeStale,
+		Prefetch:       cfg.Resolver.Prefetch,
 		MaxInFlight:    cfg.Resolver.MaxInFlight,
 		Logger:         log,
 	}); err != nil {
@@ -155,6 +156,7 @@ func open(cfg config.Config, log *slog.Logger) (_ *app, err error) {
 			DNSWL:         cfg.Probe.DNSWLZones,
 			Age:           a.age,
 			Concurrency:   cfg.Probe.AuthConcurrency,
+			Refresh:       cfg.Resolver.Prefetch,
 		}); err != nil {
 			return nil, fmt.Errorf("cannot start the auth signals: %w", err)
 		}

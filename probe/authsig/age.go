@@ -314,12 +314,12 @@ func (a *DomainAge) lookupAndCache(org string) {
 	now := a.opts.Now()
 	switch {
 	case err == nil:
-		a.cache.put(org, ageEntry{registered: reg, known: true}, now, a.opts.TTL)
+		a.cache.put(org, ageEntry{registered: reg, known: true}, now, a.opts.TTL, false)
 	case a.ctx.Err() != nil:
 		// Closing: learn nothing.
 	default:
 		a.log.Debug("domain age unknown", "domain", org, "err", err)
-		a.cache.put(org, ageEntry{}, now, a.opts.NegativeTTL)
+		a.cache.put(org, ageEntry{}, now, a.opts.NegativeTTL, false)
 	}
 }
 

@@ -16,9 +16,10 @@ type ttlCache[V any] struct {
 }
 
 type ttlEntry[V any] struct {
-	v   V
-	exp time.Time
-	seq uint64
+	v       V
+	exp     time.Time
+	refresh time.Time // when a get asks for a refresh; zero: never, or asked
+	seq     uint64
 }
 
 func newTTLCache[V any](max int) *ttlCache[V] {
@@ -37,11 +38,35 @@ func (c *ttlCache[V]) get(key string, now time.Time) (V, bool) {
 	return e.v, true
 }
 
-// put stores v under key until now+ttl.
-func (c *ttlCache[V]) put(key string, v V, now time.Time, ttl time.Duration) {
+// getRefresh is get that also reports, to the first caller only, that the
+// entry is in the last tenth of its TTL (put with refresh): time to renew
+// it while it still serves.
+func (c *ttlCache[V]) getRefresh(key string, now time.Time) (v V, ok, refresh bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || !now.Before(e.exp) {
+		return v, false, false
+	}
+	if !e.refresh.IsZero() && !now.Before(e.refresh) {
+		e.refresh = time.Time{}
+		c.m[key] = e
+		refresh = true
+	}
+	return e.v, true, refresh
+}
+
+// put stores v under key until now+ttl; with refresh, getRefresh reports
+// the last tenth of that time.
+func (c *ttlCache[V]) put(key string, v V, now time.Time, ttl time.Duration, refresh bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.putLocked(key, v, now, ttl)
+	if refresh {
+		e := c.m[key]
+		e.refresh = e.exp.Add(-ttl / 10)
+		c.m[key] = e
+	}
 }
 
 // update changes the value of key with f, atomically: f gets the current

@@ -49,6 +49,13 @@ type CollectorOptions struct {
 	// keys left out), so that a domain whose DNS is broken does not make
 	// every probe wait for it again. Default 30 s.
 	FailTTL time.Duration
+	// Refresh collects a domain's signals again in the background when a
+	// Start finds them in the last tenth of their cache time, so that the
+	// domains in steady use never make a validation wait for their
+	// collection (the resolver's prefetch, for the signals): the Start is
+	// answered from the cache at once. A refresh that fails some lookup
+	// keeps what was cached until it expires. Default off.
+	Refresh bool
 	// MailboxTTL is how long what RCPT probes learnt of abuse@ and
 	// postmaster@ is reused. Default 24 h.
 	MailboxTTL time.Duration
@@ -227,6 +234,7 @@ type flight struct {
 	key, domain, mx string
 	now             time.Time
 	urgent          bool
+	refresh         bool // begun by a hit in the last tenth (Refresh)
 
 	mu     sync.Mutex
 	s      Signals
@@ -272,8 +280,16 @@ func (c *Collector) start(domain string, mxHosts []string, urgent bool) *Pending
 	}
 	key := d + " " + mx
 	now := c.opts.Now()
-	if s, ok := c.signals.get(key, now); ok {
+	if s, ok, refresh := c.signals.getRefresh(key, now); ok {
 		collectionsCached.Inc()
+		if refresh && c.opts.Refresh {
+			c.mu.Lock()
+			if c.flights[key] == nil && c.ctx.Err() == nil {
+				refreshes.Inc()
+				c.launch(&flight{done: make(chan struct{}), start: time.Now(), key: key, domain: d, mx: mx, now: now, refresh: true}, false)
+			}
+			c.mu.Unlock()
+		}
 		return &Pending{c: c, domain: d, s: s}
 	}
 	c.mu.Lock()
@@ -291,19 +307,24 @@ func (c *Collector) start(domain string, mxHosts []string, urgent bool) *Pending
 		return &Pending{c: c, domain: d, f: f}
 	}
 	collectionsRun.Inc()
-	c.flights[key] = f
+	c.launch(f, urgent)
+	return &Pending{c: c, domain: d, f: f}
+}
+
+// launch registers f and runs it, or queues it when Concurrency flights
+// run. The caller holds mu.
+func (c *Collector) launch(f *flight, urgent bool) {
+	c.flights[f.key] = f
 	c.wg.Add(1)
+	f.urgent = urgent
 	if c.running < c.opts.Concurrency {
 		c.running++
-		f.urgent = urgent
 		collectionsRunning.Add(1)
 		go c.runner(f)
 	} else {
-		f.urgent = urgent
 		c.waiting.Push(f, urgent)
 		collectionsQueued.Add(1)
 	}
-	return &Pending{c: c, domain: d, f: f}
 }
 
 // runner runs f, then the queued flights, urgent ones first, until the
@@ -426,15 +447,17 @@ func (c *Collector) run(f *flight) {
 
 	f.mu.Lock()
 	ttl := f.ttl
-	if f.failed || ctx.Err() != nil {
+	failed := f.failed || ctx.Err() != nil
+	if failed {
 		ttl = c.opts.FailTTL
 	} else {
 		ttl = min(max(ttl, c.opts.MinTTL), c.opts.MaxTTL)
 	}
 	s := f.s.Clone()
 	f.mu.Unlock()
-	if c.ctx.Err() == nil {
-		c.signals.put(key, s, now, ttl)
+	// A refresh that failed leaves the cached signals until they expire.
+	if c.ctx.Err() == nil && !(f.refresh && failed) {
+		c.signals.put(key, s, now, ttl, c.opts.Refresh)
 	}
 	collectionDuration.UpdateDuration(begun)
 	c.mu.Lock()

@@ -3,6 +3,7 @@ package authsig_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/netip"
@@ -661,4 +662,110 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
+}
+
+// TestCollectorRefresh: with Refresh, a Start that finds the signals in the
+// last tenth of their cache time is answered from the cache at once and
+// collects them again in the background, once for any number of Starts; a
+// Start after the expiry joins that collection; a refresh that fails a
+// lookup leaves the cached signals until they expire; without Refresh
+// nothing is asked before the expiry.
+func TestCollectorRefresh(t *testing.T) {
+	settle := func(c *authsig.Collector) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); authsig.InFlight(c) > 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the refresh did not end within 10s")
+			}
+		}
+	}
+	cached := func(p *authsig.Pending) bool {
+		select {
+		case <-p.Done():
+			return true
+		default:
+			return false
+		}
+	}
+	const dmarc = "_dmarc.full.example"
+	for _, refresh := range []bool{true, false} {
+		t.Run(fmt.Sprintf("refresh=%v", refresh), func(t *testing.T) {
+			clock := &fakeClock{t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
+			m := fullZone()
+			m.ttl = 20 * time.Minute // cached 20 min: the last tenth from 18 min
+			c := testCollector(t, m, func(o *authsig.CollectorOptions) { o.Now = clock.Now; o.Refresh = refresh })
+			c.Collect(ctx10s(t), fullDomain, []string{fullMX})
+			one := m.queries.Load()
+
+			clock.Advance(18*time.Minute - time.Second)
+			if p := c.Start(fullDomain, []string{fullMX}); !cached(p) || m.queries.Load() != one {
+				t.Fatalf("before the last tenth: cached %v, %d more queries", cached(p), m.queries.Load()-one)
+			}
+			gate := make(chan struct{})
+			m.mu.Lock()
+			m.gate[dmarc] = gate
+			m.mu.Unlock()
+			clock.Advance(time.Second)
+			for range 4 {
+				if p := c.Start(fullDomain, []string{fullMX}); !cached(p) {
+					t.Fatal("in the last tenth: a Start waited")
+				}
+			}
+			if !refresh {
+				time.Sleep(20 * time.Millisecond)
+				if n := m.queries.Load() - one; n != 0 || authsig.InFlight(c) != 0 {
+					t.Fatalf("refresh off: %d queries before the expiry", n)
+				}
+				close(gate)
+				return
+			}
+			// Expired while the refresh waits at the gate: a Start joins it.
+			clock.Advance(2*time.Minute + time.Second)
+			p := c.Start(fullDomain, []string{fullMX})
+			if cached(p) {
+				t.Fatal("after the expiry, with the refresh under way: answered at once")
+			}
+			close(gate)
+			if d := diffJSON(asJSON(t, p.Wait(ctx10s(t))), fullWant()); d != "" {
+				t.Error(d)
+			}
+			settle(c)
+			if n := m.queries.Load() - one; n != one {
+				t.Errorf("four Starts in the last tenth and one after: %d queries, want one collection's %d", n, one)
+			}
+			// The refresh is cached from when it began (18 min) for 20 min.
+			clock.Advance(15 * time.Minute) // 35:01
+			before := m.queries.Load()
+			if p := c.Start(fullDomain, []string{fullMX}); !cached(p) || m.queries.Load() != before {
+				t.Fatal("the refreshed signals are not cached")
+			}
+
+			// A refresh that fails a lookup: the cached signals stay whole
+			// until they expire, then a Start collects.
+			m.mu.Lock()
+			m.fail[dmarc] = true
+			m.mu.Unlock()
+			clock.Advance(2 * time.Minute) // 37:01: in the last tenth of 18+20
+			if p := c.Start(fullDomain, []string{fullMX}); !cached(p) {
+				t.Fatal("in the last tenth: a Start waited")
+			}
+			settle(c)
+			if m.queries.Load() == before {
+				t.Fatal("no refresh in the last tenth")
+			}
+			clock.Advance(58 * time.Second) // 37:59
+			p = c.Start(fullDomain, []string{fullMX})
+			if !cached(p) {
+				t.Fatal("after a failed refresh: the cached signals were dropped")
+			}
+			if d := diffJSON(asJSON(t, p.Wait(ctx10s(t))), fullWant()); d != "" {
+				t.Errorf("after a failed refresh: %s", d)
+			}
+			clock.Advance(time.Second) // 38:00, expired
+			if p := c.Start(fullDomain, []string{fullMX}); cached(p) {
+				t.Fatal("signals served past their expiry")
+			}
+			settle(c)
+		})
+	}
 }

@@ -16,6 +16,8 @@ import (
 //	verifyd_authsig_collections_running                   collections running their lookups
 //	verifyd_authsig_collections_queued                    collections waiting for their turn
 //	verifyd_authsig_lookup_failures_total                 lookups that failed (keys left out)
+//	verifyd_authsig_refreshes_total                       background collections begun by a hit in the last
+//	                                                       tenth of the signals' cache time (Refresh)
 //	verifyd_authsig_dkim_selectors_skipped_total          collections whose DKIM selectors were not asked:
 //	                                                       _domainkey.<domain> is NXDOMAIN (RFC 8020)
 //	verifyd_authsig_domain_age_lookups_total{source,outcome}
@@ -26,6 +28,7 @@ var (
 	collectionsCached  = metrics.NewCounter(`verifyd_authsig_collections_total{source="cache"}`)
 	collectionsJoined  = metrics.NewCounter(`verifyd_authsig_collections_total{source="joined"}`)
 	collectionsRun     = metrics.NewCounter(`verifyd_authsig_collections_total{source="lookup"}`)
+	refreshes          = metrics.NewCounter(`verifyd_authsig_refreshes_total`)
 	collectionDuration = metrics.NewHistogram(`verifyd_authsig_collection_duration_seconds`)
 	collectionWait     = metrics.NewHistogram(`verifyd_authsig_collection_wait_seconds`)
 	lookupFailures     = metrics.NewCounter(`verifyd_authsig_lookup_failures_total`)

@@ -294,6 +294,11 @@ type Resolver struct {
 	// ServeStale answers from expired entries when every upstream fails
 	// (RFC 8767). Default false.
 	ServeStale bool `toml:"serve_stale"`
+	// Prefetch refreshes a cached answer in the background when a lookup
+	// finds it in the last tenth of its TTL, and the auth signals of a
+	// domain likewise: names in steady use never expire under the
+	// validations that need them. Default true.
+	Prefetch bool `toml:"prefetch"`
 	// MaxInFlight bounds the upstream queries in flight at once; more wait
 	// for a free worker. Each holds a goroutine, a socket and a buffer, and
 	// thousands at once (a big batch's auth signals) answer no sooner and
@@ -595,6 +600,7 @@ func Defaults() Config {
 			NegativeMaxTTL: resolver.DefaultNegativeMaxTTL,
 			CacheEntries:   200000,
 			MaxInFlight:    resolver.DefaultMaxInFlight,
+			Prefetch:       true,
 		},
 		SMTP: SMTP{
 			Port:            probe.DefaultSMTPPort,
