@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/verifyd/verifyd/internal/fifo"
 )
 
 // Interface is what the probe engine needs from DNS. *Resolver implements
@@ -348,8 +350,8 @@ func (r *Resolver) begin(ctx context.Context, name string, qtype uint16) pending
 	fs := &r.flights[h%uint64(len(r.flights))]
 	fs.mu.Lock()
 	if c := fs.m[k]; c != nil {
-		if isUrgent(ctx) {
-			r.promote(c)
+		if lane := laneOf(ctx); lane == fifo.Urgent || c.refresh {
+			r.promote(c, lane)
 		}
 		fs.mu.Unlock()
 		inflightJoins.Inc()
@@ -370,15 +372,16 @@ func (r *Resolver) begin(ctx context.Context, name string, qtype uint16) pending
 	fs.m[k] = c
 	// Dispatched under the lock: Close's barrier then knows no query
 	// starts after it.
-	r.dispatch(c, isUrgent(ctx))
+	r.dispatch(c, laneOf(ctx))
 	fs.mu.Unlock()
 	return pending{c: c, k: k}
 }
 
 // refresh starts a background query for k, whose entry a hit found in the
-// last tenth of its TTL (Options.Prefetch), unless one is in flight. It
-// goes in the queue of batch lookups: nobody waits for it until the entry
-// expires, and a caller that misses then joins it.
+// last tenth of its TTL (Options.Prefetch), unless one is in flight. When
+// it has to wait for a worker it waits behind every lookup a caller waits
+// for: nobody waits for it until the entry expires, and a caller that
+// misses then joins it and moves it to the caller's lane.
 func (r *Resolver) refresh(k key, h uint64) {
 	fs := &r.flights[h%uint64(len(r.flights))]
 	fs.mu.Lock()
@@ -389,7 +392,7 @@ func (r *Resolver) refresh(k key, h uint64) {
 	c := &call{k: k, h: h, fs: fs, done: make(chan struct{}), refresh: true}
 	fs.m[k] = c
 	prefetches.Inc()
-	r.dispatch(c, false)
+	r.dispatch(c, fifo.Background)
 }
 
 // wait returns the entry of p, waiting for its query until ctx ends, and

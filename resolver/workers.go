@@ -39,7 +39,7 @@ type workers struct {
 	mu      sync.Mutex
 	running int               // workers started and not exited
 	idle    []chan *call      // idle workers' hand-off channels, last idle on top
-	waiting fifo.Lanes[*call] // queries waiting for a worker, urgent ones (Urgent) first
+	waiting fifo.Lanes[*call] // queries waiting for a worker: urgent ones (Urgent), batch ones, refreshes
 }
 
 // urgentKey marks a context whose lookups go ahead of queued ones.
@@ -59,10 +59,18 @@ func isUrgent(ctx context.Context) bool {
 	return u
 }
 
-// dispatch runs c on a worker, or queues it (ahead of others when
-// urgent); the caller holds c's flight shard lock (Close's barrier relies
-// on it).
-func (r *Resolver) dispatch(c *call, urgent bool) {
+// laneOf is the lane of the lookups made with ctx.
+func laneOf(ctx context.Context) fifo.Lane {
+	if isUrgent(ctx) {
+		return fifo.Urgent
+	}
+	return fifo.Normal
+}
+
+// dispatch runs c on a worker, or queues it in lane (urgent lookups, then
+// batch lookups, then refreshes); the caller holds c's flight shard lock
+// (Close's barrier relies on it).
+func (r *Resolver) dispatch(c *call, lane fifo.Lane) {
 	w := &r.work
 	w.mu.Lock()
 	if n := len(w.idle); n > 0 {
@@ -81,18 +89,18 @@ func (r *Resolver) dispatch(c *call, urgent bool) {
 		go r.worker(c)
 		return
 	}
-	w.waiting.Push(c, urgent)
+	w.waiting.Push(c, lane)
 	w.mu.Unlock()
 	queriesQueued.Add(1)
 	queueWaits.Inc()
 }
 
-// promote moves c ahead when it still waits among the others (an urgent
-// caller joined it).
-func (r *Resolver) promote(c *call) {
+// promote moves c to lane when it still waits in a later one (an urgent
+// caller joined it, or a caller joined a refresh).
+func (r *Resolver) promote(c *call, lane fifo.Lane) {
 	w := &r.work
 	w.mu.Lock()
-	w.waiting.Promote(c)
+	w.waiting.Promote(c, lane)
 	w.mu.Unlock()
 }
 

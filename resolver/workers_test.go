@@ -207,3 +207,85 @@ func TestUrgentGoFirst(t *testing.T) {
 		t.Errorf("%d queries still counted as queued", q)
 	}
 }
+
+// TestPrefetchWaitsItsTurn: a refresh (Options.Prefetch) waiting for a
+// worker goes after every lookup a caller waits for, until a caller that
+// missed the expired entry joins it and takes it into its own lane.
+func TestPrefetchWaitsItsTurn(t *testing.T) {
+	checkLeaks(t)
+	var mu sync.Mutex
+	var order []string
+	s := startServer(t, func(s *testServer, w dns.ResponseWriter, req *dns.Msg) {
+		mu.Lock()
+		order = append(order, req.Question[0].Name)
+		mu.Unlock()
+		s.sleep(20 * time.Millisecond)
+		answerA(t)(s, w, req) // TTL 300 s
+	})
+	clock := newFakeClock()
+	r := newTestResolver(t, Options{Upstreams: []string{s.addr}, MaxInFlight: 1, Prefetch: true, Now: clock.Now})
+	ctx := context.Background()
+	for _, n := range []string{"r1.prio.test", "r2.prio.test"} {
+		if _, err := r.LookupIP(ctx, "ip4", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	order = nil
+	mu.Unlock()
+	var wg sync.WaitGroup
+	lookup := func(name string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := r.LookupIP(ctx, "ip4", name); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}()
+	}
+	waitQueued := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for queriesQueued.Load() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d queries queued, want %d", queriesQueued.Load(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	clock.Advance(280 * time.Second) // the last tenth of 300 s
+	n := s.total()
+	lookup("first.prio.test") // holds the one worker
+	for s.total() == n {
+		time.Sleep(time.Millisecond)
+	}
+	for i, name := range []string{"r1.prio.test", "r2.prio.test"} {
+		if res, err := r.LookupIP(ctx, "ip4", name); err != nil || res.TTL != 20*time.Second {
+			t.Fatalf("%s in its last tenth: %+v %v, want the cached answer", name, res, err)
+		}
+		waitQueued(int64(i + 1))
+	}
+	lookup("n0.prio.test")
+	waitQueued(3)
+	clock.Advance(21 * time.Second)
+	joins := inflightJoins.Get()
+	lookup("r2.prio.test") // expired: joins its refresh, into the batch lane
+	for inflightJoins.Get() == joins {
+		time.Sleep(time.Millisecond)
+	}
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for queriesQueued.Load() != 0 || s.total() < n+4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d queries still queued", queriesQueued.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	want := []string{"first.prio.test.", "n0.prio.test.", "r2.prio.test.", "r1.prio.test."}
+	mu.Lock()
+	got := fmt.Sprint(order)
+	mu.Unlock()
+	if got != fmt.Sprint(want) {
+		t.Errorf("upstream saw %v, want %v", got, want)
+	}
+}

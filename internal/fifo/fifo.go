@@ -37,56 +37,65 @@ func (q *Queue[T]) Pop() (v T, ok bool) {
 	return v, true
 }
 
-// Lanes is a waiting line of two FIFOs: urgent items are served before
-// normal ones, and an item waiting in the normal lane can be moved to the
-// urgent one (an urgent caller joined it). An item is in Lanes at most
-// once; T is usually a pointer. Not safe for concurrent use.
+// Lane is a priority of Lanes: Urgent before Normal before Background.
+type Lane uint8
+
+// The lanes, in the order Pop serves them.
+const (
+	Urgent     Lane = iota // a caller with a budget of seconds (a real-time validation)
+	Normal                 // a batch's work
+	Background             // work nobody waits for yet (a cache refresh)
+	numLanes
+)
+
+// Lanes is a waiting line of one FIFO per Lane: an item is served after
+// every item of the lanes before its own, and an item waiting can be moved
+// to a lane before its own (a more pressing caller joined it). An item is
+// in Lanes at most once; T is usually a pointer. Not safe for concurrent
+// use.
 type Lanes[T comparable] struct {
-	urgent, normal Queue[T]
-	// waiting holds every item pushed and not yet popped, with whether it
-	// is in the urgent lane. A promoted item stays in the normal lane too,
-	// where Pop skips it once it is no longer waiting.
-	waiting map[T]bool
+	lanes [numLanes]Queue[T]
+	// waiting holds every item pushed and not yet popped, with its lane.
+	// A promoted item stays in its old lane too, where Pop skips it once
+	// it is no longer waiting there.
+	waiting map[T]Lane
 }
 
-// Push adds v at the tail of its lane.
-func (l *Lanes[T]) Push(v T, urgent bool) {
+// Push adds v at the tail of lane.
+func (l *Lanes[T]) Push(v T, lane Lane) {
 	if l.waiting == nil {
-		l.waiting = make(map[T]bool)
+		l.waiting = make(map[T]Lane)
 	}
-	l.waiting[v] = urgent
-	if urgent {
-		l.urgent.Push(v)
-	} else {
-		l.normal.Push(v)
-	}
+	l.waiting[v] = lane
+	l.lanes[lane].Push(v)
 }
 
-// Promote moves v, when it waits in the normal lane, to the urgent lane's
-// tail, and reports whether it did.
-func (l *Lanes[T]) Promote(v T) bool {
-	if urgent, ok := l.waiting[v]; !ok || urgent {
+// Promote moves v, when it waits in a lane after to, to the tail of to,
+// and reports whether it did.
+func (l *Lanes[T]) Promote(v T, to Lane) bool {
+	if lane, ok := l.waiting[v]; !ok || lane <= to {
 		return false
 	}
-	l.waiting[v] = true
-	l.urgent.Push(v)
+	l.waiting[v] = to
+	l.lanes[to].Push(v)
 	return true
 }
 
 // Len is the number of items waiting.
 func (l *Lanes[T]) Len() int { return len(l.waiting) }
 
-// Pop removes and returns the urgent lane's head, else the normal lane's;
+// Pop removes and returns the head of the first lane with an item waiting;
 // ok is false when nothing waits.
 func (l *Lanes[T]) Pop() (v T, ok bool) {
-	for _, q := range []*Queue[T]{&l.urgent, &l.normal} {
+	for i := range l.lanes {
+		q := &l.lanes[i]
 		for {
 			v, ok := q.Pop()
 			if !ok {
 				break
 			}
-			if _, waiting := l.waiting[v]; !waiting {
-				continue // promoted, and popped from the urgent lane already
+			if lane, waiting := l.waiting[v]; !waiting || lane != Lane(i) {
+				continue // promoted, and served (or waiting) in another lane
 			}
 			delete(l.waiting, v)
 			return v, true

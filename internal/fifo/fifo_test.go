@@ -47,20 +47,29 @@ func TestQueue(t *testing.T) {
 	}
 }
 
-// Lanes serves urgent items first, each lane in order, and a promoted item
-// once, from the urgent lane.
+// Lanes serves each lane in turn, each in order, and a promoted item once,
+// from the lane it was promoted to.
 func TestLanes(t *testing.T) {
 	var l Lanes[string]
-	l.Push("n1", false)
-	l.Push("n2", false)
-	l.Push("u1", true)
-	l.Push("n3", false)
-	if !l.Promote("n2") || l.Promote("n2") || l.Promote("u1") || l.Promote("x") {
-		t.Fatal("Promote: want true only for a waiting normal item, once")
+	l.Push("b1", Background)
+	l.Push("n1", Normal)
+	l.Push("b2", Background)
+	l.Push("n2", Normal)
+	l.Push("u1", Urgent)
+	l.Push("n3", Normal)
+	l.Push("b3", Background)
+	if !l.Promote("n2", Urgent) || l.Promote("n2", Urgent) || l.Promote("u1", Urgent) || l.Promote("x", Urgent) {
+		t.Fatal("Promote to Urgent: want true only for a waiting item of a later lane, once")
 	}
-	l.Push("u2", true)
-	if l.Len() != 5 {
-		t.Fatalf("Len %d, want 5", l.Len())
+	if !l.Promote("b2", Normal) || l.Promote("b2", Background) || l.Promote("n1", Normal) {
+		t.Fatal("Promote to Normal: want true only from Background")
+	}
+	if !l.Promote("b2", Urgent) {
+		t.Fatal("Promote from Normal, after a promotion from Background: refused")
+	}
+	l.Push("u2", Urgent)
+	if l.Len() != 8 {
+		t.Fatalf("Len %d, want 8", l.Len())
 	}
 	var got []string
 	for {
@@ -70,14 +79,14 @@ func TestLanes(t *testing.T) {
 		}
 		got = append(got, v)
 		if v == "n1" {
-			l.Push("u3", true) // pushed while serving: still ahead of n3
+			l.Push("u3", Urgent) // pushed while serving: still ahead of n3
 		}
 	}
-	want := "[u1 n2 u2 n1 u3 n3]"
+	want := "[u1 n2 b2 u2 n1 u3 n3 b1 b3]"
 	if s := fmt.Sprint(got); s != want {
 		t.Errorf("popped %s, want %s", s, want)
 	}
-	if l.Len() != 0 || l.Promote("n3") {
+	if l.Len() != 0 || l.Promote("n3", Urgent) {
 		t.Errorf("after draining: Len %d", l.Len())
 	}
 }

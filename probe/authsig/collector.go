@@ -286,7 +286,7 @@ func (c *Collector) start(domain string, mxHosts []string, urgent bool) *Pending
 			c.mu.Lock()
 			if c.flights[key] == nil && c.ctx.Err() == nil {
 				refreshes.Inc()
-				c.launch(&flight{done: make(chan struct{}), start: time.Now(), key: key, domain: d, mx: mx, now: now, refresh: true}, false)
+				c.launch(&flight{done: make(chan struct{}), start: time.Now(), key: key, domain: d, mx: mx, now: now, refresh: true}, fifo.Background)
 			}
 			c.mu.Unlock()
 		}
@@ -296,8 +296,10 @@ func (c *Collector) start(domain string, mxHosts []string, urgent bool) *Pending
 	defer c.mu.Unlock()
 	if f := c.flights[key]; f != nil {
 		collectionsJoined.Inc()
-		if urgent && c.waiting.Promote(f) {
+		if urgent && c.waiting.Promote(f, fifo.Urgent) {
 			f.urgent = true
+		} else if f.refresh {
+			c.waiting.Promote(f, fifo.Normal)
 		}
 		return &Pending{c: c, domain: d, f: f}
 	}
@@ -307,22 +309,27 @@ func (c *Collector) start(domain string, mxHosts []string, urgent bool) *Pending
 		return &Pending{c: c, domain: d, f: f}
 	}
 	collectionsRun.Inc()
-	c.launch(f, urgent)
+	lane := fifo.Normal
+	if urgent {
+		lane = fifo.Urgent
+	}
+	c.launch(f, lane)
 	return &Pending{c: c, domain: d, f: f}
 }
 
-// launch registers f and runs it, or queues it when Concurrency flights
-// run. The caller holds mu.
-func (c *Collector) launch(f *flight, urgent bool) {
+// launch registers f and runs it, or queues it in lane when Concurrency
+// flights run (StartUrgent's, then Start's, then refreshes). The caller
+// holds mu.
+func (c *Collector) launch(f *flight, lane fifo.Lane) {
 	c.flights[f.key] = f
 	c.wg.Add(1)
-	f.urgent = urgent
+	f.urgent = lane == fifo.Urgent
 	if c.running < c.opts.Concurrency {
 		c.running++
 		collectionsRunning.Add(1)
 		go c.runner(f)
 	} else {
-		c.waiting.Push(f, urgent)
+		c.waiting.Push(f, lane)
 		collectionsQueued.Add(1)
 	}
 }

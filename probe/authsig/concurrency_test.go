@@ -1,6 +1,7 @@
 package authsig_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,54 @@ func TestCollectorQueueWaitNotInTimeout(t *testing.T) {
 	}
 	if s := asJSON(t, stuck.Wait(ctx10s(t))); s["spf"] != nil {
 		t.Errorf("the stuck collection has spf %v, though its lookup never answered", s["spf"])
+	}
+}
+
+// TestCollectorRefreshWaitsItsTurn: a refresh (Refresh) that has to wait
+// for a turn waits behind the collections callers wait for.
+func TestCollectorRefreshWaitsItsTurn(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}
+	m := newMockDNS() // every answer 300 s: the signals are cached 5 min
+	gate := make(chan struct{})
+	c := testCollector(t, m, func(o *authsig.CollectorOptions) {
+		o.Concurrency = 1
+		o.Timeout = time.Minute
+		o.Now = clock.Now
+		o.Refresh = true
+	})
+	c.Collect(ctx10s(t), "r.example", []string{"mx.r.example"})
+	clock.Advance(4*time.Minute + 31*time.Second) // the last tenth
+	m.mu.Lock()
+	m.gate["first.example"] = gate
+	mark := len(m.asked)
+	m.mu.Unlock()
+	c.Start("first.example", []string{"mx.first.example"})
+	for authsig.InFlight(c) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if p := c.Start("r.example", []string{"mx.r.example"}); p == nil {
+		t.Fatal("no pending")
+	}
+	b := c.Start("b.example", []string{"mx.b.example"})
+	close(gate)
+	b.Wait(ctx10s(t))
+	for deadline := time.Now().Add(10 * time.Second); authsig.InFlight(c) > 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("collections not done within 10s")
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	lastB, firstR := -1, -1
+	for i, n := range m.asked[mark:] {
+		switch {
+		case n == "b.example" || strings.HasSuffix(n, ".b.example"):
+			lastB = i
+		case (n == "r.example" || strings.HasSuffix(n, ".r.example")) && firstR < 0:
+			firstR = i
+		}
+	}
+	if firstR < 0 || lastB < 0 || firstR < lastB {
+		t.Errorf("the refresh's first query at %d, the waited-for collection's last at %d: want the refresh after", firstR, lastB)
 	}
 }
