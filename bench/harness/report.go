@@ -486,7 +486,7 @@ func oneLine(s string) string {
 func fairnessSection(w io.Writer, res *Result) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("## 7. Fairness between accounts\n\n")
-	p("Account A (the demo account) uploads a large batch; while it runs, a second account, B, uploads a small batch of addresses the world answers promptly, up to %d times one after the other: when A's progress reads 10 %%, 25 %%, 40 %%, 55 %% and 70 %% processed (or at once when B's previous batch ended past the mark), and not once A is past %d %% (its bulk is over; the rest is its tail of tarpits and greylisting). The median of B's completions (upload to `completed`) is compared with the median of the same batch's on an idle verifyd (after one unmeasured run, so its caches are as warm), and A's completion with its batch alone run right after (a run alone before warms the caches: cold auth-signal lookups make a big batch up to 20 %% slower; the world's greylisting lets more of A's addresses through each time, which favours the run after, not the one with B). The scheduler's policy is in [server/batch/README.md](../server/batch/README.md#the-scheduler-fairness).\n\n", FairRepeats, fairBulkEnd)
+	p("Account A (the demo account) uploads a large batch %d times; each time, when A's progress reads 10 %% processed (in its bulk, before its tail of tarpits and greylisting), a second account, B, uploads a small batch of addresses the world answers promptly: the same number of samples at the same point of A's bulk on every side. The median of B's completions (upload to `completed`) is compared with the median of the same batch's on an idle verifyd (%d runs, after one unmeasured run, so its caches are as warm), and A's median completion with B with its batch alone run right after (a run alone before warms the caches: cold auth-signal lookups make a big batch up to 20 %% slower; the world's greylisting lets more of A's addresses through each time, which favours the run after, not the ones with B). The scheduler's policy is in [server/batch/README.md](../server/batch/README.md#the-scheduler-fairness).\n\n", FairSamples, FairRepeats)
 	rows := false
 	for _, run := range res.Runs {
 		fr := run.Scenarios.Fairness
@@ -504,7 +504,7 @@ func fairnessSection(w io.Writer, res *Result) {
 	if !rows {
 		return
 	}
-	p("| verifyd | B's addresses | B alone s | B beside A s | B ratio | B slowest | verifyd / world cores beside A | A's addresses | A alone s (after) | A with B s | A slowdown | verifyd peak RSS MB (A with B) |\n")
+	p("| verifyd | B's addresses | B alone s | B beside A s | B ratio | B slowest | verifyd / world cores beside A | A's addresses | A alone s (after) | A with B s (median) | A slowdown | verifyd peak RSS MB (A with B) |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, run := range res.Runs {
 		fr := run.Scenarios.Fairness
@@ -513,8 +513,8 @@ func fairnessSection(w io.Writer, res *Result) {
 		}
 		p("| %s | %s | %s | %s | **%.2f×** | %.2f× | %.2f / %.2f | %s | %s | %s | **%.3f×** | %s |\n", run.Label, itoa(fr.BWith[0].Size),
 			fmtNum(fr.BAloneSeconds), fmtNum(fr.BWithSeconds), fr.BRatio, fr.BWorstRatio, fr.BCores, fr.WorldCores,
-			itoa(fr.A.Size), fmtNum(fr.AAloneSeconds), fmtNum(fr.A.CompletionSeconds), fr.ASlowdown,
-			fmtNum(fr.A.Verifyd.PeakRSSMB))
+			itoa(fr.A.Size), fmtNum(fr.AAloneSeconds), fmtNum(fr.AWithSeconds), fr.ASlowdown,
+			fmtNum(fr.peakRSSWith()))
 	}
 	p("\n")
 	for _, run := range res.Runs {
@@ -522,15 +522,18 @@ func fairnessSection(w io.Writer, res *Result) {
 		if fr == nil || fr.Skipped != "" || fr.Error != "" {
 			continue
 		}
-		var with, alone []string
+		var with, alone, aWith []string
 		for i, b := range fr.BWith {
 			with = append(with, fmt.Sprintf("%s s at %s", fmtNum(b.CompletionSeconds), itoa(fr.StartedAt[i])))
+		}
+		for _, a := range fr.AWith {
+			aWith = append(aWith, fmtNum(a.CompletionSeconds))
 		}
 		for _, b := range fr.BAlone {
 			alone = append(alone, fmtNum(b.CompletionSeconds))
 		}
-		p("verifyd %s: B beside A (A's addresses processed at B's upload): %s; B alone: %s s; A alone before (warming the caches) and after: %s s, %s s.\n\n", run.Label, strings.Join(with, ", "), strings.Join(alone, ", "),
-			fmtNum(fr.AAlone[0].CompletionSeconds), fmtNum(fr.AAlone[1].CompletionSeconds))
+		p("verifyd %s: B beside A (A's addresses processed at B's upload): %s; B alone: %s s; A with B: %s s; A alone before (warming the caches) and after: %s s, %s s.\n\n", run.Label, strings.Join(with, ", "), strings.Join(alone, ", "),
+			strings.Join(aWith, ", "), fmtNum(fr.AAlone[0].CompletionSeconds), fmtNum(fr.AAlone[1].CompletionSeconds))
 	}
 	p("\n")
 }

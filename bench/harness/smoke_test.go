@@ -186,7 +186,7 @@ func TestSmoke(t *testing.T) {
 	tooSmall := strings.Contains(fr.Skipped, "too small")
 	if fr.Error != "" || len(fr.BAlone) != FairRepeats || len(fr.AAlone) < 1 || fr.AAlone[0].Processed != 100 ||
 		(!tooSmall && (fr.Skipped != "" || len(fr.BWith) == 0 || len(fr.StartedAt) != len(fr.BWith) ||
-			fr.BRatio <= 0 || fr.BWorstRatio < fr.BRatio || fr.ASlowdown <= 0 || len(fr.AAlone) != 2)) {
+			fr.BRatio <= 0 || fr.BWorstRatio < fr.BRatio || fr.ASlowdown <= 0 || len(fr.AAlone) != 2 || len(fr.AWith) != FairSamples)) {
 		t.Errorf("fairness %+v", fr)
 	}
 	// Did you mean, against the typos world's truth: the targets

@@ -239,7 +239,7 @@ func targets(run *RunResult, o Options) []Target {
 		Target: fmt.Sprintf("≤ %.2f×", TargetFairSlowdown)}
 	if fairOK {
 		t.Value, t.Met = fr.ASlowdown, met(fr.ASlowdown <= TargetFairSlowdown)
-		t.Note = fmt.Sprintf("%s addresses: %.1f s with B, %.1f s alone right after", itoa(fr.A.Size), fr.A.CompletionSeconds, fr.AAloneSeconds)
+		t.Note = fmt.Sprintf("%s addresses: %.1f s with B (median of %d), %.1f s alone right after", itoa(fr.A.Size), fr.AWithSeconds, len(fr.AWith), fr.AAloneSeconds)
 		if fr.A.Size != TargetBatchReference {
 			t.Note += fmt.Sprintf("; the issue states it for %s", itoa(TargetBatchReference))
 		}
