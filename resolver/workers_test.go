@@ -146,61 +146,85 @@ func TestIdleWorkersExit(t *testing.T) {
 	}
 }
 
+// orderServer starts a server that answers A (TTL 300 s) 20 ms after each
+// query and records the names asked, in order.
+type orderServer struct {
+	*testServer
+	mu    sync.Mutex
+	names []string
+}
+
+func startOrderServer(t *testing.T) *orderServer {
+	o := &orderServer{}
+	o.testServer = startServer(t, func(s *testServer, w dns.ResponseWriter, req *dns.Msg) {
+		o.mu.Lock()
+		o.names = append(o.names, req.Question[0].Name)
+		o.mu.Unlock()
+		s.sleep(20 * time.Millisecond)
+		answerA(t)(s, w, req)
+	})
+	return o
+}
+
+// order returns the names asked so far and forgets them.
+func (o *orderServer) order() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := fmt.Sprint(o.names)
+	o.names = nil
+	return s
+}
+
+// lookupAsync looks name up in a goroutine counted by wg.
+func lookupAsync(t *testing.T, wg *sync.WaitGroup, r *Resolver, ctx context.Context, name string) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, err := r.LookupIP(ctx, "ip4", name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}()
+}
+
+// waitQueued waits until n queries wait for a worker.
+func waitQueued(t *testing.T, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for queriesQueued.Load() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d queries queued, want %d", queriesQueued.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestUrgentGoFirst: lookups with an Urgent context that must wait for a
 // worker go ahead of the queued ones of unmarked contexts, and an urgent
 // lookup that joins a queued query moves it ahead.
 func TestUrgentGoFirst(t *testing.T) {
 	checkLeaks(t)
-	var mu sync.Mutex
-	var order []string
-	s := startServer(t, func(s *testServer, w dns.ResponseWriter, req *dns.Msg) {
-		mu.Lock()
-		order = append(order, req.Question[0].Name)
-		mu.Unlock()
-		s.sleep(20 * time.Millisecond)
-		answerA(t)(s, w, req)
-	})
+	s := startOrderServer(t)
 	r := newTestResolver(t, Options{Upstreams: []string{s.addr}, MaxInFlight: 1})
 	var wg sync.WaitGroup
-	lookup := func(ctx context.Context, name string) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := r.LookupIP(ctx, "ip4", name); err != nil {
-				t.Errorf("%s: %v", name, err)
-			}
-		}()
-	}
-	waitQueued := func(n int64) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for queriesQueued.Load() != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d queries queued, want %d", queriesQueued.Load(), n)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	lookup(context.Background(), "first.prio.test")
+	bg := context.Background()
+	lookupAsync(t, &wg, r, bg, "first.prio.test")
 	for s.total() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	for i := range 4 {
-		lookup(context.Background(), fmt.Sprintf("n%d.prio.test", i))
-		waitQueued(int64(i + 1))
+		lookupAsync(t, &wg, r, bg, fmt.Sprintf("n%d.prio.test", i))
+		waitQueued(t, int64(i+1))
 	}
-	lookup(Urgent(context.Background()), "u.prio.test")
-	waitQueued(5)
-	lookup(Urgent(context.Background()), "n3.prio.test") // joins n3, queued
-	for inflightJoins.Get() == 0 {
+	lookupAsync(t, &wg, r, Urgent(bg), "u.prio.test")
+	waitQueued(t, 5)
+	joins := inflightJoins.Get()
+	lookupAsync(t, &wg, r, Urgent(bg), "n3.prio.test") // joins n3, queued
+	for inflightJoins.Get() == joins {
 		time.Sleep(time.Millisecond)
 	}
 	wg.Wait()
 	want := []string{"first.prio.test.", "u.prio.test.", "n3.prio.test.", "n0.prio.test.", "n1.prio.test.", "n2.prio.test."}
-	mu.Lock()
-	got := fmt.Sprint(order)
-	mu.Unlock()
-	if got != fmt.Sprint(want) {
+	if got := s.order(); got != fmt.Sprint(want) {
 		t.Errorf("upstream saw %v, want %v", got, want)
 	}
 	if q := queriesQueued.Load(); q != 0 {
@@ -213,15 +237,7 @@ func TestUrgentGoFirst(t *testing.T) {
 // missed the expired entry joins it and takes it into its own lane.
 func TestPrefetchWaitsItsTurn(t *testing.T) {
 	checkLeaks(t)
-	var mu sync.Mutex
-	var order []string
-	s := startServer(t, func(s *testServer, w dns.ResponseWriter, req *dns.Msg) {
-		mu.Lock()
-		order = append(order, req.Question[0].Name)
-		mu.Unlock()
-		s.sleep(20 * time.Millisecond)
-		answerA(t)(s, w, req) // TTL 300 s
-	})
+	s := startOrderServer(t)
 	clock := newFakeClock()
 	r := newTestResolver(t, Options{Upstreams: []string{s.addr}, MaxInFlight: 1, Prefetch: true, Now: clock.Now})
 	ctx := context.Background()
@@ -230,32 +246,11 @@ func TestPrefetchWaitsItsTurn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mu.Lock()
-	order = nil
-	mu.Unlock()
+	s.order()
 	var wg sync.WaitGroup
-	lookup := func(name string) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := r.LookupIP(ctx, "ip4", name); err != nil {
-				t.Errorf("%s: %v", name, err)
-			}
-		}()
-	}
-	waitQueued := func(n int64) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for queriesQueued.Load() != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d queries queued, want %d", queriesQueued.Load(), n)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
 	clock.Advance(280 * time.Second) // the last tenth of 300 s
 	n := s.total()
-	lookup("first.prio.test") // holds the one worker
+	lookupAsync(t, &wg, r, ctx, "first.prio.test") // holds the one worker
 	for s.total() == n {
 		time.Sleep(time.Millisecond)
 	}
@@ -263,13 +258,13 @@ func TestPrefetchWaitsItsTurn(t *testing.T) {
 		if res, err := r.LookupIP(ctx, "ip4", name); err != nil || res.TTL != 20*time.Second {
 			t.Fatalf("%s in its last tenth: %+v %v, want the cached answer", name, res, err)
 		}
-		waitQueued(int64(i + 1))
+		waitQueued(t, int64(i+1))
 	}
-	lookup("n0.prio.test")
-	waitQueued(3)
+	lookupAsync(t, &wg, r, ctx, "n0.prio.test")
+	waitQueued(t, 3)
 	clock.Advance(21 * time.Second)
 	joins := inflightJoins.Get()
-	lookup("r2.prio.test") // expired: joins its refresh, into the batch lane
+	lookupAsync(t, &wg, r, ctx, "r2.prio.test") // expired: joins its refresh, into the batch lane
 	for inflightJoins.Get() == joins {
 		time.Sleep(time.Millisecond)
 	}
@@ -282,10 +277,7 @@ func TestPrefetchWaitsItsTurn(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	want := []string{"first.prio.test.", "n0.prio.test.", "r2.prio.test.", "r1.prio.test."}
-	mu.Lock()
-	got := fmt.Sprint(order)
-	mu.Unlock()
-	if got != fmt.Sprint(want) {
+	if got := s.order(); got != fmt.Sprint(want) {
 		t.Errorf("upstream saw %v, want %v", got, want)
 	}
 }
