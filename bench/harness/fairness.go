@@ -31,9 +31,8 @@ type FairnessResult struct {
 	// BAloneSeconds and BWithSeconds are the medians of B's completions;
 	// BRatio is BWithSeconds over BAloneSeconds, BWorstRatio the slowest
 	// beside A over the same median alone. AAloneSeconds is A's run alone
-	// after the ones with B, and ASlowdown A's median completion with B
-	// over it:
-	// the run before warms the caches (the auth signals' DNS answers make
+	// after the ones with B, AWithSeconds the median of AWith, and
+	// ASlowdown AWithSeconds over AAloneSeconds: the run before warms the caches (the auth signals' DNS answers make
 	// a cold 100,000-address batch 20 % slower), and the world's
 	// greylisting lets more of A's addresses through each time, which
 	// favours the run after, not the one with B.
