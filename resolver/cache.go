@@ -15,8 +15,8 @@ type key struct {
 
 // entry is one lookup outcome: the raw answer, its typed view, and the
 // errors to return with them. An entry is immutable once built, apart from
-// ref (CLOCK's reference bit), refreshing and slot (guarded by the shard's lock), so a
-// hit reads it without holding a lock.
+// ref (CLOCK's reference bit), refreshing, and slot (guarded by the
+// shard's lock), so a hit reads it without holding a lock.
 type entry struct {
 	key key
 	// ans is the raw answer; its Meta.TTL is filled in on return.

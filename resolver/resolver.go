@@ -347,7 +347,7 @@ func (r *Resolver) begin(ctx context.Context, name string, qtype uint16) pending
 	if err := ctx.Err(); err != nil {
 		return pending{e: failEntry(k, StatusTempFail, -1, err), k: k}
 	}
-	fs := &r.flights[h%uint64(len(r.flights))]
+	fs := r.shard(h)
 	fs.mu.Lock()
 	if c := fs.m[k]; c != nil {
 		if lane := laneOf(ctx); lane == fifo.Urgent || c.refresh {
@@ -368,13 +368,22 @@ func (r *Resolver) begin(ctx context.Context, name string, qtype uint16) pending
 		fs.mu.Unlock()
 		return pending{e: failEntry(k, StatusNone, -1, ErrClosed), k: k}
 	}
-	c := &call{k: k, h: h, fs: fs, done: make(chan struct{})}
-	fs.m[k] = c
-	// Dispatched under the lock: Close's barrier then knows no query
-	// starts after it.
-	r.dispatch(c, laneOf(ctx))
+	c := r.launch(fs, k, h, laneOf(ctx), false)
 	fs.mu.Unlock()
 	return pending{c: c, k: k}
+}
+
+// shard is the flight shard of hash h.
+func (r *Resolver) shard(h uint64) *flightShard { return &r.flights[h%uint64(len(r.flights))] }
+
+// launch registers a query for k in fs and dispatches it in lane. The
+// caller holds fs.mu and found the resolver open: dispatched under the
+// lock, Close's barrier then knows no query starts after it.
+func (r *Resolver) launch(fs *flightShard, k key, h uint64, lane fifo.Lane, refresh bool) *call {
+	c := &call{k: k, h: h, fs: fs, done: make(chan struct{}), refresh: refresh}
+	fs.m[k] = c
+	r.dispatch(c, lane)
+	return c
 }
 
 // refresh starts a background query for k, whose entry a hit found in the
@@ -383,16 +392,14 @@ func (r *Resolver) begin(ctx context.Context, name string, qtype uint16) pending
 // for: nobody waits for it until the entry expires, and a caller that
 // misses then joins it and moves it to the caller's lane.
 func (r *Resolver) refresh(k key, h uint64) {
-	fs := &r.flights[h%uint64(len(r.flights))]
+	fs := r.shard(h)
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.m[k] != nil || r.closed.Load() {
 		return
 	}
-	c := &call{k: k, h: h, fs: fs, done: make(chan struct{}), refresh: true}
-	fs.m[k] = c
 	prefetches.Inc()
-	r.dispatch(c, fifo.Background)
+	r.launch(fs, k, h, fifo.Background, true)
 }
 
 // wait returns the entry of p, waiting for its query until ctx ends, and

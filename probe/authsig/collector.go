@@ -282,7 +282,7 @@ func (c *Collector) start(domain string, mxHosts []string, urgent bool) *Pending
 	now := c.opts.Now()
 	if s, ok, refresh := c.signals.getRefresh(key, now); ok {
 		collectionsCached.Inc()
-		if refresh && c.opts.Refresh {
+		if refresh { // only signals put with Options.Refresh ask for one
 			c.mu.Lock()
 			if c.flights[key] == nil && c.ctx.Err() == nil {
 				refreshes.Inc()
