@@ -222,7 +222,7 @@ func New(opts Options) (*Engine, error) {
 		e.tlsSessions = tls.NewLRUClientSessionCache(tlsSessionHosts)
 	}
 	if !opts.NoSessionReuse {
-		e.keeper = &keeper{e: e, wait: idleSession}
+		e.keeper = &keeper{e: e, wait: idleSession, handoff: handoffWait}
 		opts.Egress.OnWait(e.keeper.wanted)
 	}
 	if opts.Facts != nil {

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"context"
 	"net/netip"
 	"sync"
 	"time"
@@ -8,6 +9,7 @@ import (
 	vm "github.com/VictoriaMetrics/metrics"
 
 	"github.com/verifyd/verifyd/egress"
+	"github.com/verifyd/verifyd/internal/phase"
 	"github.com/verifyd/verifyd/probe/smtpclient"
 )
 
@@ -44,6 +46,17 @@ import (
 // it closed before any reply runs in a new session, as if none had been
 // kept (sessions reports it as stale, not as the server's answer).
 //
+// A validation that finds no session kept to its MX address, but one in
+// use there by another real-time validation, waits for that one (up to
+// handoffWait) rather than open its own: when its transaction ends well,
+// the session goes straight to the validation waiting (FIFO), as a kept
+// one would; when it ends otherwise, or is not done in time, the
+// validation opens its own. At most one validation waits per session in
+// use; one that must go out from a given egress address or not from one
+// does not wait. Concurrent validations to one MX address (the big
+// providers' hosts; a domain's addresses validated together) thus share
+// sessions too, and the server sees fewer at once.
+//
 // Batch jobs do not keep sessions: a batch sends each domain's
 // recipients in one session already.
 const (
@@ -55,6 +68,9 @@ const (
 	// engine's: each holds a socket and its egress slot.
 	keptPerAddr = 4
 	keptMax     = 512
+	// handoffWait bounds a wait for a session in use: a transaction's
+	// last replies, or a session's opening, in a world of slow replies.
+	handoffWait = time.Second
 )
 
 var (
@@ -62,6 +78,11 @@ var (
 	sessionsReused = vm.NewCounter(`verifyd_probe_sessions_reused_total`)
 	sessionsStale  = vm.NewCounter(`verifyd_probe_sessions_stale_total`)
 	sessionsIdle   = vm.NewGauge(`verifyd_probe_sessions_idle`, nil)
+	awaited        = struct{ taken, none, timeout *vm.Counter }{
+		vm.NewCounter(`verifyd_probe_sessions_awaited_total{result="taken"}`),
+		vm.NewCounter(`verifyd_probe_sessions_awaited_total{result="none"}`),
+		vm.NewCounter(`verifyd_probe_sessions_awaited_total{result="timeout"}`),
+	}
 )
 
 // keptSession is a session open between two validations.
@@ -81,11 +102,20 @@ type keeper struct {
 	e *Engine
 	// wait is how long a session is kept unused: idleSession (tests
 	// change it).
-	wait   time.Duration
-	mu     sync.Mutex
-	idle   map[netip.Addr][]*keptSession
-	n      int
-	closed bool
+	wait time.Duration
+	// handoff bounds a wait for a session in use: handoffWait (tests
+	// change it).
+	handoff time.Duration
+	mu      sync.Mutex
+	idle    map[netip.Addr][]*keptSession
+	n       int
+	closed  bool
+	// busy counts, by MX address, the real-time validations' sessions
+	// in use (from the moment one is opened or taken to its end);
+	// waiting holds the validations waiting for one of them, oldest
+	// first, never more than busy.
+	busy    map[netip.Addr]int
+	waiting map[netip.Addr][]chan *keptSession
 }
 
 // keepable reports whether s, whose last transaction ended with out, may
@@ -105,9 +135,36 @@ func (k *keeper) keep(s *keptSession) {
 	// Its outcome is OK (keepable), though its Release waits for the
 	// session's end.
 	s.lease.Succeeded()
-	if !s.lease.Contended() && k.put(s) {
-		return
+	k.mu.Lock()
+	k.done(s.lease.Dest())
+	k.mu.Unlock()
+	k.offer(s)
+}
+
+// offer hands s, a session ended well and not in use, to the validation
+// waiting longest for one to its address, else keeps it idle; when
+// neither may be (Acquires wait for its slot, its pair cools, no room,
+// the keeper closed), it ends (QUIT) off the validation's path, counted
+// in e.quits, and a validation waiting beyond the sessions left in use
+// opens its own.
+func (k *keeper) offer(s *keptSession) {
+	ip := s.lease.Dest()
+	k.mu.Lock()
+	if !k.closed && !s.lease.Contended() {
+		ws := k.waiting[ip]
+		switch {
+		case len(ws) > 0 && s.lease.Usable(): // checked as take checks it
+			k.setWaiting(ip, ws[1:])
+			ws[0] <- s // buffered: the waiter takes it even after giving up
+			k.mu.Unlock()
+			return
+		case len(ws) == 0 && k.putLocked(s):
+			k.mu.Unlock()
+			return
+		}
 	}
+	k.excess(ip)
+	k.mu.Unlock()
 	k.e.quits.Add(1)
 	go func() {
 		defer k.e.quits.Done()
@@ -115,12 +172,10 @@ func (k *keeper) keep(s *keptSession) {
 	}()
 }
 
-// put adds s to the idle sessions unless there is no room; the expiry
-// timer ends it after idleSession.
-func (k *keeper) put(s *keptSession) bool {
+// putLocked adds s to the idle sessions unless there is no room; the
+// expiry timer ends it after idleSession. k.mu is held.
+func (k *keeper) putLocked(s *keptSession) bool {
 	ip := s.lease.Dest()
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	if k.closed || k.n >= keptMax || len(k.idle[ip]) >= keptPerAddr {
 		return false
 	}
@@ -201,6 +256,112 @@ func (k *keeper) take(ip, prefer, avoid netip.Addr) *keptSession {
 	return nil
 }
 
+// begin counts a real-time validation's session to ip in use: opened,
+// taken idle or handed over. Its end is keep's or end's.
+func (k *keeper) begin(ip netip.Addr) {
+	k.mu.Lock()
+	if k.busy == nil {
+		k.busy = map[netip.Addr]int{}
+	}
+	k.busy[ip]++
+	k.mu.Unlock()
+}
+
+// end counts a session to ip in use ended without being kept (it
+// failed to open, met trouble, or the server had closed it): the
+// validation waiting longest beyond the sessions left in use opens its
+// own.
+func (k *keeper) end(ip netip.Addr) {
+	k.mu.Lock()
+	k.done(ip)
+	k.excess(ip)
+	k.mu.Unlock()
+}
+
+// done counts one session to ip in use fewer; k.mu is held.
+func (k *keeper) done(ip netip.Addr) {
+	if k.busy[ip]--; k.busy[ip] <= 0 {
+		delete(k.busy, ip)
+	}
+}
+
+// excess wakes, with no session, the validations waiting for one to ip
+// beyond the sessions in use there, oldest first; k.mu is held.
+func (k *keeper) excess(ip netip.Addr) {
+	ws := k.waiting[ip]
+	for len(ws) > k.busy[ip] {
+		ws[0] <- nil
+		ws = ws[1:]
+	}
+	k.setWaiting(ip, ws)
+}
+
+// setWaiting sets the validations waiting for a session to ip; k.mu is
+// held.
+func (k *keeper) setWaiting(ip netip.Addr, ws []chan *keptSession) {
+	if len(ws) == 0 {
+		delete(k.waiting, ip)
+	} else {
+		k.waiting[ip] = ws
+	}
+}
+
+// await waits, up to k.handoff, for a session to ip that is in use to
+// be handed over when its transaction ends well. It returns nil at once
+// when there is no session in use there that another validation is not
+// already waiting for, and nil when the one awaited ended otherwise,
+// the wait bound passed or ctx ended: the validation then opens its own.
+func (k *keeper) await(ctx context.Context, ip netip.Addr) *keptSession {
+	k.mu.Lock()
+	if k.closed || k.busy[ip] <= len(k.waiting[ip]) {
+		k.mu.Unlock()
+		return nil
+	}
+	ch := make(chan *keptSession, 1)
+	if k.waiting == nil {
+		k.waiting = map[netip.Addr][]chan *keptSession{}
+	}
+	k.waiting[ip] = append(k.waiting[ip], ch)
+	k.mu.Unlock()
+	defer phase.Since(phase.Handoff, time.Now())
+	t := time.NewTimer(k.handoff)
+	defer t.Stop()
+	select {
+	case s := <-ch:
+		return k.handed(ctx, s)
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	k.mu.Lock()
+	ws := k.waiting[ip]
+	for i, w := range ws {
+		if w == ch { // still waiting: give up
+			k.setWaiting(ip, append(ws[:i:i], ws[i+1:]...))
+			k.mu.Unlock()
+			awaited.timeout.Inc()
+			return nil
+		}
+	}
+	k.mu.Unlock()
+	return k.handed(ctx, <-ch) // answered meanwhile
+}
+
+// handed takes s, handed over to a validation that waited (nil: none
+// came); one whose ctx ended meanwhile offers it on.
+func (k *keeper) handed(ctx context.Context, s *keptSession) *keptSession {
+	if s == nil {
+		awaited.none.Inc()
+		return nil
+	}
+	if ctx.Err() != nil {
+		k.offer(s)
+		return nil
+	}
+	awaited.taken.Inc()
+	sessionsReused.Inc()
+	return s
+}
+
 // store sets ip's idle sessions; k.mu is held.
 func (k *keeper) store(ip netip.Addr, list []*keptSession) {
 	if len(list) == 0 {
@@ -251,6 +412,12 @@ func (k *keeper) close() {
 	}
 	k.idle, k.n = nil, 0
 	sessionsIdle.Set(0)
+	for ip, ws := range k.waiting {
+		for _, w := range ws {
+			w <- nil
+		}
+		delete(k.waiting, ip)
+	}
 	k.mu.Unlock()
 	k.endIdle(all)
 }

@@ -222,3 +222,89 @@ func TestKeptSessionGreylistBackoff(t *testing.T) {
 		t.Error("no kept session was taken: the test shows nothing")
 	}
 }
+
+// startWhenBusy runs Verify(first) and, once its session holds an egress
+// slot (so it is counted in use: keeper.begin comes before the Acquire),
+// Verify(second); it returns both results, first's first.
+func startWhenBusy(t *testing.T, e *env, first, second string) [2]*Result {
+	t.Helper()
+	var out [2]*Result
+	done := make(chan struct{}, 2)
+	run := func(i int, email string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out[i] = e.engine.Verify(ctx, email)
+		done <- struct{}{}
+	}
+	inflight := func() int {
+		n := 0
+		for _, a := range e.pool.Snapshot() {
+			n += a.InFlight
+		}
+		return n
+	}
+	go run(0, first)
+	for deadline := time.Now().Add(10 * time.Second); inflight() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	go run(1, second)
+	<-done
+	<-done
+	return out
+}
+
+// TestSessionHandedOver: a validation that finds the session to its MX
+// address in use by another waits for it and, when that one's
+// transaction ends well, takes it over (RSET, MAIL, RCPT): the server
+// sees one session with both recipients, each in a transaction of its
+// own, instead of two at once.
+func TestSessionHandedOver(t *testing.T) {
+	// Every reply takes 300 ms: ann's session is in use for over a
+	// second (greeting, EHLO, MAIL and RCPT, the catch-all probe) when
+	// bob's validation starts.
+	e := startEnv(t, keptWorld(t, "127.81.20.30", func(h *world.Host) { h.Latency = world.Duration(300 * time.Millisecond) }), envOptions{})
+	e.engine.keeper.handoff = time.Minute // a loaded machine's slowness is no timeout here
+	log := e.run.Log()
+	taken := awaited.taken.Get()
+	rs := startWhenBusy(t, e, "ann@kept.test", "bob@kept.test")
+	for _, r := range rs {
+		if r.Status != StatusValid {
+			t.Errorf("%s: %s/%s, want valid", r.Email, r.Status, r.Reason)
+		}
+	}
+	e.engine.Wait() // the session, kept after bob, ends after idleSession
+	log.Wait(1, 5*time.Second)
+	if got := rcptsOf(log.Sessions()); len(got) != 1 || strings.Join(got[0], " ") != "ann bob" {
+		t.Errorf("sessions' RCPTs %v, want one session: ann, then bob", got)
+	}
+	if n := awaited.taken.Get() - taken; n != 1 {
+		t.Errorf("%d sessions handed over, want 1", n)
+	}
+}
+
+// TestSessionHandoffEndsBadly: the session a validation waits for meets
+// a greylisting, so it is not kept: the validation waiting is told at
+// once (not at the wait's bound) and opens its own, and both are
+// answered once the greylisting is waited out.
+func TestSessionHandoffEndsBadly(t *testing.T) {
+	const step = time.Second
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{{Name: "mx.kept.test", IP: "127.81.20.31", Latency: world.Duration(300 * time.Millisecond)}},
+		domain: &world.Domain{Name: "kept.test", MX: []world.MX{{Pref: 10, Host: "mx.kept.test"}},
+			Policy: world.PolicyGreylist, GreylistDelay: world.Duration(step), Mailboxes: ok("ann", "bob")}}})
+	e := startEnv(t, w, envOptions{egress: egress.Options{Addresses: egressPool[:1], GreylistCooldown: step, MaxCooldown: time.Minute}})
+	e.engine.keeper.handoff = time.Minute
+	none, timeouts := awaited.none.Get(), awaited.timeout.Get()
+	rs := startWhenBusy(t, e, "ann@kept.test", "bob@kept.test")
+	for _, r := range rs {
+		if r.Status != StatusValid {
+			t.Errorf("%s: %s/%s, want valid after the greylisting", r.Email, r.Status, r.Reason)
+		}
+	}
+	e.engine.Wait()
+	if n := awaited.none.Get() - none; n != 1 {
+		t.Errorf("%d waits told no session would come, want 1 (bob's, when ann's session met the greylisting)", n)
+	}
+	if n := awaited.timeout.Get() - timeouts; n != 0 {
+		t.Errorf("%d waits ran out, want none", n)
+	}
+}

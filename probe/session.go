@@ -151,16 +151,22 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			return false, 0
 		}
 		// A real-time validation first takes a session kept open by
-		// one before it (reuse.go).
+		// one before it, or one in use that will be soon (reuse.go).
 		var s *keptSession
-		if wait && e.keeper != nil {
-			if s = e.keeper.take(ip, prefer, avoid); s != nil {
+		kept := wait && e.keeper != nil
+		if kept {
+			if s = e.keeper.take(ip, prefer, avoid); s == nil && !prefer.IsValid() && !avoid.IsValid() {
+				s = e.keeper.await(ctx, ip)
+			}
+			e.keeper.begin(ip)
+			if s != nil {
 				s.c.Attach(ctx)
 				if err := s.c.ResetPipelined(); err != nil {
 					// Without PIPELINING the RSET went alone, and found
 					// the session closed (or too slow to be worth it):
 					// nothing was asked, a new session asks.
 					s.stale()
+					e.keeper.end(ip)
 					continue
 				}
 				avoid = netip.Addr{}
@@ -173,6 +179,9 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			var o openOutcome
 			var f SMTPOutcome
 			if s, o, f = e.open(ctx, host, hostport, ip, pending, wait, &prefer, &avoid, &noTLS); o != opened {
+				if kept {
+					e.keeper.end(ip)
+				}
 				switch o {
 				case openAgain:
 					continue
@@ -211,13 +220,20 @@ func (e *Engine) sessions(ctx context.Context, host string, ip netip.Addr, domai
 			// The server had closed the session kept open: nothing was
 			// asked. A new session asks.
 			s.stale()
+			if kept {
+				e.keeper.end(ip)
+			}
 			continue
 		}
 		if out.perTx > 0 {
 			perTx = out.perTx
 		}
+		keep := kept && keepable(s, out)
+		if kept && !keep {
+			e.keeper.end(ip)
+		}
 		switch {
-		case wait && e.keeper != nil && keepable(s, out):
+		case keep:
 			// Every answer is in: the session is kept open for the
 			// next real-time validation to this address, which ends
 			// this transaction (RSET) in the write of its own MAIL.

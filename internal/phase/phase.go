@@ -5,8 +5,8 @@
 //	verifyd_probe_phase_seconds{phase="..."}
 //
 // so that a benchmark (verifybench's probe-time breakdown) or an operator
-// can tell waiting from working: queue, mx, host_ip and egress are waits
-// for a resource of verifyd's own; connect to quit are the network and the
+// can tell waiting from working: queue, mx, host_ip, handoff and egress
+// are waits for a resource of verifyd's own; connect to quit are the network and the
 // remote server; auth_wait is the auth signals a verdict waits for after
 // its SMTP stage; hold and charge are the API's synced writes around the
 // probe (server/validate.go). Phases are timed with the wall clock, whatever clock the
@@ -28,6 +28,7 @@ const (
 	Queue    Phase = iota // waiting for a probe worker
 	MX                    // the domain's MX lookup
 	HostIP                // an MX host's address lookup
+	Handoff               // waiting for another validation's session to the MX address to be handed over
 	Egress                // waiting for an egress address's slot for the MX
 	Connect               // the TCP connect
 	Banner                // from connected to the 220 greeting
@@ -42,7 +43,7 @@ const (
 	numPhases
 )
 
-var names = [numPhases]string{"queue", "mx", "host_ip", "egress", "connect", "banner", "ehlo", "starttls",
+var names = [numPhases]string{"queue", "mx", "host_ip", "handoff", "egress", "connect", "banner", "ehlo", "starttls",
 	"rcpt", "extra_rcpt", "quit", "auth_wait", "hold", "charge"}
 
 // String returns the phase's label.
