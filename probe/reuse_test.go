@@ -223,6 +223,9 @@ func TestKeptSessionGreylistBackoff(t *testing.T) {
 	}
 }
 
+// rcptSecond makes a host answer each RCPT round trip after a second.
+var rcptSecond = map[string]world.Duration{"RCPT": world.Duration(time.Second)}
+
 // startWhenBusy runs Verify(first) and, once its session holds an egress
 // slot (so it is counted in use: keeper.begin comes before the Acquire),
 // Verify(second); it returns both results, first's first.
@@ -259,10 +262,10 @@ func startWhenBusy(t *testing.T, e *env, first, second string) [2]*Result {
 // sees one session with both recipients, each in a transaction of its
 // own, instead of two at once.
 func TestSessionHandedOver(t *testing.T) {
-	// Every reply takes 300 ms: ann's session is in use for over a
-	// second (greeting, EHLO, MAIL and RCPT, the catch-all probe) when
-	// bob's validation starts.
-	e := startEnv(t, keptWorld(t, "127.81.20.30", func(h *world.Host) { h.Latency = world.Duration(300 * time.Millisecond) }), envOptions{})
+	// Each RCPT round trip takes a second: ann's session is in use for
+	// two (her RCPT, then the catch-all probe's) after bob's validation
+	// starts, however slow the machine is to start it.
+	e := startEnv(t, keptWorld(t, "127.81.20.30", func(h *world.Host) { h.CommandLatency = rcptSecond }), envOptions{})
 	e.engine.keeper.handoff = time.Minute // a loaded machine's slowness is no timeout here
 	log := e.run.Log()
 	taken := awaited.taken.Get()
@@ -288,7 +291,7 @@ func TestSessionHandedOver(t *testing.T) {
 // answered once the greylisting is waited out.
 func TestSessionHandoffEndsBadly(t *testing.T) {
 	const step = time.Second
-	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{{Name: "mx.kept.test", IP: "127.81.20.31", Latency: world.Duration(300 * time.Millisecond)}},
+	w := behaviourWorld(t, []behaviour{{hosts: []*world.Host{{Name: "mx.kept.test", IP: "127.81.20.31", CommandLatency: rcptSecond}},
 		domain: &world.Domain{Name: "kept.test", MX: []world.MX{{Pref: 10, Host: "mx.kept.test"}},
 			Policy: world.PolicyGreylist, GreylistDelay: world.Duration(step), Mailboxes: ok("ann", "bob")}}})
 	e := startEnv(t, w, envOptions{egress: egress.Options{Addresses: egressPool[:1], GreylistCooldown: step, MaxCooldown: time.Minute}})
